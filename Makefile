@@ -1,0 +1,146 @@
+# Ripple top-level Makefile.
+#
+#   make            build everything into $(O) (default: build/)
+#   make check      install missing Debian packages, build, run every test suite
+#   make demo       install missing Debian packages, build, run the demo
+#   make V=1        show the full commands
+#
+# Everything is built out of tree. Each directory adds its targets through a
+# Build.mk fragment (bpf/Build.mk, agent/Build.mk, ...); the fragments only
+# append to the variables below and use the pattern rules defined here:
+#   %.bpf.c -> $(O)/bpf/%.bpf.o -> $(O)/include/ripple/skel/%.skel.h
+#   %.cc / %.c -> $(O)/obj/%.o -> libraries in $(O)/lib, programs in $(O)/bin
+#
+# Test suites register themselves for `make check`:
+#   GTEST_SUITES  GoogleTest binaries
+#   TAP_SUITES    programs or scripts that print TAP (kselftest harness, shell)
+
+O ?= build
+abs_O := $(abspath $(O))
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(patsubst $(abs_O)/%,%,$(patsubst $(O)/%,%,$(2)))";
+endif
+
+# The real targets are aarch64; derive the BPF target arch from the host.
+UNAME_M := $(shell uname -m)
+ARCH ?= $(shell echo $(UNAME_M) | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
+	-e 's/ppc64le/powerpc/' -e 's/riscv64/riscv/' -e 's/s390x/s390/')
+
+CLANG ?= clang
+BPFTOOL ?= bpftool
+CXX ?= g++
+CC ?= gcc
+NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) nvcc)
+NPROC := $(shell nproc)
+
+# vmlinux.h: generated from the running kernel's BTF unless VMLINUX_H names a file.
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+VMLINUX_H ?= $(O)/include/vmlinux.h
+
+# The kselftest harness comes from Debian's kernel source package at build time.
+LINUX_SOURCE_TAR ?= /usr/src/linux-source-6.1.tar.xz
+KSELFTEST_DIR := $(O)/include/kselftest
+
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+	-I$(O)/include -Iinclude $(BPF_EXTRA_CFLAGS)
+
+COMMON_FLAGS := -O2 -g -Wall -Wextra -Werror=return-type -fno-omit-frame-pointer \
+	-Iinclude -I$(O)/include -MMD -MP
+CXXFLAGS ?=
+CFLAGS ?=
+RIPPLE_CXXFLAGS := -std=gnu++20 $(COMMON_FLAGS) $(CXXFLAGS)
+RIPPLE_CFLAGS := -std=gnu11 $(COMMON_FLAGS) $(CFLAGS)
+LDLIBS_BPF := -lbpf -lelf -lz
+LDLIBS_LOG := -lspdlog -lfmt -pthread
+LDLIBS_GTEST := -lgtest_main -lgtest -lgmock -pthread
+
+# Lists the fragments append to.
+BPF_OBJS :=
+SKELETONS :=
+LIBS :=
+BINS :=
+TEST_BINS :=
+GTEST_SUITES :=
+TAP_SUITES :=
+GENERATED_HEADERS := $(VMLINUX_H) $(KSELFTEST_DIR)/kselftest_harness.h
+
+# objs: source files -> object files under $(O)/obj
+objs = $(patsubst %.c,$(O)/obj/%.o,$(patsubst %.cc,$(O)/obj/%.o,$(1)))
+
+.DEFAULT_GOAL := all
+.DELETE_ON_ERROR:
+.SECONDARY:
+.PHONY: all build check demo deps clean install
+
+include $(sort $(wildcard */Build.mk */*/Build.mk))
+
+all: deps
+	@$(MAKE) --no-print-directory -j$(NPROC) build
+
+build: $(GENERATED_HEADERS) $(SKELETONS) $(LIBS) $(BINS) $(TEST_BINS)
+
+deps:
+	@tools/deps/install.sh
+
+check: deps
+	@$(MAKE) --no-print-directory -j$(NPROC) build
+	@O=$(abs_O) tests/run-suites $(foreach s,$(GTEST_SUITES),gtest:$(s)) \
+		$(foreach s,$(TAP_SUITES),tap:$(s))
+
+clean:
+	rm -rf $(O)
+
+# --- generated headers ------------------------------------------------------
+
+ifeq ($(VMLINUX_H),$(O)/include/vmlinux.h)
+$(VMLINUX_H):
+	@mkdir -p $(@D)
+	@test -r $(VMLINUX_BTF) || { echo "kernel lacks BTF: $(VMLINUX_BTF) not readable (set VMLINUX_H=path/to/vmlinux.h)"; exit 1; }
+	$(call msg,GEN,$@)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@
+endif
+
+$(KSELFTEST_DIR)/kselftest_harness.h: $(LINUX_SOURCE_TAR)
+	@mkdir -p $(@D)
+	$(call msg,EXTRACT,$@)tar -xJf $< -C $(@D) --strip-components=4 \
+		linux-source-6.1/tools/testing/selftests/kselftest.h \
+		linux-source-6.1/tools/testing/selftests/kselftest_harness.h
+	@touch $@
+
+# --- pattern rules ----------------------------------------------------------
+
+$(O)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX_H) $(wildcard include/ripple/bpf/*.h) | $(VMLINUX_H)
+	@mkdir -p $(@D)
+	$(call msg,BPF,$@)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(O)/include/ripple/skel/%.skel.h: $(O)/bpf/%.bpf.o
+	@mkdir -p $(@D)
+	$(call msg,GEN-SKEL,$@)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+$(O)/obj/%.o: %.cc | $(GENERATED_HEADERS) $(SKELETONS)
+	@mkdir -p $(@D)
+	$(call msg,CXX,$@)$(CXX) $(RIPPLE_CXXFLAGS) $(CXXFLAGS_$(subst /,_,$*)) -c $< -o $@
+
+$(O)/obj/%.o: %.c | $(GENERATED_HEADERS) $(SKELETONS)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)$(CC) $(RIPPLE_CFLAGS) $(CFLAGS_$(subst /,_,$*)) -c $< -o $@
+
+$(O)/lib/%.a:
+	@mkdir -p $(@D)
+	$(call msg,AR,$@)rm -f $@ && ar rcs $@ $^
+
+-include $(shell find $(O)/obj -name '*.d' 2>/dev/null)
+
+# Link recipes for fragments: set LDLIBS as a target-specific variable.
+define link_cxx
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)$(CXX) $(RIPPLE_CXXFLAGS) -o $@ $(filter %.o %.a,$^) $(LDLIBS)
+endef
+define link_c
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)$(CC) $(RIPPLE_CFLAGS) -o $@ $(filter %.o %.a,$^) $(LDLIBS)
+endef
