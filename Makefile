@@ -50,7 +50,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-I$(O)/include -Iinclude $(BPF_EXTRA_CFLAGS)
 
 COMMON_FLAGS := -O2 -g -Wall -Wextra -Werror=return-type -fno-omit-frame-pointer \
-	-Iinclude -I$(O)/include -MMD -MP
+	-I. -Iinclude -I$(O)/include -MMD -MP
 CXXFLAGS ?=
 CFLAGS ?=
 RIPPLE_CXXFLAGS := -std=gnu++20 $(COMMON_FLAGS) $(CXXFLAGS)
