@@ -1,0 +1,35 @@
+# Robot CPU task suite (issue 4): ordinary periodic programs that know nothing of
+# Ripple. Documentation/workloads.md describes each.
+
+WORKLOADS_COMMON := tools/workloads/periodic.cc tools/workloads/plant_mode.cc
+OPENCV_CFLAGS := $(shell pkg-config --cflags opencv4 2>/dev/null || echo -I/usr/include/opencv4)
+WORKLOAD_LIBS_CV := -lopencv_calib3d -lopencv_features2d -lopencv_imgproc -lopencv_core -pthread
+
+CXXFLAGS_tools_workloads_sgm += $(OPENCV_CFLAGS)
+CXXFLAGS_tools_workloads_orb += $(OPENCV_CFLAGS)
+CXXFLAGS_tools_workloads_control += -I/usr/include/eigen3
+
+$(O)/bin/ripple-costmap: $(call objs,tools/workloads/costmap.cc $(WORKLOADS_COMMON))
+$(O)/bin/ripple-costmap: LDLIBS := -pthread -lrt
+$(O)/bin/ripple-costmap: ; $(link_cxx)
+
+$(O)/bin/ripple-kdnn: $(call objs,tools/workloads/kdnn.cc $(WORKLOADS_COMMON))
+$(O)/bin/ripple-kdnn: LDLIBS := -pthread -lrt
+$(O)/bin/ripple-kdnn: ; $(link_cxx)
+
+$(O)/bin/ripple-sgm: $(call objs,tools/workloads/sgm.cc tools/workloads/images.cc $(WORKLOADS_COMMON))
+$(O)/bin/ripple-sgm: LDLIBS := $(WORKLOAD_LIBS_CV) -lrt
+$(O)/bin/ripple-sgm: ; $(link_cxx)
+
+$(O)/bin/ripple-orb: $(call objs,tools/workloads/orb.cc tools/workloads/images.cc $(WORKLOADS_COMMON))
+$(O)/bin/ripple-orb: LDLIBS := $(WORKLOAD_LIBS_CV) -lrt
+$(O)/bin/ripple-orb: ; $(link_cxx)
+
+$(O)/bin/ripple-control: $(call objs,tools/workloads/control.cc $(WORKLOADS_COMMON))
+$(O)/bin/ripple-control: LDLIBS := -pthread -lrt
+$(O)/bin/ripple-control: ; $(link_cxx)
+
+BINS += $(O)/bin/ripple-costmap
+
+# The grid passes are written to vectorize; -O3 lets gcc do it.
+CXXFLAGS_tools_workloads_costmap += -O3
