@@ -1,0 +1,263 @@
+#include "agent/pricing/estimator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace ripple::pricing {
+
+namespace {
+
+Bytes to_bytes(double x) {
+  if (!(x > 0)) return 0;
+  if (x >= 9.0e18) return kUnlimitedBytes;
+  return static_cast<Bytes>(x);  // floor: never round an allowance up
+}
+
+}  // namespace
+
+Bytes nominal_allowance(double deadline_ns, double a_bar_ns, double slope, Bytes a_max) {
+  const double slack = std::max(0.0, deadline_ns - a_bar_ns);
+  if (!(slope > 0)) return slack > 0 ? a_max : 0;
+  return std::min(to_bytes(slack / slope), a_max);
+}
+
+Bytes rate_limited_base(Bytes nominal, Bytes previous, Bytes unit, double rate, Bytes a_max) {
+  const double reference = static_cast<double>(std::max(previous, unit));
+  const Bytes up = to_bytes(static_cast<double>(previous) + rate * reference);
+  const Bytes down = to_bytes(static_cast<double>(previous) * (1.0 - rate));
+  return std::min(std::clamp(nominal, down, std::max(up, down)), a_max);
+}
+
+bool tight_deadline_guard(double slope_held, Bytes floor, double deadline_ns, double a_hat_ns,
+                          double margin_ns, double solo_p99_ns) {
+  const double delay = std::ceil(slope_held * static_cast<double>(floor));
+  return delay > deadline_ns - std::max(a_hat_ns + margin_ns, solo_p99_ns);
+}
+
+Estimator::Estimator(TaskSpec spec, const Params& params)
+    : spec_(std::move(spec)),
+      params_(params),
+      deadline_(static_cast<double>(spec_.deadline)),
+      window_target_(pricing::window_target(spec_.miss_tolerance,
+                                   contract_jobs(params.contract_window, spec_.period),
+                                   params.min_window_target)),
+      z_(inverse_normal_cdf(1.0 - spec_.miss_tolerance)),
+      a_max_(to_bytes(params.peak_rate_bytes_per_ns * static_cast<double>(spec_.deadline))),
+      fit_(params.intercept_window, params.slope_window),
+      margin_(params, window_target_),
+      held_slope_(spec_.prior_slope_ns_per_byte.value_or(params.prior_slope_ns_per_byte)) {
+  // Warm-up from a solo profile (App. C): the solo runs (C = 0) seed the fit, and
+  // their scatter around the seeded intercept seeds the pooled warm-up margin.
+  const auto& profile = spec_.solo_profile;
+  for (Nanos d : profile) fit_.add(static_cast<double>(d), 0.0);
+  if (!profile.empty()) {
+    const double a0 = fit_.intercept(held_slope_);
+    const std::size_t first =
+        profile.size() > static_cast<std::size_t>(params.warmup_window)
+            ? profile.size() - static_cast<std::size_t>(params.warmup_window)
+            : 0;
+    for (std::size_t k = first; k < profile.size(); ++k)
+      margin_.seed(static_cast<double>(profile[k]) - a0);
+  }
+  solo_p99_ = spec_.solo_p99;
+  if (solo_p99_ == 0 && !profile.empty()) {
+    std::vector<Nanos> sorted = profile;
+    std::sort(sorted.begin(), sorted.end());
+    const auto n = static_cast<std::int64_t>(sorted.size());
+    const std::int64_t m = std::clamp<std::int64_t>((99 * n + 99) / 100, 1, n);  // ceil(0.99 n)
+    solo_p99_ = sorted[static_cast<std::size_t>(m - 1)];
+  }
+}
+
+std::optional<double> Estimator::slope_upper() const {
+  if (!fit_.slope_estimable()) return std::nullopt;
+  // kappa^u = max(0, kappa_LS) + z_eps SE (App. C, "Pessimistic slope").
+  return std::max(0.0, fit_.ls_slope()) + z_ * fit_.ls_slope_se();
+}
+
+Estimator::Estimates Estimator::current(std::optional<double> margin) const {
+  Estimates e;
+  e.cold = !fit_.has_data();
+  e.held = held_slope_;
+  e.a_hat = e.cold ? 0.0 : fit_.intercept(held_slope_);
+  e.margin = e.cold ? std::nullopt : margin;
+  if (auto u = slope_upper(); u && *u > 0) e.upper = *u;
+  // s = max(kappa_hat, kappa^u), or kappa_hat / 0.85 until a positive kappa^u exists.
+  e.priced = e.upper ? std::max(e.held, *e.upper) : e.held / params_.unestimable_slope_share;
+  const double ls = fit_.ls_slope();
+  e.high_uncertainty = !fit_.slope_estimable() || !(ls > 0) ||
+                       fit_.ls_slope_se() > params_.high_uncertainty * ls;
+  return e;
+}
+
+double Estimator::priced_slope() const { return current(std::nullopt).priced; }
+
+bool Estimator::certification_check(const Estimates& e, double q) const {
+  // App. C, "Task exemptions": kappa^u rho < 1 and
+  //   (h + 2 kappa^u rho H) / (1 - kappa^u rho) <= min(D, a_hat + q + beta [D - a_hat - q]+),
+  //   h = a_hat + q + [kappa_hat - kappa^u]+ C_bar.
+  if (!fit_.slope_estimable()) return false;
+  const double upper = *slope_upper();
+  const double load = upper * params_.peak_rate_bytes_per_ns;
+  if (!(load < 1.0)) return false;
+  const double beta = e.priced > 0 ? e.held / e.priced : 1.0;
+  const double h = e.a_hat + q + std::max(0.0, e.held - upper) * fit_.mean_charge();
+  const double lhs =
+      (h + 2.0 * load * static_cast<double>(params_.grant_horizon)) / (1.0 - load);
+  const double rhs =
+      std::min(deadline_, e.a_hat + q + beta * std::max(0.0, deadline_ - e.a_hat - q));
+  return lhs <= rhs;
+}
+
+Pricing Estimator::price(Phase phase, Bytes smallest_other_base) {
+  ++releases_;
+  const Bytes unit = params_.probe_unit_bytes;
+  const Estimates e = current(margin_.margin(phase));
+
+  Pricing p;
+  p.phase = phase;
+  p.cold = e.cold;
+  p.a_hat = e.a_hat;
+  p.margin_unbounded = !e.margin || *e.margin >= deadline_;
+  p.margin = p.margin_unbounded ? deadline_ : *e.margin;
+  p.slope_held = e.held;
+  p.slope_estimable = e.upper.has_value();
+  p.slope_upper = e.upper.value_or(0.0);
+  p.slope_priced = e.priced;
+  p.beta = e.priced > 0 ? e.held / e.priced : 1.0;
+  p.high_uncertainty = e.high_uncertainty;
+  p.a_max = a_max_;
+  p.pacing_duration = std::max<Nanos>(params_.min_pacing_duration,
+                                      static_cast<Nanos>(std::ceil(e.a_hat)));
+  if (e.cold) {
+    // Cold start: no completed job and no profile. Nothing is known about the task's
+    // own duration, so its first job gets no bytes, no probe, no floor, no crossing.
+    p.guard = true;
+    return p;
+  }
+
+  // Eq. 2: A = min(max(0, D - a_bar) / s, rho D), a_bar = a_hat + q.
+  const double a_bar = p.a_hat + p.margin;
+  p.raw = p.slope_priced > 0 ? std::max(0.0, deadline_ - a_bar) / p.slope_priced
+                             : (deadline_ > a_bar ? 9.0e18 : 0.0);
+  p.nominal = nominal_allowance(deadline_, a_bar, p.slope_priced, a_max_);
+  p.base = rate_limited_base(p.nominal, base_, unit, params_.rate_limit, a_max_);
+  base_ = p.base;
+  p.allowance = p.base;
+
+  // One job in eight of the task with the smallest allowance gets 40 % fewer bytes
+  // while slope uncertainty exceeds 10 % (or is not estimable).
+  const bool smallest = p.base <= smallest_other_base;
+  if (p.high_uncertainty && smallest && releases_ % params_.reduced_every == 0) {
+    p.allowance = to_bytes(static_cast<double>(p.allowance) * (1.0 - params_.reduced_cut));
+    p.reduced = true;
+  }
+
+  p.guard = tight_deadline_guard(p.slope_held, params_.pacing_floor_bytes, deadline_, p.a_hat,
+                                 p.margin, static_cast<double>(solo_p99_));
+  p.floor = p.guard ? 0 : params_.pacing_floor_bytes;
+  // An allowance below one unit receives a one-unit probe on alternate releases.
+  if (p.allowance < unit && !p.guard) {
+    probe_turn_ = !probe_turn_;
+    if (probe_turn_) {
+      p.allowance = std::min(unit, a_max_);
+      p.probe = true;
+    }
+  }
+  // Issued exactly A_max because the raw allowance exceeds it: released at entry.
+  p.full_release = p.allowance == a_max_ && p.raw >= static_cast<double>(a_max_);
+
+  if (params_.certification && !exemption_disabled_) {
+    if (!p.margin_unbounded && certification_check(e, p.margin)) {
+      if (passes_ < params_.certify_passes) ++passes_;
+      if (passes_ >= params_.certify_passes) exempt_ = true;
+    } else {
+      end_exemption();
+    }
+  }
+  p.certified = exempt_;
+  if (auto u = slope_upper()) {
+    p.cert_slope = *u;
+    p.cert_intercept = p.a_hat + p.margin + std::max(0.0, p.slope_held - *u) * fit_.mean_charge();
+  }
+  return p;
+}
+
+Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged) {
+  Outcome out;
+  const double ct = static_cast<double>(response);
+  out.missed = response > spec_.deadline;
+  // err = 1 above the saved line; a saved q >= D records err = 0 (App. C).
+  out.above_line = !p.margin_unbounded && ct > p.line(charged);
+  margin_.update_level(out.above_line);
+
+  // The residual is computed before the job enters the fit.
+  if (fit_.has_data()) {
+    const double r = ct - fit_.intercept(held_slope_) - held_slope_ * static_cast<double>(charged);
+    margin_.add_residual(r, p.phase);
+    out.residual = r;
+  }
+
+  if (p.certified) {
+    if (out.missed) {
+      exemption_disabled_ = true;  // a deadline miss while exempt: for the rest of the run
+      end_exemption();
+    } else if (ct > p.cert_intercept + p.cert_slope * static_cast<double>(charged)) {
+      end_exemption();
+    }
+  }
+
+  const std::optional<double> previous_upper = slope_upper();
+  fit_.add(ct, static_cast<double>(charged));
+  if (fit_.slope_estimable()) {
+    const double ls = fit_.ls_slope(), se = fit_.ls_slope_se();
+    // The held slope moves only on a positive estimate >= 2 SE above zero.
+    if (ls > 0 && ls >= params_.slope_hold_z * se) held_slope_ = ls;
+    // Drift: a new lower slope estimate above the previous kappa^u.
+    if (params_.certification && previous_upper && ls - params_.drift_z * se > *previous_upper) {
+      exemption_disabled_ = true;
+      end_exemption();
+    }
+  }
+  return out;
+}
+
+Outcome Estimator::unfinished(const Pricing& p) {
+  Outcome out;
+  out.missed = true;
+  out.above_line = !p.margin_unbounded;  // an unfinished job exceeds any finite line
+  margin_.update_level(out.above_line);
+  if (p.certified) {
+    exemption_disabled_ = true;
+    end_exemption();
+  }
+  return out;
+}
+
+Bytes Estimator::allowance_bound() const {
+  const Bytes unit = params_.probe_unit_bytes;
+  const double reference = static_cast<double>(std::max(base_, unit));
+  const Bytes grown = to_bytes(static_cast<double>(base_) + params_.rate_limit * reference);
+  return std::min(a_max_, std::max(grown, unit));
+}
+
+std::optional<double> Estimator::crossing_response(Nanos into_release, Bytes bytes) const {
+  const Estimates e = current(margin_.worst_margin());
+  if (e.cold || !e.margin || *e.margin >= deadline_) return std::nullopt;
+  const double p99 = static_cast<double>(solo_p99_);
+  if (tight_deadline_guard(e.held, params_.pacing_floor_bytes, deadline_, e.a_hat, *e.margin, p99))
+    return std::nullopt;
+  // (t_end - R) + max(a_hat + q, p_i) + kappa_hat max(0, A_bar - c)  (App. C)
+  const double further = static_cast<double>(std::max<Bytes>(0, allowance_bound() - bytes));
+  return static_cast<double>(into_release) + std::max(e.a_hat + *e.margin, p99) + e.held * further;
+}
+
+bool Estimator::crossing_allowed(Nanos into_release, Bytes bytes) const {
+  if (into_release <= 0) return true;  // the grant ends before the release
+  if (into_release > spec_.period) return false;  // capped at T_i: never reach the next one
+  const auto r = crossing_response(into_release, bytes);
+  return r && *r <= deadline_;
+}
+
+}  // namespace ripple::pricing

@@ -1,0 +1,147 @@
+// Per protected task: the interference model, its margin and slope bound, and the
+// allowance each released job is issued (paper §4.2 and App. C). Pure: no clock, no
+// I/O; the ledger (ledger.h) calls price() at a release and complete() at a completion.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "agent/pricing/fit.h"
+#include "agent/pricing/margin.h"
+#include "agent/pricing/params.h"
+#include "agent/pricing/types.h"
+
+namespace ripple::pricing {
+
+// Everything that priced one job at its release. Saved with the job: its feedback
+// error is scored against this line, not against later estimates (App. C, "Margin").
+struct Pricing {
+  Phase phase = Phase::kRest;
+  bool cold = false;            // no completed job and no profile: nothing to price
+  double a_hat = 0;             // a_hat_ij, ns
+  double margin = 0;            // q_ij, ns (= D_i when unbounded)
+  bool margin_unbounded = true;
+  double slope_held = 0;        // kappa_hat_ij, ns/byte
+  bool slope_estimable = false; // a positive kappa^u_ij is available
+  double slope_upper = 0;       // kappa^u_ij, ns/byte
+  double slope_priced = 0;      // s_ij, ns/byte
+  double beta = 1;              // kappa_hat_ij / s_ij
+  bool high_uncertainty = true; // slope SE above 10 % or not estimable
+  Bytes a_max = 0;              // A_i^max = rho D_i
+  double raw = 0;               // max(0, D_i - a_bar_ij) / s_ij, before the cap
+  Bytes nominal = 0;            // Eq. 2
+  Bytes base = 0;               // after the +-25 % rate limit
+  Bytes allowance = 0;          // issued A_ij
+  bool reduced = false;         // one-in-eight 40 % smaller allowance
+  bool probe = false;           // one-unit probe
+  bool full_release = false;    // issued exactly A_max: whole allowance at entry
+  bool guard = true;            // tight-deadline guard tripped: no probe, floor, crossing
+  Bytes floor = 0;              // f, or 0 under the guard
+  Nanos pacing_duration = 1;    // a_hat_ij floored at 1 ns (Eq. 6)
+  bool certified = false;       // the task was exempt when this job was released
+  double cert_intercept = 0;    // h_ij, ns
+  double cert_slope = 0;        // kappa^u_ij of the saved exemption line h + kappa^u C
+
+  // The saved release-time pricing line a_hat + q + s C (App. C, "Margin").
+  double line(Bytes charged) const { return a_hat + margin + slope_priced * charged; }
+};
+
+// What a completed (or abandoned) job taught the estimator.
+struct Outcome {
+  bool missed = false;      // CT_ij > D_i
+  bool above_line = false;  // err_ij
+  std::optional<double> residual;  // e_ij, when the fit had data to predict it
+};
+
+// Nominal allowance A_ij = min(max(0, D_i - a_bar_ij) / s_ij, A_max) (Eq. 2), bytes.
+// s <= 0 prices GPU volume as harmless: the cap alone applies.
+Bytes nominal_allowance(double deadline_ns, double a_bar_ns, double slope, Bytes a_max);
+
+// The +-25 % rate limit (App. C): the new base lies within
+// [prev (1 - r), prev + r max(prev, unit)] and never above A_max.
+Bytes rate_limited_base(Bytes nominal, Bytes previous_base, Bytes unit, double rate, Bytes a_max);
+
+// Tight-deadline guard (App. C): ceil(kappa_hat f) > D_i - max(a_hat + q, p_i).
+bool tight_deadline_guard(double slope_held, Bytes floor, double deadline_ns, double a_hat_ns,
+                          double margin_ns, double solo_p99_ns);
+
+class Estimator {
+ public:
+  // `params` must outlive the estimator; both must have passed validate().
+  Estimator(TaskSpec spec, const Params& params);
+
+  // Prices the job released now. `smallest_other_base` is the smallest current base
+  // allowance among the other uncertified tasks (kUnlimitedBytes if none): the
+  // one-in-eight reduced allowance only goes to the task with the smallest allowance.
+  Pricing price(Phase phase, Bytes smallest_other_base = kUnlimitedBytes);
+
+  // A job priced by `pricing` completed after `response` ns with `charged` bytes.
+  Outcome complete(const Pricing& pricing, Nanos response, Bytes charged);
+  // A job that never completed: it exceeds any finite line and misses its deadline.
+  Outcome unfinished(const Pricing& pricing);
+
+  // A_bar_i: the most a job released next can be issued, whatever completes before it
+  // (the 25 % growth rule and the one-unit probe, both capped at A_max).
+  Bytes allowance_bound() const;
+  // The crossing bound (App. C): modelled response time of the next job when a grant of
+  // `bytes` ends `into_release` ns after its release; nullopt when no crossing is
+  // allowed at all (no model, unbounded margin, or the tight-deadline guard).
+  std::optional<double> crossing_response(Nanos into_release, Bytes bytes) const;
+  bool crossing_allowed(Nanos into_release, Bytes bytes) const;
+
+  const TaskSpec& spec() const { return spec_; }
+  double window_target() const { return window_target_; }
+  double z() const { return z_; }
+  Nanos solo_p99() const { return solo_p99_; }
+  const InterferenceFit& fit() const { return fit_; }
+  const ConformalMargin& margin() const { return margin_; }
+  double held_slope() const { return held_slope_; }
+  // kappa^u from the current fit; nullopt until estimable.
+  std::optional<double> slope_upper() const;
+  // The slope pricing uses now: max(kappa_hat, kappa^u), or kappa_hat / 0.85.
+  double priced_slope() const;
+  double intercept() const { return fit_.intercept(held_slope_); }
+  Bytes base_allowance() const { return base_; }
+  bool has_priced() const { return releases_ > 0; }
+  std::int64_t releases() const { return releases_; }
+
+  bool exempt() const { return exempt_; }
+  bool exemption_disabled() const { return exemption_disabled_; }
+  int certification_passes() const { return passes_; }
+
+ private:
+  struct Estimates {
+    bool cold = true;
+    double a_hat = 0;
+    std::optional<double> margin;
+    double held = 0;
+    std::optional<double> upper;  // positive kappa^u
+    double priced = 0;
+    bool high_uncertainty = true;
+  };
+  Estimates current(std::optional<double> margin) const;
+  bool certification_check(const Estimates& e, double margin) const;
+  void end_exemption() {
+    exempt_ = false;
+    passes_ = 0;
+  }
+
+  TaskSpec spec_;
+  const Params& params_;
+  double deadline_;
+  double window_target_;
+  double z_;
+  Nanos solo_p99_ = 0;
+  Bytes a_max_;
+  InterferenceFit fit_;
+  ConformalMargin margin_;
+  double held_slope_;
+  Bytes base_ = 0;
+  std::int64_t releases_ = 0;
+  bool probe_turn_ = false;
+  bool exempt_ = false;
+  bool exemption_disabled_ = false;
+  int passes_ = 0;
+};
+
+}  // namespace ripple::pricing

@@ -1,0 +1,60 @@
+#include "agent/pricing/fit.h"
+
+#include <cmath>
+
+#include <Eigen/LU>
+
+namespace ripple::pricing {
+
+InterferenceFit::InterferenceFit(int intercept_window, int slope_window)
+    : lambda_a_(1.0 - 1.0 / intercept_window), lambda_k_(1.0 - 1.0 / slope_window) {}
+
+double InterferenceFit::intercept(double slope_ns_per_byte) const {
+  return mean_response() - slope_ns_per_byte * mean_charge();
+}
+
+void InterferenceFit::add(double response_ns, double charge_bytes) {
+  const double y = response_ns / kNsPerUnit, c = charge_bytes / kBytesPerUnit;
+  if (count_ == 0) {
+    c0_ = c;
+    y0_ = y;
+  }
+  ++count_;
+
+  // Intercept window: exact exponentially weighted means.
+  weight_a_ = lambda_a_ * weight_a_ + 1.0;
+  mean_c_ += (c - mean_c_) / weight_a_;
+  mean_y_ += (y - mean_y_) / weight_a_;
+
+  // Slope window: forget, then add phi = [1, c - c0] with target y - y0.
+  const Eigen::Vector2d phi(1.0, c - c0_);
+  const double yc = y - y0_;
+  info_ = lambda_k_ * info_ + phi * phi.transpose();
+  info2_ = (lambda_k_ * lambda_k_) * info2_ + phi * phi.transpose();
+  moment_ = lambda_k_ * moment_ + phi * yc;
+  yy_ = lambda_k_ * yy_ + yc * yc;
+  solve();
+}
+
+void InterferenceFit::solve() {
+  estimable_ = false;
+  const double s0 = info_(0, 0), s2 = info2_(0, 0);
+  const double det = info_.determinant();
+  // Relative test: the charges must vary, not just be numerically distinct.
+  if (count_ < 3 || !(det > 1e-9 * info_(0, 0) * info_(1, 1))) return;
+  const double n_eff = s0 * s0 / s2;  // Kish effective sample size of the weights
+  if (!(n_eff > 2.0)) return;
+  const Eigen::Matrix2d inv = info_.inverse();
+  const Eigen::Vector2d theta = inv * moment_;
+  const double rss = std::max(0.0, yy_ - theta.dot(moment_));
+  // Residual variance with n_eff - 2 degrees of freedom (reduces to RSS/(n-2) with
+  // equal weights), and the sandwich covariance of the weighted estimator.
+  const double sigma2 = rss / s0 * n_eff / (n_eff - 2.0);
+  const Eigen::Matrix2d cov = sigma2 * (inv * info2_ * inv);
+  ls_a_ = theta(0) - theta(1) * c0_;  // back from centred coordinates (y0 added on read)
+  slope_ = theta(1);
+  slope_se_ = std::sqrt(std::max(0.0, cov(1, 1)));
+  estimable_ = std::isfinite(slope_) && std::isfinite(slope_se_);
+}
+
+}  // namespace ripple::pricing

@@ -1,0 +1,117 @@
+// Every parameter of the pricing core, with the paper's value as its named default
+// (App. C unless noted). config.h sets them from a TOML table.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/pricing/types.h"
+
+namespace ripple::pricing {
+
+// Fit (App. C): recursive least squares with exponential forgetting.
+inline constexpr int kDefaultInterceptWindow = 50;   // W
+inline constexpr int kDefaultSlopeWindow = 200;      // W_kappa
+inline constexpr double kDefaultSlopeHoldZ = 2.0;    // held slope moves at >= 2 SE
+// Slope assumed before any held estimate exists. The paper prices with kappa_hat/0.85
+// "until a positive uncertainty estimate is available", which needs a positive
+// kappa_hat before the first fit; it does not print the value. 5 ms per GB is the
+// pessimistic end of the GB10 measurements (§2.2: 1.7-2.5x slowdown of ~50 ms jobs
+// beside ~200 GB/s decode). Documentation/estimator.md explains the choice.
+inline constexpr double kDefaultPriorSlopeNsPerByte = 5e-3;
+
+// Margin (Eq. 5, App. C): adaptive conformal inference.
+inline constexpr double kDefaultEta = 0.01;          // eta
+inline constexpr int kDefaultMarginWindow = 200;     // W_q
+inline constexpr int kDefaultMarginStart = 50;       // adaptive margin after 50 samples
+inline constexpr int kDefaultWarmupWindow = 50;      // warm-up quantiles over <= 50
+inline constexpr double kDefaultVlmHeadFraction = 0.10;
+inline constexpr Nanos kDefaultContractWindow = 100 * kNsPerSec;  // L
+inline constexpr double kDefaultMinWindowTarget = 1e-6;           // eps' floor
+inline constexpr double kDefaultMissTolerance = 0.02;             // eps (§5.1)
+
+// Pessimistic slope and allowance (Eq. 2, App. C).
+inline constexpr double kDefaultUnestimableSlopeShare = 0.85;  // s = kappa_hat / 0.85
+inline constexpr double kDefaultPeakRateBytesPerNs = 273.0;    // rho: GB10's 273 GB/s
+inline constexpr double kDefaultRateLimit = 0.25;              // +-25 % per release
+inline constexpr double kDefaultHighUncertainty = 0.10;        // slope SE > 10 %
+inline constexpr int kDefaultReducedEvery = 8;                 // one job in eight
+inline constexpr double kDefaultReducedCut = 0.40;             // 40 % fewer bytes
+inline constexpr Bytes kDefaultProbeUnitBytes = 385'978'880;   // one Qwen3-8B layer
+
+// Budget (Eq. 3, 6).
+inline constexpr Bytes kDefaultPacingFloorBytes = kDefaultProbeUnitBytes;  // f
+inline constexpr Nanos kDefaultMinPacingDuration = 1;  // a_hat floored at 1 ns
+
+// Certification (App. C, "Task exemptions") and the grant horizon H (App. D).
+inline constexpr int kDefaultCertifyPasses = 50;
+inline constexpr Nanos kDefaultGrantHorizon = 18 * kNsPerMs;  // H
+inline constexpr double kDefaultDriftZ = 2.0;                 // kappa_LS - 2 SE
+
+struct Params {
+  int intercept_window = kDefaultInterceptWindow;
+  int slope_window = kDefaultSlopeWindow;
+  double slope_hold_z = kDefaultSlopeHoldZ;
+  double prior_slope_ns_per_byte = kDefaultPriorSlopeNsPerByte;
+
+  double eta = kDefaultEta;
+  int margin_window = kDefaultMarginWindow;
+  int margin_start = kDefaultMarginStart;
+  int warmup_window = kDefaultWarmupWindow;
+  double vlm_head_fraction = kDefaultVlmHeadFraction;
+  Nanos contract_window = kDefaultContractWindow;
+  double min_window_target = kDefaultMinWindowTarget;
+  double default_miss_tolerance = kDefaultMissTolerance;
+
+  double unestimable_slope_share = kDefaultUnestimableSlopeShare;
+  double peak_rate_bytes_per_ns = kDefaultPeakRateBytesPerNs;
+  double rate_limit = kDefaultRateLimit;
+  double high_uncertainty = kDefaultHighUncertainty;
+  int reduced_every = kDefaultReducedEvery;
+  double reduced_cut = kDefaultReducedCut;
+  Bytes probe_unit_bytes = kDefaultProbeUnitBytes;
+
+  Bytes pacing_floor_bytes = kDefaultPacingFloorBytes;
+  Nanos min_pacing_duration = kDefaultMinPacingDuration;
+
+  bool certification = true;
+  int certify_passes = kDefaultCertifyPasses;
+  Nanos grant_horizon = kDefaultGrantHorizon;
+  double drift_z = kDefaultDriftZ;
+};
+
+// One protected task's contract (§3) and optional solo profile (App. C warm-up).
+struct TaskSpec {
+  std::string name;
+  Nanos period = 0;    // T_i: the period, or a sporadic task's minimum inter-arrival
+  Nanos deadline = 0;  // D_i <= T_i
+  double miss_tolerance = kDefaultMissTolerance;  // eps_i
+  std::vector<Nanos> solo_profile;  // solo job durations; empty = cold start
+  Nanos solo_p99 = 0;  // p_i; 0 = take the profile's p99 (or 0 without a profile)
+  std::optional<double> prior_slope_ns_per_byte;  // overrides Params for this task
+};
+
+// Empty when valid, else one line naming the offending field.
+std::string validate(const Params& params);
+std::string validate(const TaskSpec& spec);
+
+// Phi^-1(p) for 0 < p < 1 (Acklam's rational approximation, one Halley step).
+double inverse_normal_cdf(double p);
+
+// n_i = max(1, floor(L / T_i)) (App. C, "Window target").
+int contract_jobs(Nanos contract_window, Nanos period);
+
+// eps'_i = max(1e-6, eps_i - z_eps sqrt(eps_i (1 - eps_i) / n_i)),
+// z_eps = Phi^-1(1 - eps_i) (App. C, "Window target").
+double window_target(double miss_tolerance, int contract_jobs, double min_target);
+
+// Integer parts per million (App. C: "the updates use integer parts per million").
+inline constexpr std::int64_t kPpm = 1'000'000;
+std::int64_t to_ppm(double fraction);
+
+// Phase of a release at time `release` against a deadline-bound engine whose periods
+// start at `vlm_epoch` + k * `vlm_period` (App. C: first 10 % of a period = head).
+Phase phase_of(Nanos release, Nanos vlm_epoch, Nanos vlm_period, double head_fraction);
+
+}  // namespace ripple::pricing
