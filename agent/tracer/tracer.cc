@@ -1,0 +1,518 @@
+#include "agent/tracer/tracer.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "agent/common/log.h"
+#include "agent/tracer/elf_symbols.h"
+#include "agent/tracer/features.h"
+#include "agent/tracer/threads.h"
+#include "ripple/skel/tracer.skel.h"
+
+static_assert(sizeof(ripple_job_event) == 64, "ripple_job_event layout");
+static_assert(sizeof(ripple_pt_config) == 40, "ripple_pt_config layout");
+static_assert(sizeof(ripple_pt_stats) == 80, "ripple_pt_stats layout");
+static_assert(sizeof(ripple_thread) == 80, "ripple_thread layout");
+static_assert(sizeof(ripple_exe_key) == 16, "ripple_exe_key layout");
+
+namespace ripple::tracer {
+namespace {
+
+// Period-wait syscalls: tracepoint name -> RIPPLE_WAIT_* bit, and the syscall
+// number on this architecture (for threads found asleep at attach time).
+struct WaitSyscall {
+  const char* name;
+  uint32_t bit;
+  long nr;  // -1 where this architecture lacks the syscall
+};
+
+constexpr long nr_or_none(long nr) { return nr; }
+#define RIPPLE_NR(x) nr_or_none(__NR_##x)
+
+const WaitSyscall kWaitSyscalls[] = {
+    {"clock_nanosleep", RIPPLE_WAIT_CLOCK_NANOSLEEP, RIPPLE_NR(clock_nanosleep)},
+    {"nanosleep", RIPPLE_WAIT_NANOSLEEP, RIPPLE_NR(nanosleep)},
+#ifdef __NR_epoll_wait
+    {"epoll_wait", RIPPLE_WAIT_EPOLL, RIPPLE_NR(epoll_wait)},
+#else
+    {"epoll_wait", RIPPLE_WAIT_EPOLL, -1},
+#endif
+    {"epoll_pwait", RIPPLE_WAIT_EPOLL, RIPPLE_NR(epoll_pwait)},
+    {"epoll_pwait2", RIPPLE_WAIT_EPOLL, RIPPLE_NR(epoll_pwait2)},
+#ifdef __NR_poll
+    {"poll", RIPPLE_WAIT_POLL, RIPPLE_NR(poll)},
+#else
+    {"poll", RIPPLE_WAIT_POLL, -1},
+#endif
+    {"ppoll", RIPPLE_WAIT_POLL, RIPPLE_NR(ppoll)},
+#ifdef __NR_select
+    {"select", RIPPLE_WAIT_SELECT, RIPPLE_NR(select)},
+#else
+    {"select", RIPPLE_WAIT_SELECT, -1},
+#endif
+    {"pselect6", RIPPLE_WAIT_SELECT, RIPPLE_NR(pselect6)},
+    {"futex", RIPPLE_WAIT_FUTEX, RIPPLE_NR(futex)},
+#ifdef __NR_futex_wait
+    {"futex_wait", RIPPLE_WAIT_FUTEX, RIPPLE_NR(futex_wait)},
+#else
+    {"futex_wait", RIPPLE_WAIT_FUTEX, -1},
+#endif
+};
+
+const std::map<std::string, uint32_t> kWaitNames = {
+    {"clock_nanosleep", RIPPLE_WAIT_CLOCK_NANOSLEEP},
+    {"nanosleep", RIPPLE_WAIT_NANOSLEEP},
+    {"epoll", RIPPLE_WAIT_EPOLL},
+    {"epoll_wait", RIPPLE_WAIT_EPOLL},
+    {"poll", RIPPLE_WAIT_POLL},
+    {"ppoll", RIPPLE_WAIT_POLL},
+    {"select", RIPPLE_WAIT_SELECT},
+    {"pselect", RIPPLE_WAIT_SELECT},
+    {"futex", RIPPLE_WAIT_FUTEX},
+};
+
+std::string basename_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The syscall a sleeping thread is in (first field of /proc/TID/syscall).
+long current_syscall(pid_t tgid, pid_t tid) {
+  std::ifstream in("/proc/" + std::to_string(tgid) + "/task/" + std::to_string(tid) +
+                   "/syscall");
+  long nr = -1;
+  if (!(in >> nr)) return -1;
+  return nr;
+}
+
+size_t round_ring_size(size_t bytes) {
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t size = page;
+  while (size < bytes) size <<= 1;
+  return size;
+}
+
+}  // namespace
+
+Result<uint32_t> parse_wait_list(const std::string& list) {
+  uint32_t mask = 0;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    auto it = kWaitNames.find(item);
+    if (it == kWaitNames.end())
+      return make_error(
+          "unknown period-wait syscall '{}' (known: clock_nanosleep, nanosleep, epoll, poll, "
+          "select, futex)",
+          item);
+    mask |= it->second;
+  }
+  if (mask == 0) return make_error("empty period-wait syscall list");
+  return mask;
+}
+
+Status validate_spec(PtSpec& spec) {
+  std::string who;
+  switch (spec.match) {
+    case MatchKind::kPid:
+      if (spec.pid <= 0 || !process_exists(spec.pid))
+        return make_error("no such process: pid {}", spec.pid);
+      who = "pid " + std::to_string(spec.pid);
+      if (spec.name.empty()) spec.name = "pid" + std::to_string(spec.pid);
+      break;
+    case MatchKind::kExe: {
+      char real[PATH_MAX];
+      if (!realpath(spec.exe.c_str(), real))
+        return make_errno_error(-errno, "executable {}: {}", spec.exe, std::strerror(errno));
+      auto id = executable_id(real);
+      if (!id) return id.error();
+      spec.exe = real;
+      who = spec.exe;
+      if (spec.name.empty()) spec.name = basename_of(spec.exe);
+      break;
+    }
+    case MatchKind::kComm:
+      if (spec.comm.empty()) return make_error("empty comm");
+      if (spec.comm.size() >= RIPPLE_COMM_LEN)
+        return make_error("comm '{}' is longer than {} characters (the kernel keeps {})",
+                          spec.comm, RIPPLE_COMM_LEN - 1, RIPPLE_COMM_LEN - 1);
+      who = "comm " + spec.comm;
+      if (spec.name.empty()) spec.name = spec.comm;
+      break;
+  }
+  if (spec.mode == Mode::kPeriodWait) {
+    if (spec.wait_mask == 0) return make_error("{}: empty period-wait syscall list", who);
+    if (!spec.release_symbol.empty() || !spec.complete_symbol.empty())
+      return make_error("{}: release/complete symbols need uprobe mode", who);
+    return Status::Ok();
+  }
+  // Uprobe mode: resolve "SYM" or "PATH:SYM" against a binary.
+  if (spec.release_symbol.empty()) return make_error("{}: uprobe mode needs a release symbol", who);
+  auto resolve = [&](std::string& sym) -> Status {
+    std::string path, name = sym;
+    auto colon = sym.rfind(':');
+    if (colon != std::string::npos && sym.find('/') == 0) {
+      path = sym.substr(0, colon);
+      name = sym.substr(colon + 1);
+    } else if (spec.match == MatchKind::kExe) {
+      path = spec.exe;
+    } else if (spec.match == MatchKind::kPid) {
+      auto p = process_exe_path(spec.pid);
+      if (!p) return make_error("pid {}: cannot read /proc/{}/exe", spec.pid, spec.pid);
+      path = *p;
+    } else {
+      return make_error("{}: a uprobe for comm-matched threads needs /path/to/binary:{}", who,
+                        sym);
+    }
+    auto fn = find_function(path, name);
+    if (!fn) return fn.error();
+    sym = fn->path + ":" + fn->symbol;
+    return Status::Ok();
+  };
+  if (auto s = resolve(spec.release_symbol); !s) return s;
+  if (!spec.complete_symbol.empty())
+    if (auto s = resolve(spec.complete_symbol); !s) return s;
+  return Status::Ok();
+}
+
+struct Tracer::Impl {
+  struct SkelDeleter {
+    void operator()(tracer_bpf* s) const { tracer_bpf__destroy(s); }
+  };
+  struct RbDeleter {
+    void operator()(ring_buffer* rb) const { ring_buffer__free(rb); }
+  };
+  std::unique_ptr<tracer_bpf, SkelDeleter> skel;
+  std::unique_ptr<ring_buffer, RbDeleter> rb;
+  std::vector<bpf_link*> links;
+  int lock_fd = -1;
+  bool pinned = false;
+  int ncpus = 1;
+
+  ~Impl() {
+    for (auto* l : links) bpf_link__destroy(l);
+    links.clear();
+    rb.reset();
+    if (pinned && skel) bpf_object__unpin_maps(skel->obj, nullptr);
+    skel.reset();
+    if (lock_fd >= 0) close(lock_fd);
+  }
+};
+
+Tracer::Tracer(Options opts, Callback cb)
+    : opts_(std::move(opts)), cb_(std::move(cb)), impl_(std::make_unique<Impl>()) {}
+
+Tracer::~Tracer() {
+  if (impl_ && impl_->pinned) rmdir(opts_.pin_dir.c_str());
+}
+
+namespace {
+
+Status take_lock(const std::string& path, int& fd_out) {
+  auto dir = path.substr(0, path.rfind('/'));
+  mkdir(dir.c_str(), 0755);
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return make_errno_error(-errno, "cannot open lock {}: {}", path, std::strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return make_error("another Ripple tracer is running (lock {} is held)", path);
+  }
+  fd_out = fd;
+  return Status::Ok();
+}
+
+int handle_event(void* ctx, void* data, size_t size) {
+  if (size < sizeof(ripple_job_event)) return 0;
+  auto* self_cb = static_cast<Callback*>(ctx);
+  const auto* e = static_cast<const ripple_job_event*>(data);
+  JobEvent ev{};
+  ev.kind = e->kind == RIPPLE_EV_COMPLETE ? JobEventKind::kComplete : JobEventKind::kRelease;
+  ev.pt = e->pt;
+  ev.tid = static_cast<pid_t>(e->tid);
+  ev.tgid = static_cast<pid_t>(e->tgid);
+  ev.seq = e->seq;
+  ev.ts_ns = e->ts;
+  ev.release_ns = e->release_ts;
+  ev.start_ns = e->start_ts;
+  ev.response_ns = ev.kind == JobEventKind::kComplete ? e->ts - e->release_ts : 0;
+  ev.oncpu_ns = e->oncpu_ns;
+  ev.preemptions = e->preemptions;
+  ev.deadline_miss = e->flags & RIPPLE_EVF_MISS;
+  ev.no_wakeup = e->flags & RIPPLE_EVF_NO_WAKEUP;
+  (*self_cb)(ev);
+  return 0;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Tracer>> Tracer::create(Options opts, Callback cb) {
+  if (opts.pts.empty()) return make_error("no protected task to trace");
+  if (opts.pts.size() > RIPPLE_MAX_PTS)
+    return make_error("{} protected tasks given; at most {}", opts.pts.size(), RIPPLE_MAX_PTS);
+
+  FeatureNeeds needs;
+  for (const auto& pt : opts.pts) needs.uprobes |= pt.mode == Mode::kUprobe;
+  if (auto s = probe_features(needs); !s) return s.error();
+
+  std::set<std::string> comms;
+  std::set<std::pair<uint64_t, uint32_t>> exes;
+  uint32_t wait_union = 0;
+  for (auto& pt : opts.pts) {
+    if (auto s = validate_spec(pt); !s) return s.error();
+    if (pt.match == MatchKind::kComm && !comms.insert(pt.comm).second)
+      return make_error("comm '{}' names two protected tasks", pt.comm);
+    if (pt.match == MatchKind::kExe) {
+      auto id = executable_id(pt.exe);
+      if (!exes.insert({id->ino, id->dev}).second)
+        return make_error("executable {} names two protected tasks", pt.exe);
+    }
+    if (pt.mode == Mode::kPeriodWait) wait_union |= pt.wait_mask;
+  }
+  for (const auto& pt : opts.pts) {
+    if (pt.mode != Mode::kPeriodWait) continue;
+    for (const auto& [name, bit] : kWaitNames) {
+      if (!(pt.wait_mask & bit)) continue;
+      bool any = false;
+      for (const auto& w : kWaitSyscalls)
+        any |= (w.bit == bit) && has_syscall_tracepoint(std::string("sys_enter_") + w.name);
+      if (!any) return make_error("kernel has no syscall tracepoint for period wait '{}'", name);
+    }
+  }
+
+  log::route_libbpf();
+  std::unique_ptr<Tracer> t(new Tracer(std::move(opts), std::move(cb)));
+  Impl& im = *t->impl_;
+  const Options& o = t->opts_;
+
+  if (!o.pin_dir.empty()) {
+    if (auto s = take_lock(o.lock_path, im.lock_fd); !s) return s.error();
+  }
+
+  LIBBPF_OPTS(bpf_object_open_opts, open_opts);
+  if (!o.pin_dir.empty()) open_opts.pin_root_path = o.pin_dir.c_str();
+  im.skel.reset(tracer_bpf__open_opts(&open_opts));
+  if (!im.skel) return make_errno_error(-errno, "failed to open BPF object: {}", -errno);
+  tracer_bpf* skel = im.skel.get();
+  skel->rodata->cfg_self_tgid = static_cast<__u32>(getpid());
+  bpf_map__set_max_entries(skel->maps.events, static_cast<__u32>(round_ring_size(o.ring_bytes)));
+
+  if (o.pin_dir.empty()) {
+    bpf_map__set_pin_path(skel->maps.drops, nullptr);
+    bpf_map__set_pin_path(skel->maps.pt_config, nullptr);
+    bpf_map__set_pin_path(skel->maps.pt_stats, nullptr);
+    bpf_map__set_pin_path(skel->maps.pt_threads, nullptr);
+  } else {
+    // We hold the lock, so pins left behind belong to a tracer that died:
+    // start from fresh maps rather than reusing stale state.
+    mkdir(o.pin_dir.c_str(), 0700);
+    for (const char* m : {"drops", "pt_config", "pt_stats", "pt_threads"})
+      unlink((o.pin_dir + "/" + m).c_str());
+  }
+
+  // Load only the period-wait programs some PT uses and the kernel has.
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, skel->obj) {
+    std::string name = bpf_program__name(prog);
+    std::string sc;
+    if (name.rfind("enter_", 0) == 0) sc = name.substr(6);
+    else if (name.rfind("exit_", 0) == 0) sc = name.substr(5);
+    else continue;
+    bool want = false;
+    for (const auto& w : kWaitSyscalls)
+      if (sc == w.name) want = (wait_union & w.bit) && has_syscall_tracepoint("sys_enter_" + sc);
+    bpf_program__set_autoload(prog, want);
+  }
+  bool any_uprobe = needs.uprobes;
+  bpf_program__set_autoload(skel->progs.uprobe_release, any_uprobe);
+  bpf_program__set_autoload(skel->progs.uretprobe_complete, any_uprobe);
+  bpf_program__set_autoload(skel->progs.uprobe_complete, any_uprobe);
+
+  if (int err = tracer_bpf__load(skel); err)
+    return make_errno_error(err, "failed to load BPF programs: {} ({})", err, std::strerror(-err));
+  im.pinned = !o.pin_dir.empty();
+  im.ncpus = libbpf_num_possible_cpus();
+
+  // Configuration and match tables.
+  for (uint32_t i = 0; i < o.pts.size(); i++) {
+    const PtSpec& pt = o.pts[i];
+    ripple_pt_config cfg{};
+    std::strncpy(cfg.name, pt.name.c_str(), sizeof(cfg.name) - 1);
+    cfg.deadline_ns = pt.deadline_ns;
+    cfg.active = 1;
+    cfg.mode = pt.mode == Mode::kUprobe ? RIPPLE_MODE_UPROBE : RIPPLE_MODE_PERIOD_WAIT;
+    cfg.match = pt.match == MatchKind::kPid   ? RIPPLE_MATCH_PID
+                : pt.match == MatchKind::kExe ? RIPPLE_MATCH_EXE
+                                              : RIPPLE_MATCH_COMM;
+    cfg.wait_mask = pt.wait_mask;
+    if (bpf_map__update_elem(skel->maps.pt_config, &i, sizeof(i), &cfg, sizeof(cfg), BPF_ANY))
+      return make_errno_error(-errno, "failed to write pt_config: {}", -errno);
+    if (pt.match == MatchKind::kExe) {
+      auto id = executable_id(pt.exe);
+      ripple_exe_key key{id->ino, id->dev, 0};
+      if (bpf_map__update_elem(skel->maps.match_exe, &key, sizeof(key), &i, sizeof(i), BPF_ANY))
+        return make_errno_error(-errno, "failed to write match_exe: {}", -errno);
+    } else if (pt.match == MatchKind::kComm) {
+      ripple_comm_key key{};
+      std::strncpy(key.comm, pt.comm.c_str(), sizeof(key.comm) - 1);
+      if (bpf_map__update_elem(skel->maps.match_comm, &key, sizeof(key), &i, sizeof(i), BPF_ANY))
+        return make_errno_error(-errno, "failed to write match_comm: {}", -errno);
+    }
+  }
+
+  // Attach. Tracepoints and tp_btf first, so that threads created while we
+  // scan /proc below are followed by the fork handler.
+  bpf_object__for_each_program(prog, skel->obj) {
+    if (!bpf_program__autoload(prog)) continue;
+    if (bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE) continue;  // uprobes: per PT below
+    bpf_link* link = bpf_program__attach(prog);
+    if (!link)
+      return make_errno_error(-errno, "failed to attach {}: {}", bpf_program__name(prog), -errno);
+    im.links.push_back(link);
+  }
+  for (uint32_t i = 0; i < o.pts.size(); i++) {
+    const PtSpec& pt = o.pts[i];
+    if (pt.mode != Mode::kUprobe) continue;
+    auto attach = [&](bpf_program* p, const std::string& target, bool ret) -> Status {
+      auto colon = target.rfind(':');
+      std::string path = target.substr(0, colon), sym = target.substr(colon + 1);
+      LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = i, .retprobe = ret, .func_name = sym.c_str());
+      bpf_link* link = bpf_program__attach_uprobe_opts(p, -1, path.c_str(), 0, &uo);
+      if (!link)
+        return make_errno_error(-errno, "failed to attach uprobe to {} in {}: {}", sym, path,
+                                -errno);
+      im.links.push_back(link);
+      return Status::Ok();
+    };
+    if (auto s = attach(skel->progs.uprobe_release, pt.release_symbol, false); !s) return s.error();
+    if (pt.complete_symbol.empty()) {
+      if (auto s = attach(skel->progs.uretprobe_complete, pt.release_symbol, true); !s)
+        return s.error();
+    } else if (auto s = attach(skel->progs.uprobe_complete, pt.complete_symbol, false); !s) {
+      return s.error();
+    }
+  }
+
+  // Seed the thread map with what already runs.
+  std::vector<std::optional<FileId>> exe_ids;
+  for (const auto& pt : o.pts)
+    exe_ids.push_back(pt.match == MatchKind::kExe ? std::optional<FileId>(*executable_id(pt.exe))
+                                                  : std::nullopt);
+  pid_t self = getpid();
+  int threads_fd = bpf_map__fd(skel->maps.pt_threads);
+  int stats_fd = bpf_map__fd(skel->maps.pt_stats);
+  for_each_thread([&](const ThreadInfo& th) {
+    if (th.tgid == self) return;
+    for (uint32_t i = 0; i < o.pts.size(); i++) {
+      const PtSpec& pt = o.pts[i];
+      bool match = (pt.match == MatchKind::kPid && th.tgid == pt.pid) ||
+                   (pt.match == MatchKind::kExe && th.exe && *th.exe == *exe_ids[i]) ||
+                   (pt.match == MatchKind::kComm && th.comm == pt.comm);
+      if (!match) continue;
+      ripple_thread ts{};
+      ts.pt = i;
+      ts.tgid = static_cast<__u32>(th.tgid);
+      ts.state = RIPPLE_TS_UNKNOWN;
+      if (pt.mode == Mode::kPeriodWait) {
+        // Asleep in its period wait right now: its next wake-up is a release.
+        long nr = current_syscall(th.tgid, th.tid);
+        for (const auto& w : kWaitSyscalls)
+          if (nr >= 0 && w.nr == nr && (pt.wait_mask & w.bit) && w.bit != RIPPLE_WAIT_FUTEX)
+            ts.state = RIPPLE_TS_WAITING;
+      }
+      __u32 tid = static_cast<__u32>(th.tid);
+      if (bpf_map_update_elem(threads_fd, &tid, &ts, BPF_NOEXIST) == 0) {
+        ripple_pt_stats st{};
+        if (bpf_map_lookup_elem(stats_fd, &i, &st) == 0) {
+          st.threads++;  // only this loop writes the counter before events flow
+          bpf_map_update_elem(stats_fd, &i, &st, BPF_EXIST);
+        }
+      }
+      break;
+    }
+  });
+
+  im.rb.reset(ring_buffer__new(bpf_map__fd(skel->maps.events), handle_event, &t->cb_, nullptr));
+  if (!im.rb) return make_errno_error(-errno, "failed to create ring buffer: {}", -errno);
+  RIPPLE_LOG_DEBUG("tracer attached: {} protected task(s), pins in {}", o.pts.size(),
+                   o.pin_dir.empty() ? "(none)" : o.pin_dir);
+  return t;
+}
+
+int Tracer::ring_fd() const { return ring_buffer__epoll_fd(impl_->rb.get()); }
+
+Result<int> Tracer::poll(int timeout_ms) {
+  int n = ring_buffer__poll(impl_->rb.get(), timeout_ms);
+  if (n == -EINTR) return 0;
+  if (n < 0) return make_errno_error(n, "failed to poll ring buffer: {}", n);
+  return n;
+}
+
+Result<int> Tracer::consume() {
+  int n = ring_buffer__consume(impl_->rb.get());
+  if (n < 0) return make_errno_error(n, "failed to consume ring buffer: {}", n);
+  return n;
+}
+
+uint64_t Tracer::drops() const {
+  std::vector<uint64_t> v(static_cast<size_t>(impl_->ncpus));
+  uint32_t zero = 0;
+  if (bpf_map__lookup_elem(impl_->skel->maps.drops, &zero, sizeof(zero), v.data(),
+                           v.size() * sizeof(uint64_t), 0))
+    return 0;
+  uint64_t sum = 0;
+  for (auto x : v) sum += x;
+  return sum;
+}
+
+std::optional<ripple_pt_stats> Tracer::stats(uint32_t pt) const {
+  ripple_pt_stats st{};
+  if (pt >= opts_.pts.size() ||
+      bpf_map__lookup_elem(impl_->skel->maps.pt_stats, &pt, sizeof(pt), &st, sizeof(st), 0))
+    return std::nullopt;
+  return st;
+}
+
+Status Tracer::set_deadline(uint32_t pt, uint64_t deadline_ns) {
+  if (pt >= opts_.pts.size()) return make_error("no protected task {}", pt);
+  ripple_pt_config cfg{};
+  auto* map = impl_->skel->maps.pt_config;
+  if (bpf_map__lookup_elem(map, &pt, sizeof(pt), &cfg, sizeof(cfg), 0))
+    return make_errno_error(-errno, "failed to read pt_config: {}", -errno);
+  cfg.deadline_ns = deadline_ns;
+  if (bpf_map__update_elem(map, &pt, sizeof(pt), &cfg, sizeof(cfg), BPF_EXIST))
+    return make_errno_error(-errno, "failed to write pt_config: {}", -errno);
+  opts_.pts[pt].deadline_ns = deadline_ns;
+  return Status::Ok();
+}
+
+size_t Tracer::thread_count(uint32_t pt) const {
+  int fd = bpf_map__fd(impl_->skel->maps.pt_threads);
+  size_t n = 0;
+  __u32 key, next;
+  __u32* prev = nullptr;
+  ripple_thread th;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    if (bpf_map_lookup_elem(fd, &next, &th) == 0 && th.pt == pt) n++;
+    key = next;
+    prev = &key;
+  }
+  return n;
+}
+
+}  // namespace ripple::tracer

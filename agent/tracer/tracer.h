@@ -1,0 +1,114 @@
+// The job tracer: loads bpf/tracer.bpf.c, attaches it to the protected tasks
+// (PTs) and hands each job's release and completion to a callback.
+//
+// Thin adapter around the BPF program; the design is described at the top of
+// bpf/tracer.bpf.c. The daemon polls ring_fd() from its event loop; ripplectl
+// trace and the tests call poll().
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/common/status.h"
+#include "ripple/bpf/tracer.h"
+
+namespace ripple::tracer {
+
+enum class Mode { kPeriodWait, kUprobe };
+enum class MatchKind { kPid, kExe, kComm };
+
+// Default period waits: the absolute- and relative-time sleeps.
+inline constexpr uint32_t kDefaultWaitMask = RIPPLE_WAIT_CLOCK_NANOSLEEP | RIPPLE_WAIT_NANOSLEEP;
+
+struct PtSpec {
+  std::string name;  // label (defaults to the comm / exe basename / pid)
+  MatchKind match = MatchKind::kPid;
+  pid_t pid = 0;     // kPid
+  std::string exe;   // kExe: path of the executable
+  std::string comm;  // kComm: thread name (at most 15 characters)
+  Mode mode = Mode::kPeriodWait;
+  uint32_t wait_mask = kDefaultWaitMask;  // kPeriodWait: RIPPLE_WAIT_* bits
+  // kUprobe: "SYM" (in the PT's executable) or "/path/to/lib.so:SYM".
+  std::string release_symbol;
+  std::string complete_symbol;  // empty: the release function's return
+  uint64_t deadline_ns = 0;     // 0: none (no misses counted)
+};
+
+struct Options {
+  std::vector<PtSpec> pts;
+  size_t ring_bytes = 256 * 1024;       // rounded up to a power of two pages
+  std::string pin_dir = RIPPLE_PIN_DIR;  // empty: do not pin (and take no lock)
+  std::string lock_path = "/run/ripple/tracer.lock";
+};
+
+enum class JobEventKind : uint8_t { kRelease, kComplete };
+
+struct JobEvent {
+  JobEventKind kind;
+  uint32_t pt;
+  pid_t tid;
+  pid_t tgid;
+  uint64_t seq;          // per-PT, from 1
+  uint64_t ts_ns;        // CLOCK_MONOTONIC: release (wake-up) or completion
+  uint64_t release_ns;   // the job's release: the wake-up that ended the wait
+  uint64_t start_ns;     // when the job began executing (wait exit, probe hit);
+                         // start_ns - release_ns is the wake-up latency
+  uint64_t response_ns;  // kComplete: ts_ns - release_ns
+  uint64_t oncpu_ns;     // kComplete: on-CPU time during the job
+  uint32_t preemptions;  // kComplete: involuntary context switches
+  bool deadline_miss;    // kComplete: response_ns > the PT's deadline
+  bool no_wakeup;        // kRelease: the wait returned without sleeping
+};
+
+using Callback = std::function<void(const JobEvent&)>;
+
+// Checks a spec without loading anything: the pid exists, the exe is an ELF
+// file, the comm fits, uprobe symbols exist in their binary. On success fills
+// in the defaults (name, resolved uprobe binary).
+Status validate_spec(PtSpec& spec);
+
+// Parses "clock_nanosleep,nanosleep,epoll,poll,select,futex" into RIPPLE_WAIT_* bits.
+Result<uint32_t> parse_wait_list(const std::string& list);
+
+class Tracer {
+ public:
+  // Probes kernel features, validates every spec, loads and attaches the BPF
+  // programs, pins the maps and seeds the thread map from /proc.
+  static Result<std::unique_ptr<Tracer>> create(Options opts, Callback cb);
+  ~Tracer();
+  Tracer(const Tracer&) = delete;
+  Tracer& operator=(const Tracer&) = delete;
+
+  // The ring buffer's epoll fd: readable when events are pending.
+  int ring_fd() const;
+  // Waits up to timeout_ms (-1: forever) and delivers pending events; returns
+  // how many were delivered. An interrupting signal returns 0.
+  Result<int> poll(int timeout_ms);
+  // Delivers whatever is pending without waiting.
+  Result<int> consume();
+
+  // Events lost to a full ring buffer (sum of the per-CPU counters).
+  uint64_t drops() const;
+  std::optional<ripple_pt_stats> stats(uint32_t pt) const;
+  // Changes a PT's deadline while running (misses are counted against it).
+  Status set_deadline(uint32_t pt, uint64_t deadline_ns);
+  // Threads currently attached to a PT.
+  size_t thread_count(uint32_t pt) const;
+  const std::vector<PtSpec>& pts() const { return opts_.pts; }
+  const std::string& pin_dir() const { return opts_.pin_dir; }
+
+ private:
+  struct Impl;
+  Tracer(Options opts, Callback cb);
+  Options opts_;
+  Callback cb_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ripple::tracer

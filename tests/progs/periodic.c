@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * periodic — an ordinary periodic program for the tracer tests. It knows
+ * nothing of Ripple; it only logs its own ground truth.
+ *
+ * Every job: wait for the next period with the chosen syscall, note
+ * CLOCK_MONOTONIC right after the wait returns (release), spin for --work-us,
+ * note the time right before the next wait (completion). With --func the work
+ * runs inside ripple_test_job(), and the ground truth is taken at that
+ * function's entry and return (the uprobe mode's view).
+ *
+ *   periodic [--period-us N] [--jobs N] [--work-us N] [--wait KIND]
+ *            [--log FILE] [--comm NAME] [--thread] [--noise]
+ *            [--func] [--fifo] [--start-delay-ms N] [--exec-log]
+ *
+ * KIND: clock_nanosleep (absolute), nanosleep, epoll, poll, ppoll, select,
+ *       pselect, futex. Fd-based waits sleep on a timerfd.
+ * --thread  run the jobs in a second thread (the main thread only joins it)
+ * --noise   also run a thread named "noise" that sleeps with the same syscall
+ *           at 3x the period (it must not be mistaken for the PT)
+ * --comm    name the job thread
+ * Log lines: "seq release_ns complete_ns tid nominal_ns", where release_ns is
+ * read right after the wait returns (or at ripple_test_job's entry) and
+ * nominal_ns is the period boundary the wait was asked to sleep until.
+ * Exit status 0 on success.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/select.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+static long period_us = 10000, jobs = 100, work_us = 200, start_delay_ms;
+static const char *wait_kind = "clock_nanosleep", *log_path, *comm;
+static int use_thread, use_noise, use_func, use_fifo;
+static volatile int noise_stop;
+
+struct record {
+	uint64_t release, complete, nominal;
+};
+static struct record *recs;
+static pid_t job_tid;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct timespec to_ts(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
+			       .tv_nsec = (long)(ns % 1000000000ull) };
+	return ts;
+}
+
+static void spin_until(uint64_t t)
+{
+	while (now_ns() < t)
+		;
+}
+
+/* The job body the uprobe mode probes; noinline and used so it keeps its symbol. */
+__attribute__((noinline, used)) void ripple_test_job(long seq)
+{
+	recs[seq].release = now_ns();
+	spin_until(recs[seq].release + (uint64_t)work_us * 1000);
+	recs[seq].complete = now_ns();
+	__asm__ volatile("" ::: "memory");
+}
+
+struct waiter {
+	const char *kind;
+	int tfd, epfd;
+	int futex_word;
+};
+
+static void waiter_init(struct waiter *w, const char *kind)
+{
+	w->kind = kind;
+	w->tfd = w->epfd = -1;
+	w->futex_word = 0;
+	if (!strcmp(kind, "epoll") || !strcmp(kind, "poll") || !strcmp(kind, "ppoll") ||
+	    !strcmp(kind, "select") || !strcmp(kind, "pselect")) {
+		w->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+		if (w->tfd < 0) {
+			perror("timerfd_create");
+			exit(2);
+		}
+	}
+	if (!strcmp(kind, "epoll")) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		w->epfd = epoll_create1(EPOLL_CLOEXEC);
+		epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->tfd, &ev);
+	}
+}
+
+/* Sleep until absolute CLOCK_MONOTONIC time t with the chosen syscall. */
+static void wait_until(struct waiter *w, uint64_t t)
+{
+	struct timespec ts = to_ts(t);
+	uint64_t now;
+	int r;
+
+	if (!strcmp(w->kind, "clock_nanosleep")) {
+		while ((r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR)
+			;
+		return;
+	}
+	if (!strcmp(w->kind, "nanosleep")) {
+		now = now_ns();
+		if (now >= t) {
+			struct timespec z = { 0, 0 };
+			nanosleep(&z, NULL);
+			return;
+		}
+		ts = to_ts(t - now);
+		nanosleep(&ts, NULL);
+		return;
+	}
+	if (!strcmp(w->kind, "futex")) {
+		syscall(SYS_futex, &w->futex_word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, 0, &ts,
+			NULL, FUTEX_BITSET_MATCH_ANY);
+		return;
+	}
+	/* fd-based waits: arm the timerfd for t, wait for it, drain it */
+	struct itimerspec its = { .it_value = ts };
+	uint64_t exp;
+
+	timerfd_settime(w->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+	if (!strcmp(w->kind, "epoll")) {
+		struct epoll_event ev;
+		epoll_wait(w->epfd, &ev, 1, -1);
+	} else if (!strcmp(w->kind, "poll")) {
+		struct pollfd p = { .fd = w->tfd, .events = POLLIN };
+		syscall(SYS_poll, &p, 1, -1);
+	} else if (!strcmp(w->kind, "ppoll")) {
+		struct pollfd p = { .fd = w->tfd, .events = POLLIN };
+		ppoll(&p, 1, NULL, NULL);
+	} else {
+		fd_set set;
+		FD_ZERO(&set);
+		FD_SET(w->tfd, &set);
+		if (!strcmp(w->kind, "select"))
+			syscall(SYS_select, w->tfd + 1, &set, NULL, NULL, NULL);
+		else
+			pselect(w->tfd + 1, &set, NULL, NULL, NULL, NULL);
+	}
+	if (read(w->tfd, &exp, sizeof(exp)) < 0)
+		perror("read timerfd");
+}
+
+static void *job_loop(void *arg)
+{
+	struct waiter w;
+	uint64_t next;
+	long i;
+
+	(void)arg;
+	job_tid = (pid_t)syscall(SYS_gettid);
+	if (comm)
+		prctl(PR_SET_NAME, comm);
+	prctl(PR_SET_TIMERSLACK, 1UL);
+	waiter_init(&w, wait_kind);
+	next = now_ns() + (uint64_t)period_us * 1000;
+	for (i = 0; i < jobs; i++) {
+		wait_until(&w, next);
+		recs[i].nominal = next;
+		if (use_func) {
+			ripple_test_job(i);
+		} else {
+			recs[i].release = now_ns();
+			spin_until(recs[i].release + (uint64_t)work_us * 1000);
+			recs[i].complete = now_ns();
+		}
+		next += (uint64_t)period_us * 1000;
+	}
+	/* the completion of the last job is the entry into the next wait */
+	wait_until(&w, now_ns() + 1000000);
+	return NULL;
+}
+
+static void *noise_loop(void *arg)
+{
+	struct waiter w;
+	uint64_t next;
+
+	(void)arg;
+	prctl(PR_SET_NAME, "noise");
+	waiter_init(&w, wait_kind);
+	next = now_ns();
+	while (!noise_stop) {
+		next += (uint64_t)period_us * 3000;
+		wait_until(&w, next);
+		spin_until(now_ns() + 50000);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t th, noise;
+	FILE *f;
+	long i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--period-us") && v) period_us = atol(argv[++i]);
+		else if (!strcmp(a, "--jobs") && v) jobs = atol(argv[++i]);
+		else if (!strcmp(a, "--work-us") && v) work_us = atol(argv[++i]);
+		else if (!strcmp(a, "--wait") && v) wait_kind = argv[++i];
+		else if (!strcmp(a, "--log") && v) log_path = argv[++i];
+		else if (!strcmp(a, "--comm") && v) comm = argv[++i];
+		else if (!strcmp(a, "--start-delay-ms") && v) start_delay_ms = atol(argv[++i]);
+		else if (!strcmp(a, "--thread")) use_thread = 1;
+		else if (!strcmp(a, "--noise")) use_noise = 1;
+		else if (!strcmp(a, "--func")) use_func = 1;
+		else if (!strcmp(a, "--fifo")) use_fifo = 1;
+		else {
+			fprintf(stderr, "periodic: unknown or incomplete option '%s'\n", a);
+			return 2;
+		}
+	}
+	if (period_us <= 0 || jobs <= 0 || work_us < 0) {
+		fprintf(stderr, "periodic: --period-us and --jobs must be > 0\n");
+		return 2;
+	}
+	recs = calloc((size_t)jobs, sizeof(*recs));
+	if (!recs)
+		return 2;
+	if (use_fifo) {
+		struct sched_param sp = { .sched_priority = 10 };
+		if (sched_setscheduler(0, SCHED_FIFO, &sp))
+			perror("sched_setscheduler");
+	}
+	if (start_delay_ms)
+		usleep((useconds_t)start_delay_ms * 1000);
+	if (use_noise)
+		pthread_create(&noise, NULL, noise_loop, NULL);
+	if (use_thread) {
+		pthread_create(&th, NULL, job_loop, NULL);
+		pthread_join(th, NULL);
+	} else {
+		job_loop(NULL);
+	}
+	if (use_noise) {
+		noise_stop = 1;
+		pthread_join(noise, NULL);
+	}
+	if (log_path) {
+		f = fopen(log_path, "w");
+		if (!f) {
+			perror(log_path);
+			return 2;
+		}
+		for (i = 0; i < jobs; i++)
+			fprintf(f, "%ld %llu %llu %d %llu\n", i, (unsigned long long)recs[i].release,
+				(unsigned long long)recs[i].complete, job_tid,
+				(unsigned long long)recs[i].nominal);
+		fclose(f);
+	}
+	return 0;
+}

@@ -1,0 +1,17 @@
+// ripplectl: Ripple's command-line tool.
+//
+//   ripplectl trace ...   trace the jobs of a protected task (no agent needed)
+#include <CLI/CLI.hpp>
+
+#include "agent/common/log.h"
+#include "tools/ripplectl/trace.h"
+
+int main(int argc, char** argv) {
+  ripple::log::init();
+  CLI::App app{"ripplectl: inspect and drive Ripple, the CPU-GPU co-scheduler"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  ripple::ctl::add_trace_command(app, &exit_code);
+  CLI11_PARSE(app, argc, argv);
+  return exit_code;
+}
