@@ -2,12 +2,14 @@
 # Ripple. Documentation/workloads.md describes each.
 
 WORKLOADS_COMMON := tools/workloads/periodic.cc tools/workloads/plant_mode.cc
-OPENCV_CFLAGS := $(shell pkg-config --cflags opencv4 2>/dev/null || echo -I/usr/include/opencv4)
+# -isystem: OpenCV 4.6's headers warn under C++20.
+OPENCV_CFLAGS := -isystem /usr/include/opencv4
 WORKLOAD_LIBS_CV := -lopencv_calib3d -lopencv_features2d -lopencv_imgproc -lopencv_core -pthread
 
 CXXFLAGS_tools_workloads_sgm += $(OPENCV_CFLAGS)
 CXXFLAGS_tools_workloads_orb += $(OPENCV_CFLAGS)
-CXXFLAGS_tools_workloads_control += -I/usr/include/eigen3
+CXXFLAGS_tools_workloads_images += $(OPENCV_CFLAGS)
+CXXFLAGS_tools_workloads_control += -isystem /usr/include/eigen3
 
 $(O)/bin/ripple-costmap: $(call objs,tools/workloads/costmap.cc $(WORKLOADS_COMMON))
 $(O)/bin/ripple-costmap: LDLIBS := -pthread -lrt
@@ -29,7 +31,7 @@ $(O)/bin/ripple-control: $(call objs,tools/workloads/control.cc $(WORKLOADS_COMM
 $(O)/bin/ripple-control: LDLIBS := -pthread -lrt
 $(O)/bin/ripple-control: ; $(link_cxx)
 
-BINS += $(O)/bin/ripple-costmap $(O)/bin/ripple-kdnn
+BINS += $(O)/bin/ripple-costmap $(O)/bin/ripple-kdnn $(O)/bin/ripple-sgm $(O)/bin/ripple-orb
 
 # The grid passes are written to vectorize; -O3 lets gcc do it.
 CXXFLAGS_tools_workloads_costmap += -O3
