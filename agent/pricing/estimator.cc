@@ -93,21 +93,30 @@ Estimator::Estimates Estimator::current(std::optional<double> margin) const {
 
 double Estimator::priced_slope() const { return current(std::nullopt).priced; }
 
-bool Estimator::certification_check(const Estimates& e, double q) const {
-  // App. C, "Task exemptions": kappa^u rho < 1 and
-  //   (h + 2 kappa^u rho H) / (1 - kappa^u rho) <= min(D, a_hat + q + beta [D - a_hat - q]+),
-  //   h = a_hat + q + [kappa_hat - kappa^u]+ C_bar.
-  if (!fit_.slope_estimable()) return false;
-  const double upper = *slope_upper();
-  const double load = upper * params_.peak_rate_bytes_per_ns;
+bool certification_passes(const CertificationInputs& in) {
+  const double load = in.slope_upper * in.peak_rate;
   if (!(load < 1.0)) return false;
-  const double beta = e.priced > 0 ? e.held / e.priced : 1.0;
-  const double h = e.a_hat + q + std::max(0.0, e.held - upper) * fit_.mean_charge();
-  const double lhs =
-      (h + 2.0 * load * static_cast<double>(params_.grant_horizon)) / (1.0 - load);
-  const double rhs =
-      std::min(deadline_, e.a_hat + q + beta * std::max(0.0, deadline_ - e.a_hat - q));
+  const double beta = in.slope_priced > 0 ? in.slope_held / in.slope_priced : 1.0;
+  const double aq = in.a_hat + in.margin;
+  const double h = aq + std::max(0.0, in.slope_held - in.slope_upper) * in.mean_charge;
+  const double lhs = (h + 2.0 * load * in.horizon) / (1.0 - load);
+  const double rhs = std::min(in.deadline, aq + beta * std::max(0.0, in.deadline - aq));
   return lhs <= rhs;
+}
+
+bool Estimator::certification_check(const Estimates& e, double q) const {
+  if (!fit_.slope_estimable()) return false;
+  CertificationInputs in;
+  in.a_hat = e.a_hat;
+  in.margin = q;
+  in.deadline = deadline_;
+  in.slope_held = e.held;
+  in.slope_upper = *slope_upper();
+  in.slope_priced = e.priced;
+  in.mean_charge = fit_.mean_charge();
+  in.peak_rate = params_.peak_rate_bytes_per_ns;
+  in.horizon = static_cast<double>(params_.grant_horizon);
+  return pricing::certification_passes(in);
 }
 
 Pricing Estimator::price(Phase phase, Bytes smallest_other_base) {
@@ -170,6 +179,7 @@ Pricing Estimator::price(Phase phase, Bytes smallest_other_base) {
 
   if (params_.certification && !exemption_disabled_) {
     if (!p.margin_unbounded && certification_check(e, p.margin)) {
+      certified_upper_ = slope_upper();  // the kappa^u this certification relies on
       if (passes_ < params_.certify_passes) ++passes_;
       if (passes_ >= params_.certify_passes) exempt_ = true;
     } else {
@@ -208,14 +218,13 @@ Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged) {
     }
   }
 
-  const std::optional<double> previous_upper = slope_upper();
   fit_.add(ct, static_cast<double>(charged));
   if (fit_.slope_estimable()) {
     const double ls = fit_.ls_slope(), se = fit_.ls_slope_se();
     // The held slope moves only on a positive estimate >= 2 SE above zero.
     if (ls > 0 && ls >= params_.slope_hold_z * se) held_slope_ = ls;
-    // Drift: a new lower slope estimate above the previous kappa^u.
-    if (params_.certification && previous_upper && ls - params_.drift_z * se > *previous_upper) {
+    // Drift: a new lower slope estimate above the kappa^u a passing check relied on.
+    if (params_.certification && certified_upper_ && ls - params_.drift_z * se > *certified_upper_) {
       exemption_disabled_ = true;
       end_exemption();
     }

@@ -65,6 +65,18 @@ Bytes rate_limited_base(Bytes nominal, Bytes previous_base, Bytes unit, double r
 bool tight_deadline_guard(double slope_held, Bytes floor, double deadline_ns, double a_hat_ns,
                           double margin_ns, double solo_p99_ns);
 
+// The model-based certification check (App. C, "Task exemptions"):
+//   kappa^u rho < 1  and
+//   (h + 2 kappa^u rho H) / (1 - kappa^u rho) <= min(D, a_hat + q + beta [D - a_hat - q]+),
+//   h = a_hat + q + [kappa_hat - kappa^u]+ C_bar,  beta = kappa_hat / s.
+// Times in ns, slopes in ns/byte, rho in bytes/ns, C_bar in bytes.
+struct CertificationInputs {
+  double a_hat = 0, margin = 0, deadline = 0;
+  double slope_held = 0, slope_upper = 0, slope_priced = 0;
+  double mean_charge = 0, peak_rate = 0, horizon = 0;
+};
+bool certification_passes(const CertificationInputs& in);
+
 class Estimator {
  public:
   // `params` must outlive the estimator; both must have passed validate().
@@ -142,6 +154,7 @@ class Estimator {
   bool exempt_ = false;
   bool exemption_disabled_ = false;
   int passes_ = 0;
+  std::optional<double> certified_upper_;  // kappa^u of the last passing check
 };
 
 }  // namespace ripple::pricing

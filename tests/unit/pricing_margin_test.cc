@@ -1,1 +1,101 @@
+// Unit tests of the conformal margin (Eq. 5, App. C "Margin", "Rank endpoints").
 #include <gtest/gtest.h>
+
+#include "agent/pricing/margin.h"
+
+namespace ripple::pricing {
+namespace {
+
+SortedWindow window_of(int from, int to, std::size_t capacity = 200) {
+  SortedWindow w(capacity);
+  for (int k = from; k <= to; ++k) w.push(k);
+  return w;
+}
+
+// Tests Eq. 5's rank m = ceil((1 - alpha)(n + 1)) on 200 residuals.
+TEST(PricingMargin, RankOfEquationFive) {
+  // alpha = 10908 ppm: m = ceil(0.989092 * 201) = ceil(198.807) = 199 -> residual 199.
+  const auto w = window_of(1, 200);
+  EXPECT_EQ(ConformalMargin::conformal_rank(w, 10'908), 199.0);
+  // alpha = 5 %: m = ceil(0.95 * 201) = ceil(190.95) = 191.
+  EXPECT_EQ(ConformalMargin::conformal_rank(w, 50'000), 191.0);
+}
+
+// Tests the rank endpoints: m > n is unbounded, alpha >= 1 takes the smallest residual.
+TEST(PricingMargin, RankEndpoints) {
+  const auto w = window_of(1, 50);
+  // alpha = 10908 ppm, n = 50: m = ceil(0.989092 * 51) = ceil(50.44) = 51 > 50.
+  EXPECT_FALSE(ConformalMargin::conformal_rank(w, 10'908).has_value());
+  // alpha = 2 %: m = ceil(0.98 * 51) = ceil(49.98) = 50: the largest.
+  EXPECT_EQ(ConformalMargin::conformal_rank(w, 20'000), 50.0);
+  EXPECT_EQ(ConformalMargin::conformal_rank(w, kPpm), 1.0);
+  EXPECT_EQ(ConformalMargin::conformal_rank(w, 3 * kPpm), 1.0);
+  EXPECT_FALSE(ConformalMargin::conformal_rank(w, -5'000).has_value());
+  EXPECT_FALSE(ConformalMargin::conformal_rank(SortedWindow(4), 500'000).has_value());
+}
+
+// Tests the level update alpha += eta (eps' - err) in integer ppm.
+TEST(PricingMargin, LevelUpdateInPartsPerMillion) {
+  Params params;
+  ConformalMargin m(params, 0.01090766);  // eps' = 10908 ppm
+  EXPECT_EQ(m.alpha_ppm(), 10'908);
+  m.update_level(false);  // + round(0.01 * 10908) = +109
+  EXPECT_EQ(m.alpha_ppm(), 11'017);
+  m.update_level(true);  // + round(0.01 * (10908 - 1e6)) = round(-9890.92) = -9891
+  EXPECT_EQ(m.alpha_ppm(), 1'126);
+}
+
+// Tests that before 50 samples the margin is the empirical (1 - eps') quantile.
+TEST(PricingMargin, WarmupUsesEmpiricalQuantile) {
+  Params params;
+  ConformalMargin m(params, 0.10);  // eps' = 10 %
+  EXPECT_FALSE(m.margin(Phase::kRest).has_value());  // nothing seen: unbounded
+  for (int k = 1; k <= 20; ++k) m.seed(k);
+  // rank ceil(0.9 * 20) = 18 -> 18.
+  EXPECT_EQ(m.margin(Phase::kRest), 18.0);
+  EXPECT_FALSE(m.adaptive());
+}
+
+// Tests that the warm-up margin is the larger of the phase and pooled quantiles.
+TEST(PricingMargin, WarmupTakesLargerOfPhaseAndPooled) {
+  Params params;
+  params.margin_start = 100;  // stay in warm-up
+  ConformalMargin m(params, 0.01);
+  m.add_residual(100, Phase::kVlmHead);
+  for (int k = 0; k < 50; ++k) m.add_residual(1, Phase::kRest);
+  // The pooled window (last 50) has lost the 100; the head window still holds it.
+  EXPECT_EQ(m.margin(Phase::kRest), 1.0);
+  EXPECT_EQ(m.margin(Phase::kVlmHead), 100.0);
+  EXPECT_EQ(m.worst_margin(), 100.0);
+}
+
+// Tests that the adaptive margin starts after 50 observed residuals, not seeds.
+TEST(PricingMargin, AdaptiveAfterFiftyObservedResiduals) {
+  Params params;
+  ConformalMargin m(params, 0.05);  // alpha starts at 50000 ppm
+  for (int k = 0; k < 100; ++k) m.seed(1000);
+  for (int k = 1; k <= 49; ++k) m.add_residual(k, Phase::kRest);
+  EXPECT_FALSE(m.adaptive());
+  // Warm-up: pooled last 50 = {1..49, one seed 1000}: rank ceil(0.95 * 50) = 48 -> 48;
+  // the kRest window {1..49}: rank ceil(0.95 * 49) = 47 -> 47; the larger is 48.
+  EXPECT_EQ(m.margin(Phase::kRest), 48.0);
+  m.add_residual(50, Phase::kRest);
+  ASSERT_TRUE(m.adaptive());
+  // Window 1..50, alpha 5 %: m = ceil(0.95 * 51) = ceil(48.45) = 49.
+  EXPECT_EQ(m.margin(Phase::kRest), 49.0);
+  EXPECT_EQ(m.margin(Phase::kVlmHead), 49.0);  // one level, pooled residuals
+}
+
+// Tests that the adaptive window keeps only the last W_q residuals.
+TEST(PricingMargin, AdaptiveWindowForgetsOldResiduals) {
+  Params params;
+  params.margin_window = 200;
+  ConformalMargin m(params, 0.05);
+  for (int k = 0; k < 200; ++k) m.add_residual(1000, Phase::kRest);
+  for (int k = 1; k <= 200; ++k) m.add_residual(k, Phase::kRest);
+  EXPECT_EQ(m.retained(), 200u);
+  EXPECT_EQ(m.margin(Phase::kRest), 191.0);  // ceil(0.95 * 201) = 191 among 1..200
+}
+
+}  // namespace
+}  // namespace ripple::pricing
