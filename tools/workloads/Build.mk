@@ -31,7 +31,8 @@ $(O)/bin/ripple-control: $(call objs,tools/workloads/control.cc $(WORKLOADS_COMM
 $(O)/bin/ripple-control: LDLIBS := -pthread -lrt
 $(O)/bin/ripple-control: ; $(link_cxx)
 
-BINS += $(O)/bin/ripple-costmap $(O)/bin/ripple-kdnn $(O)/bin/ripple-sgm $(O)/bin/ripple-orb
+BINS += $(O)/bin/ripple-costmap $(O)/bin/ripple-kdnn $(O)/bin/ripple-sgm $(O)/bin/ripple-orb \
+	$(O)/bin/ripple-control
 
 # The grid passes are written to vectorize; -O3 lets gcc do it.
 CXXFLAGS_tools_workloads_costmap += -O3
