@@ -1,1 +1,196 @@
+// Unit tests of the byte ledger: pacing with floor (Eq. 3, 6), the global budget
+// (Eq. 4), charging and refunds, inherited grants and the crossing bound (App. C).
 #include <gtest/gtest.h>
+
+#include "agent/pricing/ledger.h"
+
+namespace ripple::pricing {
+namespace {
+
+constexpr Nanos kMs = kNsPerMs;
+constexpr Bytes kGBytes = 1'000'000'000;
+
+Params ledger_params() {
+  Params p;
+  p.peak_rate_bytes_per_ns = 200;
+  p.prior_slope_ns_per_byte = 2.5e-3;  // 2.5 ms/GB
+  p.probe_unit_bytes = kGBytes;        // U = 1 GB
+  p.pacing_floor_bytes = 100'000'000;  // f = 0.1 GB
+  return p;
+}
+
+// Solo profile of identical runs: a_hat = `solo`, q = 0. First job: base 0.25 GB,
+// below one unit, so the probe issues A = U = 1 GB, paced over a_hat.
+TaskSpec task(const char* name, Nanos solo, Nanos deadline, Nanos period = 100 * kMs) {
+  TaskSpec t;
+  t.name = name;
+  t.period = period;
+  t.deadline = deadline;
+  t.solo_profile.assign(10, solo);
+  return t;
+}
+
+// Tests Eq. 6: the floor at entry, linear release over a_hat, capped at A.
+TEST(PricingLedger, PacedReleaseWithFloor) {
+  Ledger ledger(ledger_params());
+  const TaskId a = ledger.add_task(task("a", 40 * kMs, 70 * kMs));
+  const Nanos r = 1000 * kMs;
+  const Pricing p = ledger.on_release(a, 1, r);
+  ASSERT_EQ(p.allowance, kGBytes);
+  EXPECT_EQ(ledger.budget(r), 100'000'000);            // max(f, 0) = f
+  EXPECT_EQ(ledger.budget(r + 2 * kMs), 100'000'000);  // 1 GB * 2/40 = 0.05 GB < f
+  EXPECT_EQ(ledger.budget(r + 10 * kMs), 250'000'000);  // 1 GB * 10/40
+  EXPECT_EQ(ledger.budget(r + 40 * kMs), kGBytes);
+  EXPECT_EQ(ledger.budget(r + 60 * kMs), kGBytes);  // never beyond A
+  EXPECT_EQ(ledger.budget(r - 5 * kMs), 100'000'000);  // a query before R sees the floor
+}
+
+// Tests that no active job means no budget limit, and B(t) is the minimum over jobs.
+TEST(PricingLedger, GlobalBudgetIsMinimumOverActiveJobs) {
+  Ledger ledger(ledger_params());
+  const TaskId a = ledger.add_task(task("a", 40 * kMs, 70 * kMs));
+  const TaskId b = ledger.add_task(task("b", 20 * kMs, 50 * kMs));
+  EXPECT_EQ(ledger.budget(0), kUnlimitedBytes);
+  ledger.on_release(a, 1, 0);        // 1 GB over 40 ms: 25 bytes/ns
+  ledger.on_release(b, 1, 10 * kMs);  // 1 GB over 20 ms: 50 bytes/ns
+  EXPECT_EQ(ledger.budget(20 * kMs), 500'000'000);  // a: 0.5 GB, b: 0.5 GB
+  EXPECT_EQ(ledger.budget(30 * kMs), 750'000'000);  // a: 0.75 GB, b: 1 GB
+  ASSERT_TRUE(ledger.on_complete(a, 1, 35 * kMs).has_value());
+  EXPECT_EQ(ledger.budget(35 * kMs), kGBytes);  // b alone
+  ASSERT_TRUE(ledger.on_complete(b, 1, 36 * kMs).has_value());
+  EXPECT_EQ(ledger.budget(36 * kMs), kUnlimitedBytes);
+}
+
+// Tests charging at admission, refunds only for unexecuted grants, none after execution.
+TEST(PricingLedger, ChargeAndRefund) {
+  Ledger ledger(ledger_params());
+  const TaskId a = ledger.add_task(task("a", 40 * kMs, 70 * kMs));
+  ledger.on_release(a, 1, 0);
+  const GrantId g1 = ledger.charge(/*engine=*/0, 300'000'000, 25 * kMs, 20 * kMs);
+  EXPECT_EQ(ledger.budget(20 * kMs), 200'000'000);  // 0.5 - 0.3 GB
+  EXPECT_TRUE(ledger.refund(g1));                    // returned unexecuted
+  EXPECT_EQ(ledger.budget(20 * kMs), 500'000'000);
+  const GrantId g2 = ledger.charge(0, 300'000'000, 25 * kMs, 20 * kMs);
+  EXPECT_TRUE(ledger.grant_executed(g2));
+  EXPECT_FALSE(ledger.refund(g2));  // executed: stays charged
+  EXPECT_EQ(ledger.budget(20 * kMs), 200'000'000);
+  // Splitting into smaller grants does not relax the limit: 0.2 GB left either way.
+  ledger.charge(0, 100'000'000, 30 * kMs, 20 * kMs);
+  ledger.charge(0, 100'000'000, 30 * kMs, 20 * kMs);
+  EXPECT_EQ(ledger.budget(20 * kMs), 0);
+  const auto done = ledger.on_complete(a, 1, 60 * kMs);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->charged, 500'000'000);
+  EXPECT_EQ(done->response, 60 * kMs);
+}
+
+// Tests that a job inherits the grants in flight at its release, and B(t) stays >= 0.
+TEST(PricingLedger, ReleaseInheritsGrantsInFlight) {
+  Ledger ledger(ledger_params());
+  const TaskId a = ledger.add_task(task("a", 40 * kMs, 70 * kMs));
+  const TaskId b = ledger.add_task(task("b", 20 * kMs, 50 * kMs));
+  ledger.on_release(a, 1, 0);
+  const GrantId g = ledger.charge(0, 400'000'000, 30 * kMs, 20 * kMs);
+  ledger.on_release(b, 7, 20 * kMs);
+  const JobAccount* jb = ledger.job(b, 7);
+  ASSERT_NE(jb, nullptr);
+  EXPECT_EQ(jb->charged, 400'000'000);
+  EXPECT_EQ(jb->inherited, 400'000'000);
+  EXPECT_EQ(jb->budget(20 * kMs), 100'000'000 - 400'000'000);  // f - C: in debt
+  EXPECT_EQ(ledger.budget(20 * kMs), 0);                      // B(t) never negative
+  EXPECT_TRUE(ledger.refund(g));
+  EXPECT_EQ(ledger.job(b, 7)->charged, 0);
+  EXPECT_EQ(ledger.job(b, 7)->inherited, 0);
+  EXPECT_EQ(ledger.job(a, 1)->charged, 0);
+}
+
+// Tests the budget-accrual time: when B(t) will reach a given number of bytes.
+TEST(PricingLedger, TimeBudgetReaches) {
+  Ledger ledger(ledger_params());
+  const TaskId a = ledger.add_task(task("a", 40 * kMs, 70 * kMs));
+  EXPECT_EQ(ledger.time_budget_reaches(5 * kGBytes, 3), 3);  // nothing active
+  ledger.on_release(a, 1, 0);
+  EXPECT_EQ(ledger.time_budget_reaches(500'000'000, 0), 20 * kMs);  // 0.5 GB / 25 B/ns
+  EXPECT_EQ(ledger.time_budget_reaches(100'000'000, 0), 0);          // the floor covers it
+  EXPECT_EQ(ledger.time_budget_reaches(2 * kGBytes, 0), kNever);     // beyond A
+  ledger.charge(0, 300'000'000, 5 * kMs, 1 * kMs);
+  EXPECT_EQ(ledger.time_budget_reaches(500'000'000, 1 * kMs), 32 * kMs);  // 0.8 GB / 25 B/ns
+}
+
+// Tests the crossing bound against a task's next release, and admits() = budget + crossing.
+TEST(PricingLedger, CrossingIntoNextRelease) {
+  Ledger ledger(ledger_params());
+  const TaskId a = ledger.add_task(task("a", 40 * kMs, 70 * kMs));
+  EXPECT_TRUE(ledger.crossing_allowed(kGBytes, 1000 * kMs, 0));  // never released: no constraint
+  ledger.on_release(a, 1, 0);
+  // Completing in exactly the solo 40 ms keeps a_hat = 40 ms and q = 0.
+  ASSERT_TRUE(ledger.on_complete(a, 1, 40 * kMs).has_value());
+  EXPECT_EQ(ledger.next_release(a, 50 * kMs), 100 * kMs);
+  // A_bar = max(0.25 + 0.25 * 1, 1) = 1 GB; c = 0.2 GB: kappa (A_bar - c) = 2 ms.
+  // Ending 28 ms into the release: 28 + 40 + 2 = 70 <= 70; 29 ms: 71 > 70.
+  EXPECT_TRUE(ledger.crossing_allowed(200'000'000, 128 * kMs, 50 * kMs));
+  EXPECT_FALSE(ledger.crossing_allowed(200'000'000, 129 * kMs, 50 * kMs));
+  EXPECT_TRUE(ledger.crossing_allowed(200'000'000, 100 * kMs, 50 * kMs));  // ends at R
+  EXPECT_TRUE(ledger.admits(200'000'000, 128 * kMs, 50 * kMs));  // no active job: no budget limit
+  EXPECT_FALSE(ledger.admits(200'000'000, 129 * kMs, 50 * kMs));
+  // A late release: the next one is "now" at the earliest.
+  EXPECT_EQ(ledger.next_release(a, 130 * kMs), 130 * kMs);
+}
+
+// Tests the completion record and that unknown or repeated events change nothing.
+TEST(PricingLedger, CompletionRecordAndBadEvents) {
+  Ledger ledger(ledger_params());
+  const TaskId a = ledger.add_task(task("a", 40 * kMs, 70 * kMs));
+  const Pricing p1 = ledger.on_release(a, 1, 0);
+  const Pricing again = ledger.on_release(a, 1, 5 * kMs);  // duplicate event
+  EXPECT_EQ(again.allowance, p1.allowance);
+  EXPECT_EQ(ledger.active_jobs().size(), 1u);
+  EXPECT_EQ(ledger.task(a).releases(), 1);
+  EXPECT_FALSE(ledger.on_complete(a, 2, 10 * kMs).has_value());
+  EXPECT_FALSE(ledger.grant_executed(99));
+  const auto c = ledger.on_complete(a, 1, 75 * kMs);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_TRUE(c->outcome.missed);  // 75 > 70 ms
+  EXPECT_EQ(c->allowance, kGBytes);
+  EXPECT_FALSE(ledger.on_complete(a, 1, 76 * kMs).has_value());  // already closed
+}
+
+// Tests that an unfinished job is a miss scored above its line, and closes its account.
+TEST(PricingLedger, UnfinishedJobIsAMiss) {
+  Ledger ledger(ledger_params());
+  const TaskId a = ledger.add_task(task("a", 40 * kMs, 70 * kMs));
+  ledger.on_release(a, 1, 0);
+  const std::int64_t alpha = ledger.task(a).margin().alpha_ppm();
+  const auto c = ledger.on_unfinished(a, 1, 200 * kMs);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_TRUE(c->outcome.missed);
+  EXPECT_TRUE(c->outcome.above_line);
+  EXPECT_LT(ledger.task(a).margin().alpha_ppm(), alpha);  // the margin widens
+  EXPECT_TRUE(ledger.active_jobs().empty());
+}
+
+// Tests that an exempt task's jobs do not limit B(t) but are still charged.
+TEST(PricingLedger, ExemptJobsDoNotLimitBudget) {
+  Params params = ledger_params();
+  params.certify_passes = 1;
+  params.prior_slope_ns_per_byte = 1e-5;
+  Ledger ledger(params);
+  TaskSpec t = task("control", 10 * kMs, 20 * kMs, 20 * kMs);
+  const TaskId c = ledger.add_task(t);
+  Nanos now = 0;
+  JobSeq seq = 0;
+  for (; seq < 20 && !ledger.task(c).exempt(); ++seq, now += 20 * kMs) {
+    ledger.on_release(c, seq, now);
+    const Bytes bytes = static_cast<Bytes>(seq % 3) * kGBytes;
+    if (bytes > 0) ledger.grant_executed(ledger.charge(0, bytes, now + 1, now));
+    ledger.on_complete(c, seq, now + 10 * kMs + static_cast<Nanos>(1e-5 * bytes) + seq % 2);
+  }
+  ASSERT_TRUE(ledger.task(c).exempt());
+  ledger.on_release(c, seq, now);
+  EXPECT_EQ(ledger.budget(now), kUnlimitedBytes);
+  ledger.charge(0, 123, now + 1, now);
+  EXPECT_EQ(ledger.job(c, seq)->charged, 123);
+}
+
+}  // namespace
+}  // namespace ripple::pricing
