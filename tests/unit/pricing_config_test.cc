@@ -1,1 +1,91 @@
+// Unit tests of setting the pricing parameters from a TOML table.
 #include <gtest/gtest.h>
+
+#include "agent/pricing/config.h"
+
+namespace ripple::pricing {
+namespace {
+
+toml::table parse(std::string_view text) { return toml::parse(text); }
+
+// Tests that the defaults are the paper's values.
+TEST(PricingConfig, DefaultsAreThePapersValues) {
+  const Params p;
+  EXPECT_EQ(p.intercept_window, 50);
+  EXPECT_EQ(p.slope_window, 200);
+  EXPECT_EQ(p.eta, 0.01);
+  EXPECT_EQ(p.margin_window, 200);
+  EXPECT_EQ(p.margin_start, 50);
+  EXPECT_EQ(p.contract_window, 100 * kNsPerSec);
+  EXPECT_EQ(p.unestimable_slope_share, 0.85);
+  EXPECT_EQ(p.rate_limit, 0.25);
+  EXPECT_EQ(p.reduced_every, 8);
+  EXPECT_EQ(p.reduced_cut, 0.40);
+  EXPECT_EQ(p.probe_unit_bytes, 385'978'880);
+  EXPECT_EQ(p.certify_passes, 50);
+  EXPECT_EQ(p.grant_horizon, 18 * kNsPerMs);
+  EXPECT_EQ(validate(p), "");
+}
+
+// Tests that every kind of key converts its units.
+TEST(PricingConfig, AppliesKeysWithUnits) {
+  Params p;
+  const auto t = parse(R"(
+    intercept_window = 100
+    eta = 0.02
+    prior_slope_ms_per_gb = 4
+    peak_rate_gbps = 220
+    grant_horizon_ms = 12
+    contract_window_s = 50
+    probe_unit_bytes = 1000000
+    certification = false
+  )");
+  ASSERT_EQ(apply_config(t, p), "");
+  EXPECT_EQ(p.intercept_window, 100);
+  EXPECT_DOUBLE_EQ(p.eta, 0.02);
+  EXPECT_DOUBLE_EQ(p.prior_slope_ns_per_byte, 4e-3);  // 4 ms/GB = 4e6 ns / 1e9 B
+  EXPECT_DOUBLE_EQ(p.peak_rate_bytes_per_ns, 220);    // 1 GB/s = 1 byte/ns
+  EXPECT_EQ(p.grant_horizon, 12 * kNsPerMs);
+  EXPECT_EQ(p.contract_window, 50 * kNsPerSec);
+  EXPECT_EQ(p.probe_unit_bytes, 1'000'000);
+  EXPECT_FALSE(p.certification);
+}
+
+// Tests that an unknown key is named, with its line, and nothing is applied.
+TEST(PricingConfig, UnknownKeyNamedWithLine) {
+  Params p;
+  const auto t = parse("eta = 0.05\n\nslope_windw = 10\n");
+  const std::string e = apply_config(t, p);
+  EXPECT_EQ(e, "unknown pricing key 'slope_windw' (line 3)");
+  EXPECT_EQ(p.eta, 0.01);  // unchanged on error
+}
+
+// Tests that a wrong type and an out-of-range value are named.
+TEST(PricingConfig, WrongTypeAndRangeNamed) {
+  Params p;
+  EXPECT_EQ(apply_config(parse("margin_window = 1.5"), p),
+            "pricing key 'margin_window' (line 1) must be an integer");
+  EXPECT_EQ(apply_config(parse("certification = 1"), p),
+            "pricing key 'certification' (line 1) must be true or false");
+  EXPECT_EQ(apply_config(parse("eta = 'fast'"), p), "pricing key 'eta' (line 1) must be a number");
+  EXPECT_EQ(apply_config(parse("eta = 1.5"), p),
+            "pricing key 'eta' (line 1): eta must be in (0, 1) (got 1.5)");
+  EXPECT_EQ(apply_config(parse("slope_window = 0"), p),
+            "pricing key 'slope_window' (line 1): slope_window must be >= 1 (got 0)");
+}
+
+// Tests the task contract checks, among them a deadline larger than the period.
+TEST(PricingConfig, TaskSpecValidation) {
+  TaskSpec t;
+  t.name = "sgm";
+  t.period = 100 * kNsPerMs;
+  t.deadline = 120 * kNsPerMs;
+  EXPECT_EQ(validate(t), "task 'sgm': deadline 120000000 ns is larger than the period 100000000 ns");
+  t.deadline = 80 * kNsPerMs;
+  EXPECT_EQ(validate(t), "");
+  t.miss_tolerance = 0.7;
+  EXPECT_EQ(validate(t), "task 'sgm': miss_tolerance must be in (0, 0.5) (got 0.7)");
+}
+
+}  // namespace
+}  // namespace ripple::pricing
