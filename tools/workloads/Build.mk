@@ -36,3 +36,9 @@ BINS += $(O)/bin/ripple-costmap $(O)/bin/ripple-kdnn $(O)/bin/ripple-sgm $(O)/bi
 
 # The grid passes are written to vectorize; -O3 lets gcc do it.
 CXXFLAGS_tools_workloads_costmap += -O3
+
+# Mixes as data (tools/workloads/mixes/*.toml) and their launcher.
+$(O)/bin/ripple-mix: $(call objs,tools/workloads/mix_main.cc tools/workloads/mix.cc)
+$(O)/bin/ripple-mix: LDLIBS :=
+$(O)/bin/ripple-mix: ; $(link_cxx)
+BINS += $(O)/bin/ripple-mix
