@@ -1,0 +1,917 @@
+// ripple-llm: a batch-1 transformer decoder in CUDA C++ with the layer shapes of a
+// chosen model and random bf16 weights (no downloads): the inference engine whose memory
+// traffic Ripple schedules.
+//
+//   --weights device   all weights in GPU memory (what a UMA device sees: every byte read
+//                      per token comes from the one memory);
+//   --weights host     weights in pinned host memory, streamed per layer: --stream copy
+//                      (double-buffered cudaMemcpyAsync H2D, overlapped with compute) or
+//                      --stream zerocopy (kernels read the mapped host pages over PCIe);
+//   --kv host          the KV cache in pinned host memory: attention reads it over PCIe
+//                      (H2D) and new K/V are stored to it (D2H);
+//   --spill-mb N       per layer, also copy N MB D2H into pinned memory (an emulation of
+//                      activation/KV spill at larger batch, labelled as such).
+// A unit is one layer (plus the LM head as the last unit); each unit is an NVTX range
+// "ripple.unit" so the interposer can find the boundaries. It counts the bytes each
+// unit moves and prints them beside the model's analytic weight + KV bytes.
+//
+// --frames runs a VLM-like deadline-bound request every period instead: a vision
+// encoder over image patches, a prefill over the merged image tokens and the prompt,
+// and a short decode; it reports the request latency against the deadline.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ripple::llm {
+
+using bf16 = __nv_bfloat16;
+
+#define CUDA_CHECK(x)                                                                       \
+  do {                                                                                      \
+    cudaError_t e_ = (x);                                                                   \
+    if (e_ != cudaSuccess) {                                                                \
+      std::fprintf(stderr, "ripple-llm: error: %s failed: %s (%s:%d)\n", #x,                \
+                   cudaGetErrorString(e_), __FILE__, __LINE__);                             \
+      std::exit(1);                                                                         \
+    }                                                                                       \
+  } while (0)
+#define CUBLAS_CHECK(x)                                                                     \
+  do {                                                                                      \
+    cublasStatus_t s_ = (x);                                                                \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                      \
+      std::fprintf(stderr, "ripple-llm: error: %s failed: status %d\n", #x, (int)s_);      \
+      std::exit(1);                                                                         \
+    }                                                                                       \
+  } while (0)
+
+// ---------------------------------------------------------------------------------------
+// Model shapes.
+
+struct Shape {
+  int hidden, inter, layers, heads, kv_heads, head_dim;
+};
+
+struct Preset {
+  const char* name;
+  Shape llm;
+  int vocab;
+  Shape vision;  // layers == 0: no vision encoder
+  int merge;     // image patches merged per LLM token
+};
+
+// Shapes from the models' published config.json files (Qwen3 dense family; the
+// Qwen3-VL vision tower for the -vl presets).
+constexpr Preset kPresets[] = {
+    {"qwen3-0.6b", {1024, 3072, 28, 16, 8, 128}, 151936, {0, 0, 0, 0, 0, 0}, 1},
+    {"qwen3-1.7b", {2048, 6144, 28, 16, 8, 128}, 151936, {0, 0, 0, 0, 0, 0}, 1},
+    {"qwen3-4b", {2560, 9728, 36, 32, 8, 128}, 151936, {0, 0, 0, 0, 0, 0}, 1},
+    {"qwen3-8b", {4096, 12288, 36, 32, 8, 128}, 151936, {0, 0, 0, 0, 0, 0}, 1},
+    {"qwen3-14b", {5120, 17408, 40, 40, 8, 128}, 151936, {0, 0, 0, 0, 0, 0}, 1},
+    {"qwen3-32b", {5120, 25600, 64, 64, 8, 128}, 151936, {0, 0, 0, 0, 0, 0}, 1},
+    {"qwen3-vl-2b", {2048, 6144, 28, 16, 8, 128}, 151936, {1024, 4096, 24, 16, 16, 64}, 4},
+    {"qwen3-vl-8b", {4096, 12288, 36, 32, 8, 128}, 151936, {1152, 4304, 27, 16, 16, 72}, 4},
+};
+
+// Bytes of one layer's weights, in the order they sit in the layer's block.
+struct LayerLayout {
+  size_t qkv, o, gu, d, ln1, ln2, qn, kn, total;  // element offsets; total in elements
+  explicit LayerLayout(const Shape& s) {
+    const size_t h = s.hidden, q = size_t(s.heads) * s.head_dim, kv = size_t(s.kv_heads) * s.head_dim;
+    qkv = 0;
+    o = qkv + (q + 2 * kv) * h;
+    gu = o + h * q;
+    d = gu + 2 * size_t(s.inter) * h;
+    ln1 = d + h * size_t(s.inter);
+    ln2 = ln1 + h;
+    qn = ln2 + h;
+    kn = qn + s.head_dim;
+    total = kn + s.head_dim;
+    total = (total + 127) / 128 * 128;  // 256-byte aligned blocks
+  }
+};
+
+// The model's analytic decode bytes per token at context `ctx` (the K/V of ctx earlier
+// tokens read, the new token's K/V written): the reference the counters are checked
+// against. Padding is not weight bytes.
+double model_bytes_per_token(const Preset& p, double ctx) {
+  const Shape& s = p.llm;
+  const double h = s.hidden, q = double(s.heads) * s.head_dim, kv = double(s.kv_heads) * s.head_dim;
+  const double layer_w = 2.0 * ((q + 2 * kv) * h + h * q + 3.0 * h * s.inter + 2 * h + 2.0 * s.head_dim);
+  const double kv_tok = 2.0 * 2.0 * kv;  // K and V, bf16, one layer, one token
+  return s.layers * (layer_w + kv_tok * (ctx + 1)) + 2.0 * (double(p.vocab) * h + h) + 2.0 * h;
+}
+
+// ---------------------------------------------------------------------------------------
+// Kernels.
+
+__device__ __forceinline__ float hash_uniform(uint64_t i, uint64_t seed) {
+  uint64_t z = i + seed * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return (float)(z >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f;  // [-1, 1)
+}
+
+__global__ void fill_uniform(bf16* p, size_t n, float scale, uint64_t seed, uint64_t offset) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    p[i] = __float2bfloat16(scale * hash_uniform(i + offset, seed));
+}
+
+__global__ void fill_const(bf16* p, size_t n, float v) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    p[i] = __float2bfloat16(v);
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// y[t][r] = sum_i W[r][i] x[t][i]: one warp per output row, 16-byte loads, T = 1.
+// Batch-1 decode is a stream of weight bytes: this kernel is memory-bound by design.
+__global__ void __launch_bounds__(256) gemv_bf16(const bf16* __restrict__ w, const bf16* __restrict__ x,
+                                                 float* __restrict__ y, int rows, int cols) {
+  const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+  if (warp >= rows) return;
+  const uint4* wr = reinterpret_cast<const uint4*>(w + size_t(warp) * cols);
+  const uint4* xr = reinterpret_cast<const uint4*>(x);
+  const int n8 = cols / 8;
+  float acc = 0.f;
+#pragma unroll 4
+  for (int i = lane; i < n8; i += 32) {
+    uint4 a = wr[i], b = __ldg(&xr[i]);
+    const __nv_bfloat162* a2 = reinterpret_cast<const __nv_bfloat162*>(&a);
+    const __nv_bfloat162* b2 = reinterpret_cast<const __nv_bfloat162*>(&b);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      float2 fa = __bfloat1622float2(a2[k]), fb = __bfloat1622float2(b2[k]);
+      acc += fa.x * fb.x + fa.y * fb.y;
+    }
+  }
+  acc = warp_sum(acc);
+  if (lane == 0) y[warp] = acc;
+}
+
+// out[t] = bf16(x[t] * rsqrt(mean(x[t]^2) + eps) * w), one block per token.
+__global__ void rmsnorm(const float* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ out, int n) {
+  const float* xr = x + size_t(blockIdx.x) * n;
+  bf16* orow = out + size_t(blockIdx.x) * n;
+  __shared__ float red[32];
+  float s = 0.f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) s += xr[i] * xr[i];
+  s = warp_sum(s);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = s;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    float v = threadIdx.x < blockDim.x / 32 ? red[threadIdx.x] : 0.f;
+    v = warp_sum(v);
+    if (threadIdx.x == 0) red[0] = v;
+  }
+  __syncthreads();
+  const float r = rsqrtf(red[0] / n + 1e-6f);
+  for (int i = threadIdx.x; i < n; i += blockDim.x) orow[i] = __float2bfloat16(xr[i] * r * __bfloat162float(w[i]));
+}
+
+// Per token and head: Qwen3's per-head RMSNorm on q and k, rotary embedding, then q to
+// `q_out` and k, v appended to the cache at position pos0 + t. One warp per (t, head).
+__global__ void qk_norm_rope_append(const float* __restrict__ qkv, const bf16* __restrict__ qn,
+                                    const bf16* __restrict__ kn, bf16* __restrict__ q_out, bf16* kc, bf16* vc,
+                                    int T, int heads, int kv_heads, int hd, int pos0, int max_ctx) {
+  const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+  const int per_t = heads + 2 * kv_heads;
+  if (warp >= T * per_t) return;
+  const int t = warp / per_t, h = warp % per_t, pos = pos0 + t;
+  const float* src = qkv + size_t(t) * per_t * hd + size_t(h) * hd;
+  if (h >= heads + kv_heads) {  // v: copy
+    bf16* dst = vc + (size_t(h - heads - kv_heads) * max_ctx + pos) * hd;
+    for (int i = lane; i < hd; i += 32) dst[i] = __float2bfloat16(src[i]);
+    return;
+  }
+  const bf16* nw = h < heads ? qn : kn;
+  float ss = 0.f;
+  for (int i = lane; i < hd; i += 32) ss += src[i] * src[i];
+  const float r = rsqrtf(warp_sum(ss) / hd + 1e-6f);
+  bf16* dst = h < heads ? q_out + (size_t(t) * heads + h) * hd : kc + (size_t(h - heads) * max_ctx + pos) * hd;
+  const int half = hd / 2;
+  for (int i = lane; i < half; i += 32) {
+    const float inv = powf(1e6f, -2.0f * i / hd);  // Qwen3 rope_theta = 1e6
+    float sn, cs;
+    sincosf(pos * inv, &sn, &cs);
+    const float a = src[i] * r * __bfloat162float(nw[i]), b = src[i + half] * r * __bfloat162float(nw[i + half]);
+    dst[i] = __float2bfloat16(a * cs - b * sn);
+    dst[i + half] = __float2bfloat16(b * cs + a * sn);
+  }
+}
+
+// Attention for query token t of head h (grid: heads x T): over positions [0, ctx) with
+// ctx = causal ? pos0 + t + 1 : pos0 + T. Scores in shared memory (max context bounded).
+__global__ void attention(const bf16* __restrict__ q, const bf16* kc, const bf16* vc, bf16* __restrict__ out,
+                          int heads, int kv_heads, int hd, int pos0, int T, int max_ctx, int causal) {
+  extern __shared__ float sm[];
+  const int h = blockIdx.x, t = blockIdx.y, kvh = h / (heads / kv_heads);
+  const int ctx = causal ? pos0 + t + 1 : pos0 + T;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+  float* scores = sm;             // ctx
+  float* accs = sm + max_ctx;     // nw * hd
+  __shared__ float red[64];
+  const bf16* qr = q + (size_t(t) * heads + h) * hd;
+  const bf16* kb = kc + size_t(kvh) * max_ctx * hd;
+  const bf16* vb = vc + size_t(kvh) * max_ctx * hd;
+  const float scale = rsqrtf((float)hd);
+  float mx = -1e30f;
+  for (int p = warp; p < ctx; p += nw) {
+    float s = 0.f;
+    for (int i = lane; i < hd; i += 32) s += __bfloat162float(qr[i]) * __bfloat162float(kb[size_t(p) * hd + i]);
+    s = warp_sum(s) * scale;
+    if (lane == 0) scores[p] = s;
+    mx = fmaxf(mx, s);
+  }
+  if (lane == 0) red[warp] = mx;
+  __syncthreads();
+  mx = -1e30f;
+  for (int i = 0; i < nw; ++i) mx = fmaxf(mx, red[i]);
+  float sum = 0.f;
+  for (int p = threadIdx.x; p < ctx; p += blockDim.x) {
+    const float e = __expf(scores[p] - mx);
+    scores[p] = e;
+    sum += e;
+  }
+  sum = warp_sum(sum);
+  __syncthreads();
+  if (lane == 0) red[32 + warp] = sum;
+  __syncthreads();
+  sum = 0.f;
+  for (int i = 0; i < nw; ++i) sum += red[32 + i];
+  // Each warp accumulates its positions' weighted V rows; lanes own dimensions.
+  for (int i = lane; i < hd; i += 32) {
+    float a = 0.f;
+    for (int p = warp; p < ctx; p += nw) a += scores[p] * __bfloat162float(vb[size_t(p) * hd + i]);
+    accs[warp * hd + i] = a;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+    float a = 0.f;
+    for (int w = 0; w < nw; ++w) a += accs[w * hd + i];
+    out[(size_t(t) * heads + h) * hd + i] = __float2bfloat16(a / sum);
+  }
+}
+
+__global__ void add_inplace(float* __restrict__ x, const float* __restrict__ d, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) x[i] += d[i];
+}
+
+__global__ void silu_mul(const float* __restrict__ gu, bf16* __restrict__ out, int inter, int T) {
+  const size_t n = size_t(T) * inter;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const size_t t = i / inter, j = i % inter;
+    const float g = gu[t * 2 * inter + j], u = gu[t * 2 * inter + inter + j];
+    out[i] = __float2bfloat16(g / (1.f + __expf(-g)) * u);
+  }
+}
+
+__global__ void embed(const bf16* __restrict__ table, const int* __restrict__ token, float* __restrict__ x, int h) {
+  const bf16* row = table + size_t(*token) * h;
+  for (int i = threadIdx.x; i < h; i += blockDim.x) x[i] = __bfloat162float(row[i]);
+}
+
+// Greedy sampling: argmax over the vocabulary, one block.
+__global__ void argmax(const float* __restrict__ logits, int n, int* __restrict__ token) {
+  __shared__ float bv[1024];
+  __shared__ int bi[1024];
+  float v = -1e30f;
+  int idx = 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x)
+    if (logits[i] > v) v = logits[i], idx = i;
+  bv[threadIdx.x] = v;
+  bi[threadIdx.x] = idx;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s && bv[threadIdx.x + s] > bv[threadIdx.x])
+      bv[threadIdx.x] = bv[threadIdx.x + s], bi[threadIdx.x] = bi[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *token = bi[0];
+}
+
+__global__ void widen(const bf16* __restrict__ a, float* __restrict__ b, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    b[i] = __bfloat162float(a[i]);
+}
+
+__global__ void to_bf16(const float* __restrict__ x, bf16* __restrict__ y, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    y[i] = __float2bfloat16(x[i]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Engine.
+
+enum class Place { kDevice, kHost };
+enum class Stream { kCopy, kZeroCopy };
+
+struct Options {
+  std::string preset = "qwen3-8b";
+  Place weights = Place::kDevice;
+  Stream stream = Stream::kCopy;
+  Place kv = Place::kDevice;
+  int context = 1024;
+  int tokens = 32;
+  double duration_s = 0;
+  double spill_mb = 0;
+  int device = 0;
+  bool frames = false;
+  double period_ms = 5000, deadline_ms = 0;
+  int image_tokens = 1024, prompt_tokens = 64, frame_decode_tokens = 16, requests = 5;
+  bool probe = true;
+  bool per_unit = false;
+};
+
+struct Counters {
+  double weight = 0, kv_read = 0, kv_write = 0, embed = 0, spill = 0;
+  double total() const { return weight + kv_read + kv_write + embed; }
+};
+
+class Engine {
+ public:
+  Engine(const Preset& p, const Options& o) : p_(p), o_(o) {}
+
+  void init() {
+    CUDA_CHECK(cudaSetDevice(o_.device));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&cs_, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&ms_, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&ss_, cudaStreamNonBlocking));
+    CUBLAS_CHECK(cublasCreate(&blas_));
+    CUBLAS_CHECK(cublasSetStream(blas_, cs_));
+    for (int i = 0; i < 2; ++i) {
+      CUDA_CHECK(cudaEventCreateWithFlags(&copied_[i], cudaEventDisableTiming));
+      CUDA_CHECK(cudaEventCreateWithFlags(&used_[i], cudaEventDisableTiming));
+    }
+    const Shape& s = p_.llm;
+    LayerLayout ll(s);
+    layer_elems_ = ll.total;
+    head_elems_ = size_t(p_.vocab) * s.hidden + s.hidden;  // LM head + final norm
+    max_ctx_ = o_.frames ? std::max(o_.context, 8) + o_.image_tokens / p_.merge + o_.prompt_tokens +
+                               o_.frame_decode_tokens + 8
+                         : o_.context + std::max(o_.tokens, 1) + 8;
+    if (max_ctx_ > 32768) die("context too long: at most 32768 positions (have " + std::to_string(max_ctx_) + ")");
+    max_t_ = o_.frames ? std::max(o_.image_tokens, o_.image_tokens / p_.merge + o_.prompt_tokens) : 1;
+
+    const size_t wbytes = (layer_elems_ * s.layers + head_elems_) * sizeof(bf16);
+    weights_ = alloc(wbytes, o_.weights, "weights");
+    fill(weights_, wbytes / sizeof(bf16), o_.weights, 1.0f / std::sqrt((float)s.hidden), 1);
+    // Norm weights at 1 so activations stay in range.
+    for (int l = 0; l < s.layers; ++l) set_norms(layer_ptr(l), ll, s, o_.weights);
+    set_ones(weights_ + layer_elems_ * s.layers + size_t(p_.vocab) * s.hidden, s.hidden, o_.weights);
+    // The embedding table is looked up one row per token: device memory in device mode,
+    // host memory (read zero-copy) in host mode.
+    embed_ = alloc(size_t(p_.vocab) * s.hidden * sizeof(bf16), o_.weights, "embedding");
+    fill(embed_, size_t(p_.vocab) * s.hidden, o_.weights, 1.0f, 2);
+    if (o_.weights == Place::kHost && o_.stream == Stream::kCopy) {
+      const size_t stage = std::max(layer_elems_, head_elems_) * sizeof(bf16);
+      for (int i = 0; i < 2; ++i) CUDA_CHECK(cudaMalloc(&stage_[i], stage));
+    }
+    // KV cache: [layer][kv_head][max_ctx][head_dim], K and V.
+    kv_layer_elems_ = size_t(s.kv_heads) * max_ctx_ * s.head_dim;
+    const size_t kvbytes = 2 * kv_layer_elems_ * s.layers * sizeof(bf16);
+    kv_ = alloc(kvbytes, o_.kv, "KV cache");
+    fill(kv_, kvbytes / sizeof(bf16), o_.kv, 1.0f, 3);
+    if (o_.frames && p_.vision.layers > 0) {
+      LayerLayout vl(p_.vision);
+      vlayer_elems_ = vl.total;
+      const size_t vbytes = vlayer_elems_ * p_.vision.layers * sizeof(bf16);
+      vweights_ = alloc(vbytes, o_.weights, "vision weights");
+      fill(vweights_, vbytes / sizeof(bf16), o_.weights, 1.0f / std::sqrt((float)p_.vision.hidden), 4);
+      for (int l = 0; l < p_.vision.layers; ++l) set_norms(vweights_ + vlayer_elems_ * l, vl, p_.vision, o_.weights);
+      vkv_ = static_cast<bf16*>(dalloc(2 * size_t(p_.vision.kv_heads) * o_.image_tokens * p_.vision.head_dim * sizeof(bf16)));
+      if (o_.weights == Place::kHost && o_.stream == Stream::kCopy) {
+        const size_t need = std::max({layer_elems_, head_elems_, vlayer_elems_}) * sizeof(bf16);
+        for (int i = 0; i < 2; ++i) {
+          CUDA_CHECK(cudaFree(stage_[i]));
+          CUDA_CHECK(cudaMalloc(&stage_[i], need));
+        }
+      }
+    }
+    // Activations (device).
+    const int wide = std::max({s.hidden, 2 * s.inter, (s.heads + 2 * s.kv_heads) * s.head_dim, p_.vocab,
+                               p_.vision.layers ? std::max(2 * p_.vision.inter, (p_.vision.heads + 2 * p_.vision.kv_heads) * p_.vision.head_dim) : 0});
+    x_ = static_cast<float*>(dalloc(size_t(max_t_) * wide * sizeof(float)));
+    tmp_ = static_cast<float*>(dalloc(size_t(max_t_) * wide * sizeof(float)));
+    big_ = static_cast<float*>(dalloc(size_t(max_t_) * wide * sizeof(float)));
+    xb_ = static_cast<bf16*>(dalloc(size_t(max_t_) * wide * sizeof(bf16)));
+    qb_ = static_cast<bf16*>(dalloc(size_t(max_t_) * wide * sizeof(bf16)));
+    token_ = static_cast<int*>(dalloc(sizeof(int)));
+    CUDA_CHECK(cudaMemset(token_, 0, sizeof(int)));
+    if (o_.spill_mb > 0) {
+      spill_bytes_ = size_t(o_.spill_mb * 1e6);
+      spill_src_ = dalloc(spill_bytes_);
+      CUDA_CHECK(cudaHostAlloc(&spill_dst_, spill_bytes_, cudaHostAllocDefault));
+    }
+    const int smem = (max_ctx_ + 8 * 128) * sizeof(float);
+    CUDA_CHECK(cudaFuncSetAttribute(attention, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  // One decode step at position pos: T = 1 through every layer and the LM head.
+  void decode_step(int pos, Counters* c, std::vector<Counters>* per_unit) {
+    const Shape& s = p_.llm;
+    embed<<<1, 256, 0, cs_>>>(embed_, token_, x_, s.hidden);
+    c->embed += s.hidden * sizeof(bf16);
+    for (int l = 0; l < s.layers; ++l) {
+      Counters u;
+      nvtxRangePushA("ripple.unit");
+      const bf16* w = fetch(layer_ptr(l), layer_elems_, unit_++);
+      bf16* kc = kv_ + 2 * kv_layer_elems_ * l;
+      layer(s, w, 1, pos, kc, kc + kv_layer_elems_, max_ctx_, true, &u);
+      release();
+      spill(&u);
+      nvtxRangePop();
+      if (per_unit) (*per_unit)[l] = u;
+      add(c, u);
+    }
+    nvtxRangePushA("ripple.unit");
+    Counters u;
+    const bf16* w = fetch(weights_ + layer_elems_ * s.layers, head_elems_, unit_++);
+    rmsnorm<<<1, 256, 0, cs_>>>(x_, w + size_t(p_.vocab) * s.hidden, xb_, s.hidden);
+    linear(w, xb_, big_, 1, p_.vocab, s.hidden, &u);
+    u.weight += s.hidden * sizeof(bf16);
+    argmax<<<1, 1024, 0, cs_>>>(big_, p_.vocab, token_);
+    release();
+    nvtxRangePop();
+    if (per_unit) per_unit->back() = u;
+    add(c, u);
+  }
+
+  // A VLM request: vision encoder over the patches, prefill over merged image tokens and
+  // the prompt, then a short decode.
+  void frame_request(Counters* c) {
+    const Shape& s = p_.llm;
+    int pos = 0;
+    if (p_.vision.layers > 0) {
+      const Shape& v = p_.vision;
+      const int T = o_.image_tokens;
+      fill_x(T * v.hidden);
+      for (int l = 0; l < v.layers; ++l) {
+        Counters u;
+        nvtxRangePushA("ripple.unit");
+        const bf16* w = fetch(vweights_ + vlayer_elems_ * l, vlayer_elems_, unit_++);
+        const size_t vk = size_t(v.kv_heads) * T * v.head_dim;
+        layer(v, w, T, 0, vkv_, vkv_ + vk, T, false, &u);
+        release();
+        nvtxRangePop();
+        add(c, u);
+      }
+    }
+    const int T = o_.image_tokens / p_.merge + o_.prompt_tokens;
+    fill_x(T * s.hidden);
+    for (int l = 0; l < s.layers; ++l) {
+      Counters u;
+      nvtxRangePushA("ripple.unit");
+      const bf16* w = fetch(layer_ptr(l), layer_elems_, unit_++);
+      bf16* kc = kv_ + 2 * kv_layer_elems_ * l;
+      layer(s, w, T, 0, kc, kc + kv_layer_elems_, max_ctx_, true, &u);
+      release();
+      nvtxRangePop();
+      add(c, u);
+    }
+    pos = T;
+    // The first token comes from the last prefill position's logits.
+    {
+      Counters u;
+      const bf16* w = fetch(weights_ + layer_elems_ * s.layers, head_elems_, unit_++);
+      rmsnorm<<<1, 256, 0, cs_>>>(x_ + size_t(T - 1) * s.hidden, w + size_t(p_.vocab) * s.hidden, xb_, s.hidden);
+      linear(w, xb_, big_, 1, p_.vocab, s.hidden, &u);
+      argmax<<<1, 1024, 0, cs_>>>(big_, p_.vocab, token_);
+      release();
+      add(c, u);
+    }
+    for (int k = 0; k < o_.frame_decode_tokens; ++k) decode_step(pos + k, c, nullptr);
+  }
+
+  cudaStream_t stream() const { return cs_; }
+  int max_ctx() const { return max_ctx_; }
+  size_t weight_bytes() const { return (layer_elems_ * p_.llm.layers + head_elems_) * sizeof(bf16); }
+
+ private:
+  [[noreturn]] static void die(const std::string& m) {
+    std::fprintf(stderr, "ripple-llm: error: %s\n", m.c_str());
+    std::exit(2);
+  }
+
+  void* dalloc(size_t n) {
+    void* p = nullptr;
+    CUDA_CHECK(cudaMalloc(&p, n));
+    return p;
+  }
+
+  bf16* alloc(size_t bytes, Place where, const char* what) {
+    void* p = nullptr;
+    cudaError_t e = where == Place::kDevice ? cudaMalloc(&p, bytes)
+                                            : cudaHostAlloc(&p, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+    if (e != cudaSuccess)
+      die(std::string("cannot allocate ") + what + " (" + std::to_string(bytes / 1000000) + " MB in " +
+          (where == Place::kDevice ? "GPU" : "pinned host") + " memory): " + cudaGetErrorString(e));
+    return static_cast<bf16*>(p);
+  }
+
+  // Random init: on the device directly, or through a device staging chunk for host memory.
+  void fill(bf16* p, size_t n, Place where, float scale, uint64_t seed) {
+    if (where == Place::kDevice) {
+      fill_uniform<<<4096, 256>>>(p, n, scale, seed, 0);
+      CUDA_CHECK(cudaGetLastError());
+      return;
+    }
+    const size_t chunk = size_t(64) << 20;
+    bf16* tmp = static_cast<bf16*>(dalloc(chunk * sizeof(bf16)));
+    for (size_t off = 0; off < n; off += chunk) {
+      const size_t m = std::min(chunk, n - off);
+      fill_uniform<<<4096, 256>>>(tmp, m, scale, seed, off);
+      CUDA_CHECK(cudaMemcpy(p + off, tmp, m * sizeof(bf16), cudaMemcpyDeviceToHost));
+    }
+    CUDA_CHECK(cudaFree(tmp));
+  }
+
+  void set_ones(bf16* p, size_t n, Place where) {
+    if (where == Place::kDevice) {
+      fill_const<<<64, 256>>>(p, n, 1.0f);
+    } else {
+      for (size_t i = 0; i < n; ++i) p[i] = __float2bfloat16(1.0f);
+    }
+  }
+
+  void set_norms(bf16* base, const LayerLayout& ll, const Shape& s, Place where) {
+    set_ones(base + ll.ln1, s.hidden, where);
+    set_ones(base + ll.ln2, s.hidden, where);
+    set_ones(base + ll.qn, s.head_dim, where);
+    set_ones(base + ll.kn, s.head_dim, where);
+  }
+
+  bf16* layer_ptr(int l) const { return weights_ + layer_elems_ * l; }
+
+  // Makes a unit's weight block readable by the compute stream. Device mode and
+  // zero-copy: the block itself (a mapped host pointer works in kernels under UVA).
+  // Copy mode: an async H2D copy into the staging buffer the unit before last used,
+  // once that unit's compute is done; compute waits for the copy.
+  const bf16* fetch(const bf16* src, size_t elems, uint64_t unit) {
+    if (o_.weights == Place::kDevice || o_.stream == Stream::kZeroCopy) return src;
+    cur_ = unit & 1;
+    CUDA_CHECK(cudaStreamWaitEvent(ms_, used_[cur_], 0));
+    CUDA_CHECK(cudaMemcpyAsync(stage_[cur_], src, elems * sizeof(bf16), cudaMemcpyHostToDevice, ms_));
+    CUDA_CHECK(cudaEventRecord(copied_[cur_], ms_));
+    CUDA_CHECK(cudaStreamWaitEvent(cs_, copied_[cur_], 0));
+    return stage_[cur_];
+  }
+  void release() {
+    if (o_.weights == Place::kHost && o_.stream == Stream::kCopy) CUDA_CHECK(cudaEventRecord(used_[cur_], cs_));
+  }
+
+  void spill(Counters* u) {
+    if (spill_bytes_ == 0) return;
+    CUDA_CHECK(cudaMemcpyAsync(spill_dst_, spill_src_, spill_bytes_, cudaMemcpyDeviceToHost, ss_));
+    u->spill += spill_bytes_;
+  }
+
+  void linear(const bf16* w, const bf16* x, float* y, int T, int rows, int cols, Counters* u) {
+    u->weight += double(rows) * cols * sizeof(bf16);
+    if (T == 1) {
+      gemv_bf16<<<(rows * 32 + 255) / 256, 256, 0, cs_>>>(w, x, y, rows, cols);
+      CUDA_CHECK(cudaGetLastError());
+      return;
+    }
+    const float one = 1.f, zero = 0.f;
+    // Column-major view: Y^T (rows x T) = W (cols x rows)^T * X^T (cols x T).
+    CUBLAS_CHECK(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, T, cols, &one, w, CUDA_R_16BF, cols, x,
+                              CUDA_R_16BF, cols, &zero, y, CUDA_R_32F, rows, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+  }
+
+  void layer(const Shape& s, const bf16* w, int T, int pos0, bf16* kc, bf16* vc, int max_ctx, bool causal,
+             Counters* u) {
+    LayerLayout ll(s);
+    const int q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
+    const size_t n = size_t(T) * s.hidden;
+    rmsnorm<<<T, 256, 0, cs_>>>(x_, w + ll.ln1, xb_, s.hidden);
+    linear(w + ll.qkv, xb_, big_, T, q + 2 * kv, s.hidden, u);
+    const int warps = T * (s.heads + 2 * s.kv_heads);
+    qk_norm_rope_append<<<(warps * 32 + 255) / 256, 256, 0, cs_>>>(big_, w + ll.qn, w + ll.kn, qb_, kc, vc, T, s.heads,
+                                                                  s.kv_heads, s.head_dim, pos0, max_ctx);
+    u->weight += 2.0 * (s.hidden + s.hidden + 2 * s.head_dim);  // norm weights
+    u->kv_write += 2.0 * T * kv * sizeof(bf16);
+    const int smem = (max_ctx + 8 * s.head_dim) * sizeof(float);
+    attention<<<dim3(s.heads, T), 256, smem, cs_>>>(qb_, kc, vc, xb_, s.heads, s.kv_heads, s.head_dim, pos0, T,
+                                                   max_ctx, causal ? 1 : 0);
+    CUDA_CHECK(cudaGetLastError());
+    // Unique K/V bytes read (GQA: each KV head is read once from memory, then cached).
+    const double ctx = causal ? pos0 + T : pos0 + T;
+    u->kv_read += 2.0 * ctx * kv * sizeof(bf16);
+    linear(w + ll.o, xb_, tmp_, T, s.hidden, q, u);
+    add_inplace<<<256, 256, 0, cs_>>>(x_, tmp_, n);
+    rmsnorm<<<T, 256, 0, cs_>>>(x_, w + ll.ln2, xb_, s.hidden);
+    linear(w + ll.gu, xb_, big_, T, 2 * s.inter, s.hidden, u);
+    silu_mul<<<256, 256, 0, cs_>>>(big_, qb_, s.inter, T);
+    linear(w + ll.d, qb_, tmp_, T, s.hidden, s.inter, u);
+    add_inplace<<<256, 256, 0, cs_>>>(x_, tmp_, n);
+  }
+
+  void fill_x(size_t n) {
+    // Stand-in input embeddings (image patches, prompt tokens): bf16 noise, widened.
+    fill_uniform<<<256, 256, 0, cs_>>>(xb_, n, 1.0f, 7, 0);
+    widen<<<256, 256, 0, cs_>>>(xb_, x_, n);
+  }
+
+  static void add(Counters* c, const Counters& u) {
+    c->weight += u.weight, c->kv_read += u.kv_read, c->kv_write += u.kv_write, c->embed += u.embed;
+    c->spill += u.spill;
+  }
+
+  const Preset& p_;
+  Options o_;
+  cudaStream_t cs_{}, ms_{}, ss_{};
+  cublasHandle_t blas_{};
+  cudaEvent_t copied_[2]{}, used_[2]{};
+  bf16* stage_[2]{};
+  int cur_ = 0;
+  uint64_t unit_ = 0;
+  size_t layer_elems_ = 0, head_elems_ = 0, vlayer_elems_ = 0, kv_layer_elems_ = 0;
+  int max_ctx_ = 0, max_t_ = 1;
+  bf16 *weights_ = nullptr, *embed_ = nullptr, *kv_ = nullptr, *vweights_ = nullptr, *vkv_ = nullptr;
+  float *x_ = nullptr, *tmp_ = nullptr, *big_ = nullptr;
+  bf16 *xb_ = nullptr, *qb_ = nullptr;
+  int* token_ = nullptr;
+  size_t spill_bytes_ = 0;
+  void *spill_src_ = nullptr, *spill_dst_ = nullptr;
+};
+
+// Measured ceilings: a large device-to-device copy (bytes read + written) and a pinned
+// host-to-device copy.
+struct Ceilings {
+  double hbm_gbs = 0, h2d_gbs = 0, d2h_gbs = 0;
+};
+
+Ceilings probe() {
+  Ceilings c;
+  const size_t n = size_t(2) << 30;
+  void *a, *b, *h;
+  CUDA_CHECK(cudaMalloc(&a, n));
+  CUDA_CHECK(cudaMalloc(&b, n));
+  CUDA_CHECK(cudaHostAlloc(&h, n / 2, cudaHostAllocDefault));
+  CUDA_CHECK(cudaMemset(a, 1, n));
+  std::memset(h, 1, n / 2);
+  cudaEvent_t e0, e1;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+  auto time = [&](auto&& f, int reps) {
+    f();
+    CUDA_CHECK(cudaEventRecord(e0));
+    for (int i = 0; i < reps; ++i) f();
+    CUDA_CHECK(cudaEventRecord(e1));
+    CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    return ms / reps / 1e3;
+  };
+  c.hbm_gbs = 2.0 * n / time([&] { CUDA_CHECK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice)); }, 10) / 1e9;
+  c.h2d_gbs = (n / 2) / time([&] { CUDA_CHECK(cudaMemcpyAsync(a, h, n / 2, cudaMemcpyHostToDevice)); }, 5) / 1e9;
+  c.d2h_gbs = (n / 2) / time([&] { CUDA_CHECK(cudaMemcpyAsync(h, a, n / 2, cudaMemcpyDeviceToHost)); }, 5) / 1e9;
+  CUDA_CHECK(cudaFree(a));
+  CUDA_CHECK(cudaFree(b));
+  CUDA_CHECK(cudaFreeHost(h));
+  return c;
+}
+
+[[noreturn]] void usage_error(const std::string& m) {
+  std::fprintf(stderr, "ripple-llm: error: %s (see --help)\n", m.c_str());
+  std::exit(2);
+}
+
+void usage() {
+  std::printf(
+      "ripple-llm: batch-1 transformer decoder with random bf16 weights (no downloads)\n"
+      "  --preset NAME        model shapes (default qwen3-8b): ");
+  for (const auto& p : kPresets) std::printf("%s ", p.name);
+  std::printf(
+      "\n  --weights device|host  where the weights live (default device)\n"
+      "  --stream copy|zerocopy  host weights: async H2D per layer, or kernels read host memory\n"
+      "  --kv device|host     where the KV cache lives (default device)\n"
+      "  --spill-mb N         per layer, also copy N MB D2H (spill emulation; labelled)\n"
+      "  --context N          KV positions already in the cache (default 1024)\n"
+      "  --tokens N           decode tokens to time (default 32)\n"
+      "  --duration-s S       decode continuously for S seconds instead (interference mode)\n"
+      "  --per-unit           print every unit's counted bytes\n"
+      "  --no-probe           skip the bandwidth ceilings\n"
+      "  --device N           CUDA device\n"
+      "  --frames             VLM-like mode: one request (vision encoder, prefill, short decode)\n"
+      "                       per --period-ms, checked against --deadline-ms (default: period)\n"
+      "  --requests N --image-tokens N --prompt-tokens N --frame-decode-tokens N\n");
+}
+
+int main_impl(int argc, char** argv) {
+  Options o;
+  auto need = [&](int& i, const char* flag) -> std::string {
+    if (i + 1 >= argc) usage_error(std::string(flag) + " needs a value");
+    return argv[++i];
+  };
+  auto num = [&](const std::string& v, const char* flag, double lo, double hi) {
+    char* end = nullptr;
+    double d = std::strtod(v.c_str(), &end);
+    if (end == v.c_str() || *end != '\0' || !(d >= lo && d <= hi))
+      usage_error(std::string(flag) + " '" + v + "' is not a number in [" + std::to_string(lo) + ", " +
+                  std::to_string(hi) + "]");
+    return d;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      usage();
+      return 0;
+    } else if (a == "--preset") {
+      o.preset = need(i, "--preset");
+    } else if (a == "--weights" || a == "--kv") {
+      std::string v = need(i, a.c_str());
+      if (v != "device" && v != "host") usage_error(a + " must be device or host, not '" + v + "'");
+      (a == "--weights" ? o.weights : o.kv) = v == "host" ? Place::kHost : Place::kDevice;
+    } else if (a == "--stream") {
+      std::string v = need(i, "--stream");
+      if (v != "copy" && v != "zerocopy") usage_error("--stream must be copy or zerocopy, not '" + v + "'");
+      o.stream = v == "copy" ? Stream::kCopy : Stream::kZeroCopy;
+    } else if (a == "--context") {
+      o.context = int(num(need(i, "--context"), "--context", 1, 32000));
+    } else if (a == "--tokens") {
+      o.tokens = int(num(need(i, "--tokens"), "--tokens", 1, 1e6));
+    } else if (a == "--duration-s") {
+      o.duration_s = num(need(i, "--duration-s"), "--duration-s", 0.001, 1e6);
+    } else if (a == "--spill-mb") {
+      o.spill_mb = num(need(i, "--spill-mb"), "--spill-mb", 0, 1e5);
+    } else if (a == "--device") {
+      o.device = int(num(need(i, "--device"), "--device", 0, 64));
+    } else if (a == "--frames") {
+      o.frames = true;
+    } else if (a == "--period-ms") {
+      o.period_ms = num(need(i, "--period-ms"), "--period-ms", 1, 1e7);
+    } else if (a == "--deadline-ms") {
+      o.deadline_ms = num(need(i, "--deadline-ms"), "--deadline-ms", 1, 1e7);
+    } else if (a == "--requests") {
+      o.requests = int(num(need(i, "--requests"), "--requests", 1, 1e6));
+    } else if (a == "--image-tokens") {
+      o.image_tokens = int(num(need(i, "--image-tokens"), "--image-tokens", 4, 16384));
+    } else if (a == "--prompt-tokens") {
+      o.prompt_tokens = int(num(need(i, "--prompt-tokens"), "--prompt-tokens", 1, 8192));
+    } else if (a == "--frame-decode-tokens") {
+      o.frame_decode_tokens = int(num(need(i, "--frame-decode-tokens"), "--frame-decode-tokens", 0, 4096));
+    } else if (a == "--per-unit") {
+      o.per_unit = true;
+    } else if (a == "--no-probe") {
+      o.probe = false;
+    } else {
+      usage_error("unknown option '" + a + "'");
+    }
+  }
+  const Preset* preset = nullptr;
+  for (const auto& p : kPresets)
+    if (o.preset == p.name) preset = &p;
+  if (preset == nullptr) {
+    std::string names;
+    for (const auto& p : kPresets) names += std::string(names.empty() ? "" : ", ") + p.name;
+    usage_error("unknown preset '" + o.preset + "' (known: " + names + ")");
+  }
+  if (o.deadline_ms == 0) o.deadline_ms = o.period_ms;
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    std::fprintf(stderr, "ripple-llm: error: no CUDA device found\n");
+    return 1;
+  }
+  if (o.device >= ndev) usage_error("--device " + std::to_string(o.device) + " out of range (" + std::to_string(ndev) + " devices)");
+
+  const char* wname = o.weights == Place::kDevice ? "device" : (o.stream == Stream::kCopy ? "host (copy)" : "host (zerocopy)");
+  Ceilings ceil;
+  if (o.probe) ceil = probe();
+  Engine eng(*preset, o);
+  eng.init();
+  const Shape& s = preset->llm;
+  std::printf("ripple-llm: preset %s: %d layers, hidden %d, weights %.2f GB bf16 in %s memory, KV in %s memory%s\n",
+              preset->name, s.layers, s.hidden, eng.weight_bytes() / 1e9, wname,
+              o.kv == Place::kDevice ? "device" : "pinned host",
+              o.spill_mb > 0 ? " (+ D2H spill emulation)" : "");
+  if (o.probe)
+    std::printf("ripple-llm: measured ceilings: HBM copy %.0f GB/s (read+write), H2D %.1f GB/s, D2H %.1f GB/s\n",
+                ceil.hbm_gbs, ceil.h2d_gbs, ceil.d2h_gbs);
+
+  cudaEvent_t e0, e1;
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
+
+  if (o.frames) {
+    int hits = 0;
+    std::vector<double> lat;
+    Counters c;
+    auto next = std::chrono::steady_clock::now();
+    for (int r = 0; r < o.requests + 1; ++r) {  // request 0 is warm-up
+      std::this_thread::sleep_until(next);
+      auto t0 = std::chrono::steady_clock::now();
+      Counters rc;
+      eng.frame_request(&rc);
+      CUDA_CHECK(cudaStreamSynchronize(eng.stream()));
+      CUDA_CHECK(cudaDeviceSynchronize());
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (r > 0) {
+        lat.push_back(ms);
+        hits += ms <= o.deadline_ms;
+        c = rc;
+      }
+      next += std::chrono::microseconds(int64_t(o.period_ms * 1e3));
+    }
+    std::sort(lat.begin(), lat.end());
+    std::printf("ripple-llm: frames: %d requests every %.0f ms, deadline %.0f ms: %d hits; latency p50 %.1f ms, max %.1f ms; "
+                "%.2f GB per request (weights %.2f, KV %.3f)\n",
+                o.requests, o.period_ms, o.deadline_ms, hits, lat[lat.size() / 2], lat.back(), c.total() / 1e9,
+                c.weight / 1e9, (c.kv_read + c.kv_write) / 1e9);
+    std::printf("RESULT engine=ripple-llm mode=frames preset=%s weights=%s requests=%d hits=%d p50_ms=%.1f max_ms=%.1f\n",
+                preset->name, wname, o.requests, hits, lat[lat.size() / 2], lat.back());
+    return 0;
+  }
+
+  // Decode. Warm up, then count and time.
+  int pos = o.context;
+  Counters warm;
+  for (int i = 0; i < 2; ++i) eng.decode_step(pos++, &warm, nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<Counters> units(s.layers + 1);
+  Counters c;
+  const int ctx_first = pos;
+  int steps = 0;
+  auto wall0 = std::chrono::steady_clock::now();
+  CUDA_CHECK(cudaEventRecord(e0, eng.stream()));
+  for (;;) {
+    if (pos + 1 >= eng.max_ctx()) pos = o.context;  // interference mode: wrap the context
+    eng.decode_step(pos++, &c, steps == 0 ? &units : nullptr);
+    ++steps;
+    if (o.duration_s > 0) {
+      if (steps % 4 == 0) {
+        CUDA_CHECK(cudaStreamSynchronize(eng.stream()));
+        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count() >= o.duration_s) break;
+      }
+    } else if (steps >= o.tokens) {
+      break;
+    }
+  }
+  CUDA_CHECK(cudaEventRecord(e1, eng.stream()));
+  CUDA_CHECK(cudaEventSynchronize(e1));
+  CUDA_CHECK(cudaDeviceSynchronize());
+  float ms;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+  const double tps = steps / (ms / 1e3);
+  const double counted = c.total() / steps;
+  // The model's bytes at the mean context of the timed steps (no wrap: exact).
+  double model = 0;
+  for (int k = 0; k < std::min(steps, eng.max_ctx() - ctx_first - 1); ++k) model += model_bytes_per_token(*preset, ctx_first + k);
+  model /= std::min(steps, eng.max_ctx() - ctx_first - 1);
+  if (o.per_unit) {
+    std::printf("unit  weights_MB  kv_read_MB  kv_write_KB  spill_MB\n");
+    for (int l = 0; l <= s.layers; ++l)
+      std::printf("%-5s %10.3f %11.3f %12.1f %9.1f\n", l == s.layers ? "head" : std::to_string(l).c_str(),
+                  units[l].weight / 1e6, units[l].kv_read / 1e6, units[l].kv_write / 1e3, units[l].spill / 1e6);
+  } else {
+    std::printf("ripple-llm: unit 0 (a layer): weights %.2f MB, KV read %.2f MB, KV write %.1f KB; unit %d (LM head): %.2f MB\n",
+                units[0].weight / 1e6, units[0].kv_read / 1e6, units[0].kv_write / 1e3, s.layers,
+                units[s.layers].weight / 1e6);
+  }
+  std::printf("ripple-llm: bytes per token: counted %.4f GB, model (weights + KV) %.4f GB, difference %+.3f%%\n",
+              counted / 1e9, model / 1e9, 100.0 * (counted - model) / model);
+  std::printf("ripple-llm: %d tokens in %.1f ms: %.2f tokens/s, %.1f GB/s of model bytes", steps, ms, tps,
+              counted * tps / 1e9);
+  if (c.spill > 0) std::printf(" (+ %.1f GB/s D2H spill)", c.spill / steps * tps / 1e9);
+  std::printf("\n");
+  double limit = 0;
+  const char* limit_name = "";
+  if (o.probe) {
+    if (o.weights == Place::kDevice && o.kv == Place::kDevice) {
+      // Decode reads each byte once: the read-only ceiling is the copy's read+write rate.
+      limit = ceil.hbm_gbs * 1e9 / counted;
+      limit_name = "HBM copy";
+    } else {
+      limit = ceil.h2d_gbs * 1e9 / counted;
+      limit_name = "H2D copy";
+    }
+    std::printf("ripple-llm: %s-bandwidth limit %.2f tokens/s: measured/limit %.2f\n", limit_name, limit, tps / limit);
+  }
+  std::printf("RESULT engine=ripple-llm preset=%s weights=%s kv=%s tokens=%d tok_s=%.3f counted_gb=%.4f model_gb=%.4f "
+              "diff_pct=%.3f limit_tok_s=%.3f ratio=%.3f gbs=%.1f\n",
+              preset->name, wname, o.kv == Place::kDevice ? "device" : "host", steps, tps, counted / 1e9, model / 1e9,
+              100.0 * (counted - model) / model, limit, limit > 0 ? tps / limit : 0.0, counted * tps / 1e9);
+  return 0;
+}
+
+}  // namespace ripple::llm
+
+int main(int argc, char** argv) { return ripple::llm::main_impl(argc, argv); }
