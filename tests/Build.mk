@@ -6,3 +6,12 @@ $(O)/tests/progs/periodic: $(call objs,tests/progs/periodic.c)
 $(O)/tests/progs/periodic: LDLIBS := -pthread
 $(O)/tests/progs/periodic: ; $(link_c)
 TEST_BINS += $(O)/tests/progs/periodic
+
+GROUNDTRUTH_OBJS := $(call objs,tests/lib/groundtruth.c)
+
+# BPF tests: kselftest harness (from Debian's linux-source), TAP output.
+$(O)/tests/bpf/tracer_test: $(call objs,tests/bpf/tracer_test.c) $(GROUNDTRUTH_OBJS)
+$(O)/tests/bpf/tracer_test: LDLIBS := $(LDLIBS_BPF)
+$(O)/tests/bpf/tracer_test: ; $(link_c)
+TEST_BINS += $(O)/tests/bpf/tracer_test
+TAP_SUITES += $(O)/tests/bpf/tracer_test

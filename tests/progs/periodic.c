@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/select.h>
@@ -45,7 +46,7 @@
 static long period_us = 10000, jobs = 100, work_us = 200, start_delay_ms;
 static const char *wait_kind = "clock_nanosleep", *log_path, *comm;
 static int use_thread, use_noise, use_func, use_fifo;
-static volatile int noise_stop;
+static volatile int noise_stop, jobs_done;
 
 struct record {
 	uint64_t release, complete, nominal;
@@ -126,11 +127,11 @@ static void wait_until(struct waiter *w, uint64_t t)
 		now = now_ns();
 		if (now >= t) {
 			struct timespec z = { 0, 0 };
-			nanosleep(&z, NULL);
+			syscall(SYS_nanosleep, &z, NULL);
 			return;
 		}
 		ts = to_ts(t - now);
-		nanosleep(&ts, NULL);
+		syscall(SYS_nanosleep, &ts, NULL); /* glibc's nanosleep() is clock_nanosleep */
 		return;
 	}
 	if (!strcmp(w->kind, "futex")) {
@@ -165,6 +166,46 @@ static void wait_until(struct waiter *w, uint64_t t)
 		perror("read timerfd");
 }
 
+static void write_log(void)
+{
+	FILE *f;
+	long i;
+
+	if (!log_path)
+		return;
+	f = fopen(log_path, "w");
+	if (!f) {
+		perror(log_path);
+		_exit(2);
+	}
+	for (i = 0; i < jobs; i++)
+		fprintf(f, "%ld %llu %llu %d %llu\n", i, (unsigned long long)recs[i].release,
+			(unsigned long long)recs[i].complete, job_tid,
+			(unsigned long long)recs[i].nominal);
+	fclose(f);
+}
+
+/* Ends the process once the last job is done, while the job thread sleeps
+ * in its final wait: entering that wait completes the last job, and the wait
+ * never returns, so no job is released after the last one. It naps in
+ * rt_sigtimedwait, which is never a period wait, and is started before the
+ * first job so that nothing runs between the last completion and the wait. */
+static void *terminator(void *arg)
+{
+	struct timespec ts = { 0, 1000000 };
+	sigset_t none;
+
+	(void)arg;
+	sigemptyset(&none);
+	while (!jobs_done)
+		sigtimedwait(&none, NULL, &ts);
+	ts.tv_nsec = 3000000; /* let the job thread reach its final wait */
+	sigtimedwait(&none, NULL, &ts);
+	write_log();
+	_exit(0);
+	return NULL;
+}
+
 static void *job_loop(void *arg)
 {
 	struct waiter w;
@@ -172,7 +213,10 @@ static void *job_loop(void *arg)
 	long i;
 
 	(void)arg;
+	pthread_t term;
+
 	job_tid = (pid_t)syscall(SYS_gettid);
+	pthread_create(&term, NULL, terminator, NULL);
 	if (comm)
 		prctl(PR_SET_NAME, comm);
 	prctl(PR_SET_TIMERSLACK, 1UL);
@@ -191,7 +235,10 @@ static void *job_loop(void *arg)
 		next += (uint64_t)period_us * 1000;
 	}
 	/* the completion of the last job is the entry into the next wait */
-	wait_until(&w, now_ns() + 1000000);
+	jobs_done = 1;
+	wait_until(&w, now_ns() + 10ull * 1000000000ull);
+	fprintf(stderr, "periodic: the terminator did not end the process\n");
+	_exit(3);
 	return NULL;
 }
 
@@ -215,7 +262,6 @@ static void *noise_loop(void *arg)
 int main(int argc, char **argv)
 {
 	pthread_t th, noise;
-	FILE *f;
 	long i;
 
 	for (i = 1; i < argc; i++) {
@@ -263,18 +309,6 @@ int main(int argc, char **argv)
 	if (use_noise) {
 		noise_stop = 1;
 		pthread_join(noise, NULL);
-	}
-	if (log_path) {
-		f = fopen(log_path, "w");
-		if (!f) {
-			perror(log_path);
-			return 2;
-		}
-		for (i = 0; i < jobs; i++)
-			fprintf(f, "%ld %llu %llu %d %llu\n", i, (unsigned long long)recs[i].release,
-				(unsigned long long)recs[i].complete, job_tid,
-				(unsigned long long)recs[i].nominal);
-		fclose(f);
 	}
 	return 0;
 }
