@@ -4,3 +4,10 @@ $(O)/bin/ripple-plant-engine: $(call objs,tests/plant/plant_engine_main.cc tests
 $(O)/bin/ripple-plant-engine: LDLIBS := -lrt
 $(O)/bin/ripple-plant-engine: ; $(link_cxx)
 BINS += $(O)/bin/ripple-plant-engine
+
+$(O)/tests/unit/plant_test: $(call objs,tests/unit/plant_test.cc tests/plant/plant_engine.cc \
+	tools/workloads/plant_mode.cc tools/workloads/periodic.cc)
+$(O)/tests/unit/plant_test: LDLIBS := $(LDLIBS_GTEST) -lrt
+$(O)/tests/unit/plant_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/unit/plant_test
+GTEST_SUITES += $(O)/tests/unit/plant_test

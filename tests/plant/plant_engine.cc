@@ -57,6 +57,7 @@ void Engine::run() {
   const int64_t t_end = cfg_.duration_s > 0 ? t_start + static_cast<int64_t>(cfg_.duration_s * 1e9) : INT64_MAX;
   const int64_t tick = std::max<int64_t>(1000, static_cast<int64_t>(cfg_.tick_s * 1e9));
   const double ns_per_byte = 1e9 / cfg_.rate_bytes_per_s;
+  int64_t planned = t_start;  // when the previous unit was due to end
   auto stop = [&] { return s->stop_request.load(std::memory_order_acquire) != 0 || monotonic_ns() >= t_end; };
   for (uint64_t k = 0; cfg_.units == 0 || k < cfg_.units; ++k) {
     if (cfg_.gated) {
@@ -71,7 +72,10 @@ void Engine::run() {
       const uint64_t base = s->bytes_executed.load(std::memory_order_relaxed);
       s->running.store(1, std::memory_order_release);
       s->units_started.fetch_add(1, std::memory_order_acq_rel);
-      const int64_t t0 = monotonic_ns();
+      // Back-to-back units run on the planned schedule, so sleep overshoot at a unit's
+      // end does not lower the long-run rate; after a wait or a gap, from now.
+      const int64_t now = monotonic_ns();
+      const int64_t t0 = now - planned < tick ? std::min(now, planned) : now;
       const int64_t unit_ns = static_cast<int64_t>(static_cast<double>(cfg_.unit_bytes) * ns_per_byte);
       for (;;) {
         const int64_t el = monotonic_ns() - t0;
@@ -84,6 +88,7 @@ void Engine::run() {
         // A unit always runs to its end once started, as GPU work cannot be recalled.
         sleep_ns(std::min(tick, unit_ns - el));
       }
+      planned = t0 + unit_ns;
       s->units_completed.fetch_add(1, std::memory_order_acq_rel);
       s->running.store(0, std::memory_order_release);
     }

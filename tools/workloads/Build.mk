@@ -42,3 +42,9 @@ $(O)/bin/ripple-mix: $(call objs,tools/workloads/mix_main.cc tools/workloads/mix
 $(O)/bin/ripple-mix: LDLIBS :=
 $(O)/bin/ripple-mix: ; $(link_cxx)
 BINS += $(O)/bin/ripple-mix
+
+$(O)/tests/unit/workloads_test: $(call objs,tests/unit/workloads_test.cc tools/workloads/mix.cc $(WORKLOADS_COMMON))
+$(O)/tests/unit/workloads_test: LDLIBS := $(LDLIBS_GTEST) -lrt
+$(O)/tests/unit/workloads_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/unit/workloads_test
+GTEST_SUITES += $(O)/tests/unit/workloads_test

@@ -1,0 +1,172 @@
+// Tests of the emulated interference plant (a TEST DOUBLE): the stand-in engine's
+// shared-memory byte counter and the plant mode of the periodic tasks.
+#include "tests/plant/plant_engine.h"
+#include "tools/workloads/plant_mode.h"
+#include "tools/workloads/periodic.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <thread>
+
+namespace ripple {
+namespace {
+
+std::string unique_name(const char* what) { return std::string("ripple-plant-test-") + what + "-" + std::to_string(getpid()); }
+
+// Tests that the engine executes exactly units x unit_bytes, at about the configured rate.
+TEST(PlantEngine, ExecutesUnitsAtRate) {
+  plant::Engine eng;
+  std::string err;
+  plant::EngineConfig cfg;
+  cfg.shm_name = unique_name("rate");
+  cfg.rate_bytes_per_s = 10e9;
+  cfg.unit_bytes = 20'000'000;  // 2 ms each
+  cfg.units = 50;               // 100 ms
+  ASSERT_TRUE(eng.open(cfg, &err)) << err;
+  const int64_t t0 = plant::monotonic_ns();
+  eng.run();
+  const double s = static_cast<double>(plant::monotonic_ns() - t0) / 1e9;
+  EXPECT_EQ(eng.shm()->bytes_executed.load(), 50u * 20'000'000u);
+  EXPECT_EQ(eng.shm()->units_completed.load(), 50u);
+  EXPECT_EQ(eng.shm()->stopped.load(), 1u);
+  EXPECT_GE(s, 0.099);
+  EXPECT_LT(s, 0.3);
+}
+
+// Tests that readers see bytes grow inside a unit, not only at its end.
+TEST(PlantEngine, PublishesProgressInsideAUnit) {
+  plant::Engine eng;
+  std::string err;
+  plant::EngineConfig cfg;
+  cfg.shm_name = unique_name("progress");
+  cfg.rate_bytes_per_s = 1e9;
+  cfg.unit_bytes = 100'000'000;  // 100 ms
+  cfg.units = 1;
+  ASSERT_TRUE(eng.open(cfg, &err)) << err;
+  std::thread t([&] { eng.run(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  PlantMap reader = PlantMap::open(cfg.shm_name, &err);
+  ASSERT_TRUE(reader) << err;
+  const uint64_t mid = reader->bytes_executed.load();
+  EXPECT_EQ(reader->running.load(), 1u);
+  t.join();
+  EXPECT_GT(mid, 10'000'000u);
+  EXPECT_LT(mid, 100'000'000u);
+  EXPECT_EQ(reader->bytes_executed.load(), 100'000'000u);
+  EXPECT_NE(std::string(reader->label).find("TEST DOUBLE"), std::string::npos);
+}
+
+// Tests that a gated engine starts unit k only after units_granted exceeds k.
+TEST(PlantEngine, GatedEngineWaitsForGrants) {
+  plant::Engine eng;
+  std::string err;
+  plant::EngineConfig cfg;
+  cfg.shm_name = unique_name("gated");
+  cfg.rate_bytes_per_s = 10e9;
+  cfg.unit_bytes = 10'000'000;  // 1 ms
+  cfg.units = 3;
+  cfg.gated = true;
+  ASSERT_TRUE(eng.open(cfg, &err)) << err;
+  std::thread t([&] { eng.run(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(eng.shm()->units_started.load(), 0u);
+  eng.shm()->units_granted.fetch_add(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(eng.shm()->units_completed.load(), 2u);
+  eng.shm()->units_granted.fetch_add(1);
+  t.join();
+  EXPECT_EQ(eng.shm()->units_completed.load(), 3u);
+}
+
+// Tests that opening a plant that is not there names the object and the likely cause.
+TEST(PlantMap, MissingPlantIsAClearError) {
+  std::string err;
+  PlantMap m = PlantMap::open("ripple-plant-test-none", &err);
+  EXPECT_FALSE(m);
+  EXPECT_NE(err.find("/ripple-plant-test-none"), std::string::npos) << err;
+  EXPECT_NE(err.find("ripple-plant-engine"), std::string::npos) << err;
+}
+
+// Tests that an object without the plant's magic is refused.
+TEST(PlantMap, BadMagicIsRefused) {
+  std::string err;
+  const std::string name = unique_name("magic");
+  PlantMap w = PlantMap::create(name, &err);
+  ASSERT_TRUE(w) << err;
+  PlantMap r = PlantMap::open(name, &err);
+  EXPECT_FALSE(r);
+  EXPECT_NE(err.find("magic"), std::string::npos) << err;
+  shm_unlink(w.name().c_str());
+}
+
+// Tests that plant mode stretches a job to (base) / (1 - kappa * rate) while the engine
+// runs, and not at all while it is idle.
+TEST(PlantMode, StretchFollowsKappaTimesBytes) {
+  plant::Engine eng;
+  std::string err;
+  plant::EngineConfig cfg;
+  cfg.shm_name = unique_name("stretch");
+  cfg.rate_bytes_per_s = 50e9;
+  cfg.unit_bytes = 50'000'000;  // 1 ms units
+  cfg.duration_s = 0.6;
+  ASSERT_TRUE(eng.open(cfg, &err)) << err;
+  workloads::PlantMode pm;
+  workloads::PlantModeConfig pc;
+  pc.kappa_ms_per_gb = 10.0;  // kappa * rate = 0.5: jobs double
+  ASSERT_TRUE(pm.open(cfg.shm_name, pc, &err)) << err;
+  // Idle engine: no stretch beyond the base.
+  int64_t t0 = workloads::monotonic_ns();
+  while (workloads::monotonic_ns() - t0 < 5'000'000) {
+  }
+  uint64_t b = pm.stretch(t0, pm.bytes_now());
+  EXPECT_EQ(b, 0u);
+  EXPECT_LT(workloads::monotonic_ns() - t0, 6'000'000);
+  std::thread t([&] { eng.run(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::vector<double> ratios;
+  for (int i = 0; i < 5; ++i) {
+    t0 = workloads::monotonic_ns();
+    const uint64_t b0 = pm.bytes_now();
+    while (workloads::monotonic_ns() - t0 < 20'000'000) {  // 20 ms of "work"
+    }
+    b = pm.stretch(t0, b0);
+    const double ms = static_cast<double>(workloads::monotonic_ns() - t0) / 1e6;
+    // The identity the plant promises: job = work + kappa * bytes (to a tick).
+    EXPECT_NEAR(ms, 20.0 + 10.0 * static_cast<double>(b) / 1e9, 1.0);
+    ratios.push_back(ms / 20.0);
+  }
+  t.join();
+  std::sort(ratios.begin(), ratios.end());
+  EXPECT_NEAR(ratios[2], 2.0, 0.35);  // median of 5; a loaded CI core may delay the engine
+}
+
+// Tests that the Lomax noise has its documented mean scale / (alpha - 1).
+TEST(PlantMode, NoiseHasTheLomaxMean) {
+  plant::Engine eng;
+  std::string err;
+  plant::EngineConfig cfg;
+  cfg.shm_name = unique_name("noise");
+  ASSERT_TRUE(eng.open(cfg, &err)) << err;
+  workloads::PlantMode pm;
+  workloads::PlantModeConfig pc;
+  pc.noise_ms = 1.0;
+  pc.noise_alpha = 3.0;
+  pc.seed = 42;
+  ASSERT_TRUE(pm.open(cfg.shm_name, pc, &err)) << err;
+  double sum = 0, mx = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    const double v = pm.draw_noise_ns() / 1e6;
+    ASSERT_GE(v, 0.0);
+    sum += v;
+    mx = std::max(mx, v);
+  }
+  EXPECT_NEAR(sum / n, 0.5, 0.02);
+  EXPECT_GT(mx, 10.0);  // heavy tail: P(X > 10 ms) = 11^-3, about 150 of 200k draws
+}
+
+}  // namespace
+}  // namespace ripple
