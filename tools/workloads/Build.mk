@@ -48,3 +48,5 @@ $(O)/tests/unit/workloads_test: LDLIBS := $(LDLIBS_GTEST) -lrt
 $(O)/tests/unit/workloads_test: ; $(link_cxx)
 TEST_BINS += $(O)/tests/unit/workloads_test
 GTEST_SUITES += $(O)/tests/unit/workloads_test
+
+TAP_SUITES += tests/workloads/cli.t

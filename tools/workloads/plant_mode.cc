@@ -4,6 +4,7 @@
 #include "tools/workloads/periodic.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace ripple::workloads {
 
@@ -11,7 +12,19 @@ bool PlantMode::open(const std::string& shm_name, const PlantModeConfig& cfg, st
   map_ = PlantMap::open(shm_name, err);
   cfg_ = cfg;
   rng_.seed(cfg.seed);
-  return static_cast<bool>(map_);
+  if (!map_) return false;
+  // The stretch is a fixed point T = base / (1 - kappa * rate): at kappa * rate >= 1 a
+  // job would spin for as long as the engine runs.
+  const double kr = cfg.kappa_ms_per_gb * 1e-12 * static_cast<double>(map_->rate_bytes_per_s);
+  if (kr >= 1.0) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "plant slope too steep: kappa x engine rate = %.2f >= 1 would stretch jobs without bound", kr);
+    *err = buf;
+    map_ = PlantMap();
+    return false;
+  }
+  return true;
 }
 
 uint64_t PlantMode::bytes_now() const {
