@@ -15,3 +15,11 @@ $(O)/tests/bpf/tracer_test: LDLIBS := $(LDLIBS_BPF)
 $(O)/tests/bpf/tracer_test: ; $(link_c)
 TEST_BINS += $(O)/tests/bpf/tracer_test
 TAP_SUITES += $(O)/tests/bpf/tracer_test
+
+# Integration tests of the tracer library with the real BPF program.
+$(O)/tests/integration/tracer_test: $(call objs,tests/integration/tracer_test.cc) \
+	$(GROUNDTRUTH_OBJS) $(TRACER_LIBS)
+$(O)/tests/integration/tracer_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_TRACER)
+$(O)/tests/integration/tracer_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/integration/tracer_test
+GTEST_SUITES += $(O)/tests/integration/tracer_test

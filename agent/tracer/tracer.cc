@@ -310,6 +310,7 @@ Result<std::unique_ptr<Tracer>> Tracer::create(Options opts, Callback cb) {
   if (!im.skel) return make_errno_error(-errno, "failed to open BPF object: {}", -errno);
   tracer_bpf* skel = im.skel.get();
   skel->rodata->cfg_self_tgid = static_cast<__u32>(getpid());
+  skel->rodata->cfg_wakeup = o.wakeup_consumer ? 1 : 0;
   bpf_map__set_max_entries(skel->maps.events, static_cast<__u32>(round_ring_size(o.ring_bytes)));
 
   if (o.pin_dir.empty()) {
@@ -460,6 +461,7 @@ Result<int> Tracer::poll(int timeout_ms) {
   int n = ring_buffer__poll(impl_->rb.get(), timeout_ms);
   if (n == -EINTR) return 0;
   if (n < 0) return make_errno_error(n, "failed to poll ring buffer: {}", n);
+  if (n == 0 && !opts_.wakeup_consumer) return consume();  // nothing wakes epoll
   return n;
 }
 

@@ -11,7 +11,7 @@
  *
  *   periodic [--period-us N] [--jobs N] [--work-us N] [--wait KIND]
  *            [--log FILE] [--comm NAME] [--thread] [--noise]
- *            [--func] [--fifo] [--start-delay-ms N] [--exec-log]
+ *            [--func] [--fifo] [--start-delay-ms N] [--wait-start]
  *
  * KIND: clock_nanosleep (absolute), nanosleep, epoll, poll, ppoll, select,
  *       pselect, futex. Fd-based waits sleep on a timerfd.
@@ -19,6 +19,8 @@
  * --noise   also run a thread named "noise" that sleeps with the same syscall
  *           at 3x the period (it must not be mistaken for the PT)
  * --comm    name the job thread
+ * --wait-start  print "ready" and wait for SIGUSR1 before the first job
+ * --func    run each job in ripple_test_job(), then call ripple_test_job_done()
  * Log lines: "seq release_ns complete_ns tid nominal_ns", where release_ns is
  * read right after the wait returns (or at ripple_test_job's entry) and
  * nominal_ns is the period boundary the wait was asked to sleep until.
@@ -45,7 +47,7 @@
 
 static long period_us = 10000, jobs = 100, work_us = 200, start_delay_ms;
 static const char *wait_kind = "clock_nanosleep", *log_path, *comm;
-static int use_thread, use_noise, use_func, use_fifo;
+static int use_thread, use_noise, use_func, use_fifo, wait_start;
 static volatile int noise_stop, jobs_done;
 
 struct record {
@@ -82,6 +84,14 @@ __attribute__((noinline, used)) void ripple_test_job(long seq)
 	spin_until(recs[seq].release + (uint64_t)work_us * 1000);
 	recs[seq].complete = now_ns();
 	__asm__ volatile("" ::: "memory");
+}
+
+/* Called right after each job with --func: the two-function uprobe mode's
+ * completion point. */
+__attribute__((noinline, used)) void ripple_test_job_done(long seq)
+{
+	__asm__ volatile("" ::: "memory");
+	(void)seq;
 }
 
 struct waiter {
@@ -227,6 +237,7 @@ static void *job_loop(void *arg)
 		recs[i].nominal = next;
 		if (use_func) {
 			ripple_test_job(i);
+			ripple_test_job_done(i);
 		} else {
 			recs[i].release = now_ns();
 			spin_until(recs[i].release + (uint64_t)work_us * 1000);
@@ -279,6 +290,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--noise")) use_noise = 1;
 		else if (!strcmp(a, "--func")) use_func = 1;
 		else if (!strcmp(a, "--fifo")) use_fifo = 1;
+		else if (!strcmp(a, "--wait-start")) wait_start = 1;
 		else {
 			fprintf(stderr, "periodic: unknown or incomplete option '%s'\n", a);
 			return 2;
@@ -295,6 +307,19 @@ int main(int argc, char **argv)
 		struct sched_param sp = { .sched_priority = 10 };
 		if (sched_setscheduler(0, SCHED_FIFO, &sp))
 			perror("sched_setscheduler");
+	}
+	if (wait_start) {
+		/* block until SIGUSR1 in rt_sigtimedwait, which is never a period
+		 * wait, so a tracer attached meanwhile sees no job yet */
+		sigset_t set;
+		int sig;
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		printf("ready\n");
+		fflush(stdout);
+		sigwait(&set, &sig);
 	}
 	if (start_delay_ms)
 		usleep((useconds_t)start_delay_ms * 1000);
