@@ -110,7 +110,8 @@ double model_bytes_per_token(const Preset& p, double ctx) {
   const double h = s.hidden, q = double(s.heads) * s.head_dim, kv = double(s.kv_heads) * s.head_dim;
   const double layer_w = 2.0 * ((q + 2 * kv) * h + h * q + 3.0 * h * s.inter + 2 * h + 2.0 * s.head_dim);
   const double kv_tok = 2.0 * 2.0 * kv;  // K and V, bf16, one layer, one token
-  return s.layers * (layer_w + kv_tok * (ctx + 1)) + 2.0 * (double(p.vocab) * h + h) + 2.0 * h;
+  // Attention reads the ctx earlier positions and the new one; the new one is written.
+  return s.layers * (layer_w + kv_tok * (ctx + 2)) + 2.0 * (double(p.vocab) * h + h) + 2.0 * h;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -336,6 +337,7 @@ struct Options {
   int image_tokens = 1024, prompt_tokens = 64, frame_decode_tokens = 16, requests = 5;
   bool probe = true;
   bool per_unit = false;
+  int warmup = 2;
 };
 
 struct Counters {
@@ -709,6 +711,7 @@ void usage() {
       "  --tokens N           decode tokens to time (default 32)\n"
       "  --duration-s S       decode continuously for S seconds instead (interference mode)\n"
       "  --per-unit           print every unit's counted bytes\n"
+      "  --warmup N           untimed decode steps first (default 2)\n"
       "  --no-probe           skip the bandwidth ceilings\n"
       "  --device N           CUDA device\n"
       "  --frames             VLM-like mode: one request (vision encoder, prefill, short decode)\n"
@@ -769,6 +772,8 @@ int main_impl(int argc, char** argv) {
       o.prompt_tokens = int(num(need(i, "--prompt-tokens"), "--prompt-tokens", 1, 8192));
     } else if (a == "--frame-decode-tokens") {
       o.frame_decode_tokens = int(num(need(i, "--frame-decode-tokens"), "--frame-decode-tokens", 0, 4096));
+    } else if (a == "--warmup") {
+      o.warmup = int(num(need(i, "--warmup"), "--warmup", 0, 1000));
     } else if (a == "--per-unit") {
       o.per_unit = true;
     } else if (a == "--no-probe") {
@@ -844,7 +849,7 @@ int main_impl(int argc, char** argv) {
   // Decode. Warm up, then count and time.
   int pos = o.context;
   Counters warm;
-  for (int i = 0; i < 2; ++i) eng.decode_step(pos++, &warm, nullptr);
+  for (int i = 0; i < o.warmup; ++i) eng.decode_step(pos++, &warm, nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<Counters> units(s.layers + 1);
   Counters c;
