@@ -23,3 +23,6 @@ $(O)/tests/integration/tracer_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_TRACER)
 $(O)/tests/integration/tracer_test: ; $(link_cxx)
 TEST_BINS += $(O)/tests/integration/tracer_test
 GTEST_SUITES += $(O)/tests/integration/tracer_test
+
+# ripplectl trace end to end (TAP, bash).
+TAP_SUITES += tests/integration/ripplectl_trace.sh

@@ -218,7 +218,9 @@ Tracer::Tracer(Options opts, Callback cb)
     : opts_(std::move(opts)), cb_(std::move(cb)), impl_(std::make_unique<Impl>()) {}
 
 Tracer::~Tracer() {
-  if (impl_ && impl_->pinned) rmdir(opts_.pin_dir.c_str());
+  bool pinned = impl_ && impl_->pinned;
+  impl_.reset();  // detaches, unpins, closes the maps
+  if (pinned) rmdir(opts_.pin_dir.c_str());
 }
 
 namespace {

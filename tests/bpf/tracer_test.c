@@ -41,17 +41,39 @@
 static char periodic_path[PATH_MAX];
 static pid_t last_child;
 
-static void find_periodic(void)
+/* Copies tests/progs/periodic to a private path: tracing by executable
+ * matches its inode, so other runs of the shared binary (another suite at the
+ * same time) stay out of these tests. */
+static int find_periodic(void)
 {
-	char self[PATH_MAX];
+	char self[PATH_MAX], src[PATH_MAX + 32], buf[65536];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int in, out, ok = 0;
 
 	if (n <= 0)
-		return;
+		return -1;
 	self[n] = 0;
 	*strrchr(self, '/') = 0; /* .../tests/bpf */
 	*strrchr(self, '/') = 0; /* .../tests */
-	snprintf(periodic_path, sizeof(periodic_path), "%s/progs/periodic", self);
+	snprintf(src, sizeof(src), "%s/progs/periodic", self);
+	snprintf(periodic_path, sizeof(periodic_path), "/tmp/ripple-bpftest-periodic-%d", getpid());
+	in = open(src, O_RDONLY);
+	out = open(periodic_path, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	if (in >= 0 && out >= 0) {
+		ok = 1;
+		while ((n = read(in, buf, sizeof(buf))) > 0)
+			ok &= write(out, buf, (size_t)n) == n;
+	}
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return ok ? 0 : -1;
+}
+
+static void remove_periodic(void)
+{
+	unlink(periodic_path);
 }
 
 static bool tracepoint_exists(const char *name)
@@ -414,14 +436,17 @@ TEST_F(tracer, new_thread_inherits_pt)
  * sleeping with the same syscall (named "noise") is not. */
 TEST_F(tracer, comm_rename_selects_one_thread)
 {
+	char comm[16];
 	const char *args[] = { "--jobs", "60", "--period-us", "3000", "--thread", "--noise",
-			       "--comm", "rpl_worker", NULL };
+			       "--comm", comm, NULL };
 	struct gt_job *jobs = NULL;
 	int n, i, wrong = 0;
 
+	/* unique to this run: a concurrent run's workers stay out */
+	snprintf(comm, sizeof(comm), "w%d", getpid() % 1000000);
 	ASSERT_EQ(0, ctx_load(&self->c, 256 * 1024));
 	ASSERT_EQ(0, configure(&self->c, 0, RIPPLE_WAIT_CLOCK_NANOSLEEP | RIPPLE_WAIT_NANOSLEEP,
-			       0, "rpl_worker"));
+			       0, comm));
 	ASSERT_EQ(0, run_periodic(&self->c, false, args));
 	n = gt_load(self->c.log, &jobs);
 	ASSERT_EQ(60, n);
@@ -480,11 +505,11 @@ TEST_F(tracer, exit_removes_thread)
 
 int main(int argc, char **argv)
 {
-	find_periodic();
-	if (access(periodic_path, X_OK)) {
-		printf("Bail out! test program %s missing\n", periodic_path);
+	if (find_periodic()) {
+		printf("Bail out! cannot copy the test program to %s\n", periodic_path);
 		return 1;
 	}
+	atexit(remove_periodic);
 	if (geteuid() != 0) {
 		ksft_print_header();
 		ksft_set_plan(1);

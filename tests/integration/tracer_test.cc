@@ -37,7 +37,25 @@ std::string test_dir() {
   return p.substr(0, p.rfind('/'));
 }
 
-std::string periodic() { return test_dir() + "/progs/periodic"; }
+// A private copy of tests/progs/periodic: tracing by executable matches its
+// inode, so other runs of the shared binary (another suite running at the
+// same time) stay out of these tests.
+std::string periodic() {
+  static const std::string path = [] {
+    std::string dst = "/tmp/ripple-it-periodic-" + std::to_string(getpid());
+    std::ifstream in(test_dir() + "/progs/periodic", std::ios::binary);
+    std::ofstream(dst, std::ios::binary) << in.rdbuf();
+    chmod(dst.c_str(), 0755);
+    std::atexit([] { unlink(("/tmp/ripple-it-periodic-" + std::to_string(getpid())).c_str()); });
+    return dst;
+  }();
+  return path;
+}
+
+// A comm no other run of these tests uses at the same time (at most 15 chars).
+std::string unique_comm(const std::string& tag) {
+  return ("r" + std::to_string(getpid() % 100000) + "_" + tag).substr(0, 15);
+}
 
 std::string tmp_log(const std::string& tag) {
   return "/tmp/ripple-it-" + std::to_string(getpid()) + "-" + tag + ".log";
@@ -226,12 +244,12 @@ TEST_F(TracerIT, OnlyThePtThreadOfAMultiThreadedProcess) {
   Options o = test_options();
   PtSpec s;
   s.match = MatchKind::kComm;
-  s.comm = "rpl_pt";
+  s.comm = unique_comm("pt");
   o.pts.push_back(s);
   Sink sink;
   auto t = Tracer::create(o, sink.callback());
   ASSERT_TRUE(t.ok()) << t.error().message;
-  Child c({"--thread", "--noise", "--comm", "rpl_pt", "--jobs", "100", "--period-us", "3000",
+  Child c({"--thread", "--noise", "--comm", s.comm, "--jobs", "100", "--period-us", "3000",
            "--fifo", "--log", log});
   run_until_done(**t, {&c});
   auto jobs = load_log(log);
@@ -304,7 +322,7 @@ TEST_F(TracerIT, EightTasksAt1kHzLoseNothing) {
   for (int i = 0; i < kTasks; i++) {
     PtSpec s;
     s.match = MatchKind::kComm;
-    s.comm = "rpl_stress" + std::to_string(i);
+    s.comm = unique_comm("st" + std::to_string(i));
     o.pts.push_back(s);
   }
   Sink sink;
@@ -316,7 +334,7 @@ TEST_F(TracerIT, EightTasksAt1kHzLoseNothing) {
   for (int i = 0; i < kTasks; i++) {
     logs.push_back(tmp_log("stress" + std::to_string(i)));
     kids.push_back(std::make_unique<Child>(std::vector<std::string>{
-        "--comm", "rpl_stress" + std::to_string(i), "--jobs", std::to_string(kJobs),
+        "--comm", unique_comm("st" + std::to_string(i)), "--jobs", std::to_string(kJobs),
         "--period-us", "1000", "--work-us", "20", "--log", logs.back()}));
     raw.push_back(kids.back().get());
   }
@@ -344,14 +362,14 @@ TEST_F(TracerIT, StalledConsumerCountsDropsExactly) {
   for (int i = 0; i < 2; i++) {
     PtSpec s;
     s.match = MatchKind::kComm;
-    s.comm = "rpl_stall" + std::to_string(i);
+    s.comm = unique_comm("sl" + std::to_string(i));
     o.pts.push_back(s);
   }
   Sink sink;
   auto t = Tracer::create(o, sink.callback());
   ASSERT_TRUE(t.ok()) << t.error().message;
-  Child a({"--comm", "rpl_stall0", "--jobs", "300", "--period-us", "1000"});
-  Child b({"--comm", "rpl_stall1", "--jobs", "500", "--period-us", "1000"});
+  Child a({"--comm", unique_comm("sl0"), "--jobs", "300", "--period-us", "1000"});
+  Child b({"--comm", unique_comm("sl1"), "--jobs", "500", "--period-us", "1000"});
   while (!a.done() || !b.done()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_TRUE((*t)->consume().ok());
   uint64_t delivered_total = 0, drops_pt = 0;
@@ -422,6 +440,7 @@ TEST_F(TracerIT, PinnedMapsAndLock) {
     EXPECT_EQ(0, access((o.pin_dir + "/" + m).c_str(), F_OK)) << m;
   t->reset();
   EXPECT_NE(0, access((o.pin_dir + "/pt_stats").c_str(), F_OK));
+  EXPECT_NE(0, access(o.pin_dir.c_str(), F_OK));  // the directory too
   unlink(o.lock_path.c_str());
 }
 
