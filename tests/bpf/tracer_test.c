@@ -7,7 +7,8 @@
  * (tests/progs/periodic) by its executable's inode, runs it, and compares
  * the job events with the program's own ground-truth log: every job exactly
  * once and in order, start and completion within 50 us of the program's own
- * timestamps (all but NOISE_PCT % of jobs; p50/p99/max are printed). The wake-up latency (release -> the program running) is
+ * timestamps (all but NOISE_PCT % of jobs, the median within 20 us;
+ * p50/p99/max are printed). The wake-up latency (release -> the program running) is
  * reported, not bounded: on a VM it is dominated by the vCPU's idle exit.
  */
 #define _GNU_SOURCE
@@ -33,10 +34,13 @@
 #include "tests/lib/groundtruth.h"
 
 #define LIMIT_NS 50000ull /* start/completion vs the program's own clock */
-/* Jobs allowed over LIMIT_NS: an interrupt landing between the kernel's
- * timestamp and the program's clock_gettime delays the program's reading
- * (tens of us per interrupt in a nested VM). */
-#define NOISE_PCT 2
+/* Jobs allowed over LIMIT_NS: an interrupt, or the host descheduling the
+ * vCPU, between the kernel's timestamp and the program's clock_gettime delays
+ * the program's reading (tens of us per interrupt in a nested VM, and more
+ * when other work shares the machine). A systematic error cannot hide in
+ * this allowance: the median must stay within MEDIAN_LIMIT_US. */
+#define NOISE_PCT 5
+#define MEDIAN_LIMIT_US 20.0
 
 static char periodic_path[PATH_MAX];
 static pid_t last_child;
@@ -287,6 +291,8 @@ TEST_F(wait, jobs_match_ground_truth)
 	EXPECT_EQ(0, r.order_errors);
 	EXPECT_EQ(0, r.tid_errors);
 	EXPECT_LE(r.over_limit, n * NOISE_PCT / 100);
+	EXPECT_LE(r.start_p50_us, MEDIAN_LIMIT_US);
+	EXPECT_LE(r.complete_p50_us, MEDIAN_LIMIT_US);
 	EXPECT_EQ(0, sum_drops(&self->c));
 	EXPECT_EQ(200, pt_stats(&self->c, 0).jobs);
 	free(jobs);

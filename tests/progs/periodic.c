@@ -121,26 +121,31 @@ static void waiter_init(struct waiter *w, const char *kind)
 	}
 }
 
-/* Sleep until absolute CLOCK_MONOTONIC time t with the chosen syscall. */
-static void wait_until(struct waiter *w, uint64_t t)
+/* Prepares a wait until absolute CLOCK_MONOTONIC time t: fd-based waits arm
+ * their timerfd here, so that the job's completion can be timed after this
+ * syscall and right before the wait itself. */
+static void wait_arm(struct waiter *w, uint64_t t)
+{
+	struct itimerspec its = { .it_value = to_ts(t) };
+
+	if (w->tfd >= 0)
+		timerfd_settime(w->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* Sleeps until t with the chosen syscall (after wait_arm). */
+static void wait_block(struct waiter *w, uint64_t t)
 {
 	struct timespec ts = to_ts(t);
-	uint64_t now;
-	int r;
+	uint64_t now, exp;
 
 	if (!strcmp(w->kind, "clock_nanosleep")) {
-		while ((r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR)
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 			;
 		return;
 	}
 	if (!strcmp(w->kind, "nanosleep")) {
 		now = now_ns();
-		if (now >= t) {
-			struct timespec z = { 0, 0 };
-			syscall(SYS_nanosleep, &z, NULL);
-			return;
-		}
-		ts = to_ts(t - now);
+		ts = to_ts(now >= t ? 0 : t - now);
 		syscall(SYS_nanosleep, &ts, NULL); /* glibc's nanosleep() is clock_nanosleep */
 		return;
 	}
@@ -149,11 +154,6 @@ static void wait_until(struct waiter *w, uint64_t t)
 			NULL, FUTEX_BITSET_MATCH_ANY);
 		return;
 	}
-	/* fd-based waits: arm the timerfd for t, wait for it, drain it */
-	struct itimerspec its = { .it_value = ts };
-	uint64_t exp;
-
-	timerfd_settime(w->tfd, TFD_TIMER_ABSTIME, &its, NULL);
 	if (!strcmp(w->kind, "epoll")) {
 		struct epoll_event ev;
 		epoll_wait(w->epfd, &ev, 1, -1);
@@ -174,6 +174,12 @@ static void wait_until(struct waiter *w, uint64_t t)
 	}
 	if (read(w->tfd, &exp, sizeof(exp)) < 0)
 		perror("read timerfd");
+}
+
+static void wait_until(struct waiter *w, uint64_t t)
+{
+	wait_arm(w, t);
+	wait_block(w, t);
 }
 
 static void write_log(void)
@@ -232,8 +238,8 @@ static void *job_loop(void *arg)
 	prctl(PR_SET_TIMERSLACK, 1UL);
 	waiter_init(&w, wait_kind);
 	next = now_ns() + (uint64_t)period_us * 1000;
+	wait_until(&w, next);
 	for (i = 0; i < jobs; i++) {
-		wait_until(&w, next);
 		recs[i].nominal = next;
 		if (use_func) {
 			ripple_test_job(i);
@@ -241,13 +247,19 @@ static void *job_loop(void *arg)
 		} else {
 			recs[i].release = now_ns();
 			spin_until(recs[i].release + (uint64_t)work_us * 1000);
-			recs[i].complete = now_ns();
 		}
-		next += (uint64_t)period_us * 1000;
+		/* after the last job the wait never returns: the terminator ends
+		 * the process while it sleeps, so no job follows the last one */
+		next = i + 1 < jobs ? next + (uint64_t)period_us * 1000
+				    : now_ns() + 10ull * 1000000000ull;
+		wait_arm(&w, next);
+		/* the completion is the entry into the wait, right after this */
+		if (!use_func)
+			recs[i].complete = now_ns();
+		if (i + 1 == jobs)
+			jobs_done = 1;
+		wait_block(&w, next);
 	}
-	/* the completion of the last job is the entry into the next wait */
-	jobs_done = 1;
-	wait_until(&w, now_ns() + 10ull * 1000000000ull);
 	fprintf(stderr, "periodic: the terminator did not end the process\n");
 	_exit(3);
 	return NULL;

@@ -1,0 +1,349 @@
+// Unit tests of the admission framework and the `ripple` policy (paper §4.1, §4.3):
+// longest run that fits B(t), the horizon, budget-accrual wake-ups, EDF due times,
+// best-effort grants held for a deadline-bound due time, pipelined successors with
+// lease and release limit, refunds of stale successors, disconnects, measured-time
+// scaling and the wait-time breakdown. Simulated clock; every number hand-computed.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "agent/admission/admission.h"
+#include "agent/admission/ripple_policy.h"
+
+namespace ripple::admission {
+namespace {
+
+constexpr Nanos kMs = kNsPerMs;
+constexpr Bytes kMB = 1'000'000;
+constexpr Bytes kUnit = 100 * kMB;  // every engine unit: 100 MB, 1 ms solo
+
+// f = 0: a job's allowance is released linearly over a_hat from zero (Eq. 6).
+pricing::Params params(Bytes floor = 0) {
+  pricing::Params p;
+  p.peak_rate_bytes_per_ns = 200;
+  p.prior_slope_ns_per_byte = 2.5e-3;
+  p.pacing_floor_bytes = floor;
+  p.certification = false;
+  return p;
+}
+
+// Solo profile of identical 40 ms runs: a_hat = 40 ms, q = 0, deadline 70 ms. Its
+// first job is below one unit (the +-25 % rule starts from 0), so it gets the one-unit
+// probe: A = 100 MB, released at 100 MB / 40 ms = 2.5 B/ns.
+pricing::TaskSpec task() {
+  pricing::TaskSpec t;
+  t.name = "costmap";
+  t.period = 100 * kMs;
+  t.deadline = 70 * kMs;
+  t.solo_profile.assign(10, 40 * kMs);
+  return t;
+}
+
+EngineSpec engine(const char* name, EngineKind kind = EngineKind::kBestEffort, Bytes unit = kUnit,
+                  Nanos unit_ns = kMs) {
+  EngineSpec e;
+  e.name = name;
+  e.kind = kind;
+  e.catalog = {{"layer", unit, unit_ns}};
+  if (kind == EngineKind::kDeadlineBound) e.period = e.deadline = 1000 * kMs;
+  return e;
+}
+
+Work work(std::uint64_t id, std::uint32_t units) {
+  Work w;
+  w.id = id;
+  w.units.assign(units, 0);
+  return w;
+}
+
+struct Fixture {
+  explicit Fixture(Bytes floor = 0, Options opts = {}) : ledger(params(floor)) {
+    t = ledger.add_task(task());
+    adm = std::make_unique<Admission>(ledger, std::make_unique<RipplePolicy>(), opts);
+  }
+  EngineId add(EngineSpec spec, Nanos now = 0) {
+    auto r = adm->add_engine(std::move(spec), now);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return *r;
+  }
+  pricing::Ledger ledger;
+  pricing::TaskId t = 0;
+  std::unique_ptr<Admission> adm;
+};
+
+// Tests that with no PT job active a grant is the longest run within H = 18 ms, and
+// that a successor of the same length is delivered ahead with a 20 ms lease.
+TEST(Admission, LongestRunWithinHorizonAndPipelinedSuccessor) {
+  Fixture f;
+  const EngineId llm = f.add(engine("llm"));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 40), 0));
+  const Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 2u);
+  EXPECT_EQ(d.grants[0].count, 18u);  // 19 units would take 19 ms > H
+  EXPECT_EQ(d.grants[0].bytes, 18 * kUnit);
+  EXPECT_EQ(d.grants[0].predicted_end, 18 * kMs);
+  EXPECT_FALSE(d.grants[0].successor);
+  EXPECT_TRUE(d.grants[1].successor);
+  EXPECT_EQ(d.grants[1].first, 18u);
+  EXPECT_EQ(d.grants[1].count, 18u);
+  EXPECT_EQ(d.grants[1].predicted_start, 18 * kMs);
+  EXPECT_EQ(d.grants[1].start_by, 38 * kMs);  // lease: 20 ms after its predicted start
+  EXPECT_EQ(f.adm->explain(llm).cause, WaitCause::kSlotsFull);
+}
+
+// Tests that a grant is the longest run that fits B(t): the first job's probe of
+// 100 MB released at entry (floor f = 100 MB) admits exactly one unit; after the job
+// completes nothing limits the rest of the forward pass.
+TEST(Admission, GrantFitsGlobalBudget) {
+  Fixture f(/*floor=*/kUnit);
+  const EngineId llm = f.add(engine("llm"));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 10), 0));
+  const pricing::Pricing p = f.adm->on_release(f.t, 1, 0);
+  ASSERT_EQ(p.allowance, kUnit);
+  Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 1u);  // the successor does not fit: B = 0 after charging
+  EXPECT_EQ(d.grants[0].count, 1u);
+  EXPECT_EQ(f.ledger.job(f.t, 1)->charged, kUnit);
+  EXPECT_EQ(f.adm->explain(llm).cause, WaitCause::kBudget);
+  EXPECT_EQ(f.adm->explain(llm).until, kNever);  // 200 MB exceeds A = 100 MB
+  EXPECT_EQ(d.wake_at, kNever);
+  ASSERT_TRUE(f.adm->on_sent(llm, d.grants[0].id, 0));
+  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 0));
+  ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, kMs, kMs));
+  f.adm->on_complete(f.t, 1, 30 * kMs);
+  d = f.adm->decide(30 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_EQ(d.grants[0].first, 1u);
+  EXPECT_EQ(d.grants[0].count, 9u);
+}
+
+// Tests scheduling point 4: with f = 0 the probe accrues at 2.5 B/ns, so one 100 MB
+// unit fits 40 ms after the release and decide() asks to be woken exactly then.
+TEST(Admission, WakesWhenBudgetAccrues) {
+  Fixture f;
+  const EngineId llm = f.add(engine("llm"));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 10), 0));
+  f.adm->on_release(f.t, 1, 1000 * kMs);
+  Decision d = f.adm->decide(1000 * kMs);
+  EXPECT_TRUE(d.grants.empty());
+  EXPECT_EQ(d.wake_at, 1040 * kMs);
+  EXPECT_EQ(f.adm->explain(llm).cause, WaitCause::kBudget);
+  d = f.adm->decide(1040 * kMs - 1);
+  EXPECT_TRUE(d.grants.empty());
+  d = f.adm->decide(1040 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_EQ(d.grants[0].count, 1u);
+}
+
+// Tests the due times of a deadline-bound request: n units spread evenly over gamma =
+// 0.95 of the interval from announcement to deadline (§4.1).
+TEST(Admission, DueTimesSpreadOverGamma) {
+  Fixture f;
+  const EngineId vlm = f.add(engine("vlm", EngineKind::kDeadlineBound));
+  ASSERT_TRUE(f.adm->announce(vlm, work(1, 4), 100 * kMs));  // deadline 1100 ms
+  const EngineState& e = *f.adm->engine(vlm);
+  EXPECT_EQ(e.due_time(0, 0.95), 100 * kMs + 237'500'000);
+  EXPECT_EQ(e.due_time(1, 0.95), 100 * kMs + 475 * kMs);
+  EXPECT_EQ(e.due_time(3, 0.95), 100 * kMs + 950 * kMs);
+}
+
+// Tests EDF order: the deadline-bound engine is granted before the best-effort one
+// even though the best-effort engine registered and announced first.
+TEST(Admission, DeadlineBoundFirst) {
+  Options o;
+  o.pipelining = false;
+  Fixture f(0, o);
+  const EngineId llm = f.add(engine("llm"));
+  const EngineId vlm = f.add(engine("vlm", EngineKind::kDeadlineBound));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 4), 0));
+  ASSERT_TRUE(f.adm->announce(vlm, work(1, 4), 0));
+  const Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 2u);
+  EXPECT_EQ(d.grants[0].engine, vlm);
+  EXPECT_EQ(d.grants[1].engine, llm);
+}
+
+// Tests the rule of §4.1: while a deadline-bound unit waits for budget, a best-effort
+// grant may not take budget it needs. Without the VLM the 10 MB LLM unit would run
+// 4 ms after the release (released 2.5 B/ns x 4 ms = 10 MB); with it, it is held.
+TEST(Admission, BestEffortHeldForDueTime) {
+  for (bool with_vlm : {false, true}) {
+    Options o;
+    o.pipelining = false;
+    Fixture f(0, o);
+    const EngineId llm = f.add(engine("llm", EngineKind::kBestEffort, 10 * kMB, 100'000));
+    if (with_vlm) {
+      const EngineId vlm = f.add(engine("vlm", EngineKind::kDeadlineBound));
+      ASSERT_TRUE(f.adm->announce(vlm, work(1, 4), 0));
+    }
+    ASSERT_TRUE(f.adm->announce(llm, work(1, 10), 0));
+    f.adm->on_release(f.t, 1, 0);
+    const Decision d = f.adm->decide(4 * kMs);
+    if (!with_vlm) {
+      ASSERT_EQ(d.grants.size(), 1u);
+      EXPECT_EQ(d.grants[0].bytes, 10 * kMB);
+    } else {
+      EXPECT_TRUE(d.grants.empty());
+      EXPECT_EQ(f.adm->explain(llm).cause, WaitCause::kDueTime);
+      EXPECT_EQ(f.adm->explain(llm).until, 237'500'000);
+    }
+  }
+}
+
+// Tests that a successor's start_by is capped by the next release it was admitted not
+// to cross: after a release at 0 (period 100 ms) a 10 ms successor starting at 18 ms
+// must start by 90 ms only if the lease allowed more; here the lease (38 ms) binds,
+// and a release 30 ms later moves the cap to 130 - 10 = 120 ms > the lease.
+TEST(Admission, SuccessorStartByIsLeaseAndReleaseLimit) {
+  Options o;
+  o.lease = 200 * kMs;  // long lease so the release limit binds
+  Fixture f(/*floor=*/100 * kUnit, o);
+  const EngineId llm = f.add(engine("llm"));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 28), 0));
+  f.adm->on_release(f.t, 1, 0);
+  f.adm->on_complete(f.t, 1, 1 * kMs);  // next release predicted at 100 ms
+  const Decision d = f.adm->decide(1 * kMs);
+  ASSERT_EQ(d.grants.size(), 2u);
+  EXPECT_EQ(d.grants[0].start_by, 1 * kMs + 200 * kMs > 100 * kMs - 18 * kMs ? 82 * kMs : 201 * kMs);
+  EXPECT_EQ(d.grants[1].predicted_start, 19 * kMs);
+  EXPECT_EQ(d.grants[1].count, 10u);
+  EXPECT_EQ(d.grants[1].start_by, 90 * kMs);  // 100 ms release - 10 ms duration
+}
+
+// Tests that a stale successor returned unexecuted is refunded to the job and its
+// units go back to the front of the queue.
+TEST(Admission, DiscardedSuccessorIsRefundedAndRequeued) {
+  Fixture f(/*floor=*/100 * kUnit);  // A = 100 MB probe, floor above it: B = 100 MB
+  const EngineId llm = f.add(engine("llm"));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 3), 0));
+  f.adm->on_release(f.t, 1, 0);
+  f.adm->on_complete(f.t, 1, 5 * kMs);
+  f.adm->on_release(f.t, 2, 100 * kMs);  // second job: no probe, A = 50 MB
+  const Bytes a2 = f.ledger.job(f.t, 2)->allowance;
+  ASSERT_EQ(a2, 50 * kMB);
+  // Budget 50 MB < one unit: nothing. Complete job 2, grant freely, then re-check.
+  f.adm->on_complete(f.t, 2, 120 * kMs);
+  Decision d = f.adm->decide(120 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);  // the whole pass (3 units) in one grant
+  EXPECT_EQ(d.grants[0].count, 3u);
+
+  ASSERT_TRUE(f.adm->announce(llm, work(2, 30), 120 * kMs));
+  d = f.adm->decide(120 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);  // successor of the running grant
+  EXPECT_TRUE(d.grants[0].successor);
+  EXPECT_EQ(d.grants[0].count, 15u);  // starts at 123 ms; 15 ms fills H minus nothing
+  f.adm->on_release(f.t, 3, 121 * kMs);  // third job inherits both grants in flight
+  EXPECT_EQ(f.ledger.job(f.t, 3)->charged, 18 * kUnit);
+  ASSERT_TRUE(f.adm->on_discard(llm, d.grants[0].id, 122 * kMs));
+  EXPECT_EQ(f.ledger.job(f.t, 3)->charged, 3 * kUnit);
+  EXPECT_EQ(f.adm->engine(llm)->cursor, 0u);
+  EXPECT_EQ(f.adm->engine(llm)->queue.front()->id, 2u);
+  EXPECT_EQ(f.adm->engine(llm)->stats.stale, 1u);
+}
+
+// Tests the fault rule: an engine that disconnects mid-grant has its grant settled as
+// executed (the job stays charged, nothing is in flight), and the other engine goes on.
+TEST(Admission, DisconnectSettlesChargedGrant) {
+  Options o;
+  o.pipelining = false;
+  Fixture f(/*floor=*/100 * kUnit, o);
+  const EngineId a = f.add(engine("a"));
+  const EngineId b = f.add(engine("b"));
+  ASSERT_TRUE(f.adm->announce(a, work(1, 5), 0));
+  f.adm->on_release(f.t, 1, 0);
+  Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 1u);
+  ASSERT_EQ(d.grants[0].engine, a);
+  ASSERT_TRUE(f.adm->on_start(a, d.grants[0].id, 0));
+  f.adm->remove_engine(a, 1 * kMs);
+  EXPECT_TRUE(f.ledger.grants_in_flight().empty());
+  EXPECT_EQ(f.ledger.job(f.t, 1)->charged, kUnit);
+  EXPECT_FALSE(f.adm->announce(a, work(2, 1), 1 * kMs).ok());
+  f.adm->on_complete(f.t, 1, 2 * kMs);
+  ASSERT_TRUE(f.adm->announce(b, work(1, 2), 2 * kMs));
+  d = f.adm->decide(2 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_EQ(d.grants[0].engine, b);
+}
+
+// Tests that measured GPU time rescales predictions: a grant that took twice its
+// profile moves the scale to 0.8 + 0.2 x 2 = 1.2, so a 5-unit grant is predicted at 6 ms.
+TEST(Admission, MeasuredTimeScalesPredictions) {
+  Options o;
+  o.pipelining = false;
+  Fixture f(0, o);
+  const EngineId llm = f.add(engine("llm"));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 5), 0));
+  Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 1u);
+  ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, 10 * kMs, 10 * kMs));
+  EXPECT_DOUBLE_EQ(f.adm->engine(llm)->scale, 1.2);
+  ASSERT_TRUE(f.adm->announce(llm, work(2, 5), 10 * kMs));
+  d = f.adm->decide(10 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_EQ(d.grants[0].predicted_end, 16 * kMs);
+}
+
+// Tests the wait-time breakdown (Fig. 9): budget wait from idle-with-work to the
+// decision, decision to sent, and sent to started.
+TEST(Admission, WaitTimeBreakdown) {
+  Options o;
+  o.pipelining = false;
+  Fixture f(0, o);
+  const EngineId llm = f.add(engine("llm"));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 1), 0));
+  f.adm->on_release(f.t, 1, 0);
+  EXPECT_TRUE(f.adm->decide(0).grants.empty());
+  const Decision d = f.adm->decide(40 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);
+  ASSERT_TRUE(f.adm->on_sent(llm, d.grants[0].id, 40 * kMs + 7'000));
+  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 40 * kMs + 20'000));
+  const EngineStats& s = f.adm->engine(llm)->stats;
+  EXPECT_EQ(s.wait_budget, 40 * kMs);
+  EXPECT_EQ(s.wait_decision, 7'000);
+  EXPECT_EQ(s.wait_delivery, 13'000);
+}
+
+// Tests that bad input is refused with a message naming it: an empty catalog, a
+// unit outside the catalog, a non-increasing work id, a deadline above the period.
+TEST(Admission, RefusesBadInput) {
+  Fixture f;
+  EngineSpec empty = engine("x");
+  empty.catalog.clear();
+  auto r = f.adm->add_engine(empty, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("catalog is empty"), std::string::npos);
+  EngineSpec late = engine("vlm", EngineKind::kDeadlineBound);
+  late.deadline = 2 * late.period;
+  r = f.adm->add_engine(late, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("deadline"), std::string::npos);
+  const EngineId llm = f.add(engine("llm"));
+  Work w = work(1, 2);
+  w.units[1] = 7;
+  Status s = f.adm->announce(llm, w, 0);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("outside its catalog"), std::string::npos);
+  ASSERT_TRUE(f.adm->announce(llm, work(5, 2), 0));
+  s = f.adm->announce(llm, work(5, 2), 0);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("does not increase"), std::string::npos);
+  EXPECT_FALSE(f.adm->on_done(llm, 999, 0, 0).ok());
+}
+
+// Tests that the probe unit follows the engines: the largest, over the engines, of
+// each one's smallest unit (App. C), recomputed when one leaves.
+TEST(Admission, ProbeUnitFromEngines) {
+  Fixture f;
+  EngineSpec a = engine("a");
+  a.catalog.push_back({"head", 30 * kMB, kMs});  // smallest 30 MB
+  const EngineId ia = f.add(a);
+  f.add(engine("b", EngineKind::kBestEffort, 60 * kMB));  // smallest 60 MB
+  EXPECT_EQ(f.ledger.params().probe_unit_bytes, 60 * kMB);
+  f.adm->remove_engine(1, 0);
+  EXPECT_EQ(f.ledger.params().probe_unit_bytes, 30 * kMB);
+  (void)ia;
+}
+
+}  // namespace
+}  // namespace ripple::admission
