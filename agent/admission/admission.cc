@@ -1,0 +1,330 @@
+#include "agent/admission/admission.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ripple::admission {
+
+std::string_view to_string(EngineKind kind) {
+  return kind == EngineKind::kDeadlineBound ? "deadline-bound" : "best-effort";
+}
+
+std::string_view to_string(WaitCause cause) {
+  switch (cause) {
+    case WaitCause::kNone: return "none";
+    case WaitCause::kNoWork: return "no-work";
+    case WaitCause::kSlotsFull: return "slots-full";
+    case WaitCause::kBudget: return "budget";
+    case WaitCause::kCrossing: return "crossing";
+    case WaitCause::kDueTime: return "due-time";
+    case WaitCause::kPaused: return "paused";
+    case WaitCause::kBoundary: return "boundary";
+  }
+  return "?";
+}
+
+Bytes EngineState::bytes_of(std::uint32_t count) const {
+  Bytes b = 0;
+  for (std::uint32_t k = 0; k < count; ++k) b += unit(k).bytes;
+  return b;
+}
+
+Nanos EngineState::duration_of(std::uint32_t count) const {
+  Nanos d = 0;
+  for (std::uint32_t k = 0; k < count; ++k) d += unit(k).duration;
+  return spec.grant_overhead + static_cast<Nanos>(std::llround(scale * static_cast<double>(d)));
+}
+
+Nanos EngineState::due_time(std::uint32_t k, double gamma) const {
+  const Work& w = *queue.front();
+  if (w.deadline == kNever) return kNever;
+  // Unit i of n is due at a + gamma (d - a) (i + 1) / n (§4.1).
+  const double span = gamma * static_cast<double>(w.deadline - w.announced);
+  const double n = static_cast<double>(w.units.size());
+  return w.announced + static_cast<Nanos>(span * static_cast<double>(cursor + k + 1) / n);
+}
+
+std::optional<Nanos> Context::slot(const EngineState& e) const {
+  if (!e.connected) return std::nullopt;
+  if (e.outstanding == 0) return now;
+  if (e.outstanding == 1 && pipelining) return std::max(now, e.busy_until);
+  return std::nullopt;
+}
+
+Status validate(const EngineSpec& spec) {
+  if (spec.name.empty()) return make_error("engine: name is empty");
+  if (spec.catalog.empty()) return make_error("engine {}: unit catalog is empty", spec.name);
+  for (std::size_t k = 0; k < spec.catalog.size(); ++k) {
+    const UnitSpec& u = spec.catalog[k];
+    if (u.bytes <= 0) return make_error("engine {}: unit {} ({}) has bytes {} <= 0", spec.name, k, u.name, u.bytes);
+    if (u.duration <= 0)
+      return make_error("engine {}: unit {} ({}) has duration {} ns <= 0", spec.name, k, u.name, u.duration);
+  }
+  if (spec.grant_overhead < 0) return make_error("engine {}: grant overhead < 0", spec.name);
+  if (spec.kind == EngineKind::kDeadlineBound) {
+    if (spec.period <= 0) return make_error("engine {}: deadline-bound engine needs a period > 0", spec.name);
+    if (spec.deadline < 0 || spec.deadline > spec.period)
+      return make_error("engine {}: deadline {} ns must be in (0, period {} ns]", spec.name, spec.deadline,
+                        spec.period);
+  }
+  return Status::Ok();
+}
+
+Admission::Admission(pricing::Ledger& ledger, std::unique_ptr<Policy> policy, Options opts)
+    : ledger_(ledger), policy_(std::move(policy)), opts_(opts) {
+  RIPPLE_CHECK(policy_ != nullptr);
+  RIPPLE_CHECK(opts_.gamma > 0 && opts_.gamma <= 1);
+  RIPPLE_CHECK(opts_.horizon > 0);
+}
+
+EngineState* Admission::find(EngineId id) {
+  return id < engines_.size() && engines_[id].connected ? &engines_[id] : nullptr;
+}
+
+const EngineState* Admission::engine(EngineId id) const {
+  return id < engines_.size() ? &engines_[id] : nullptr;
+}
+
+Admission::Outstanding* Admission::find_grant(EngineId engine, GrantId grant) {
+  for (auto& g : grants_)
+    if (g.plan.id == grant && g.plan.engine == engine) return &g;
+  return nullptr;
+}
+
+Context Admission::context(Nanos now) const {
+  return Context{ledger_, engines_, now, opts_.gamma, opts_.horizon, opts_.pipelining && policy_->pipelines()};
+}
+
+void Admission::update_probe_unit() {
+  // App. C: the probe is the largest, over the engines, of each one's smallest unit.
+  Bytes probe = 0;
+  for (const auto& e : engines_) {
+    if (!e.connected) continue;
+    Bytes smallest = kUnlimitedBytes;
+    for (const auto& u : e.spec.catalog) smallest = std::min(smallest, u.bytes);
+    probe = std::max(probe, smallest);
+  }
+  if (probe > 0) ledger_.set_probe_unit(probe);
+}
+
+Result<EngineId> Admission::add_engine(EngineSpec spec, Nanos now) {
+  if (Status s = validate(spec); !s) return s.error();
+  if (spec.kind == EngineKind::kDeadlineBound && spec.deadline == 0) spec.deadline = spec.period;
+  EngineState e;
+  e.id = static_cast<EngineId>(engines_.size());
+  e.spec = std::move(spec);
+  e.last_done = now;
+  e.wait = {WaitCause::kNoWork, 0, 0, kNever, "nothing announced"};
+  engines_.push_back(std::move(e));
+  update_probe_unit();
+  return engines_.back().id;
+}
+
+void Admission::remove_engine(EngineId id, Nanos now) {
+  EngineState* e = find(id);
+  if (e == nullptr) return;
+  // Outstanding grants stay charged: the GPU may have run them (issue 5, faults).
+  for (std::size_t i = grants_.size(); i-- > 0;) {
+    if (grants_[i].plan.engine != id) continue;
+    ledger_.grant_executed(grants_[i].plan.id);
+    e->stats.bytes += grants_[i].plan.bytes;
+    grants_.erase(grants_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  e->connected = false;
+  e->outstanding = 0;
+  e->queue.clear();
+  e->cursor = 0;
+  e->idle_since = -1;
+  e->last_done = now;
+  e->wait = {WaitCause::kNoWork, 0, 0, kNever, "disconnected"};
+  update_probe_unit();
+}
+
+Status Admission::announce(EngineId id, Work work, Nanos now) {
+  EngineState* e = find(id);
+  if (e == nullptr) return make_error("announce: unknown engine {}", id);
+  if (work.units.empty()) return make_error("engine {}: work {} has no units", e->spec.name, work.id);
+  for (std::uint32_t u : work.units)
+    if (u >= e->spec.catalog.size())
+      return make_error("engine {}: work {} names unit {} outside its catalog of {}", e->spec.name, work.id, u,
+                        e->spec.catalog.size());
+  if (!e->queue.empty() && work.id <= e->queue.back()->id)
+    return make_error("engine {}: work id {} does not increase (last {})", e->spec.name, work.id,
+                      e->queue.back()->id);
+  work.announced = now;
+  if (e->spec.kind == EngineKind::kDeadlineBound) {
+    if (work.deadline == kNever) work.deadline = now + e->spec.deadline;
+  } else {
+    work.deadline = kNever;
+  }
+  const bool was_idle = !e->has_work();
+  e->queue.push_back(std::make_shared<const Work>(std::move(work)));
+  if (was_idle && e->outstanding == 0 && e->idle_since < 0) e->idle_since = now;
+  return Status::Ok();
+}
+
+pricing::Pricing Admission::on_release(TaskId task, JobSeq seq, Nanos now, pricing::Phase phase) {
+  pricing::Pricing p = ledger_.on_release(task, seq, now, phase);
+  policy_->on_release(task, seq, now);
+  return p;
+}
+
+std::optional<pricing::Completion> Admission::on_complete(TaskId task, JobSeq seq, Nanos now) {
+  auto c = ledger_.on_complete(task, seq, now);
+  policy_->on_complete(task, seq, now);
+  return c;
+}
+
+std::optional<pricing::Completion> Admission::on_unfinished(TaskId task, JobSeq seq, Nanos now) {
+  auto c = ledger_.on_unfinished(task, seq, now);
+  policy_->on_complete(task, seq, now);
+  return c;
+}
+
+Decision Admission::decide(Nanos now) {
+  Decision d;
+  // Every pick either grants (an engine's outstanding count rises, bounded by 2) or
+  // ends the loop, so this terminates; the bound guards against a faulty policy.
+  const std::size_t max_picks = 2 * engines_.size() + 1;
+  for (std::size_t round = 0; round <= max_picks; ++round) {
+    const Context ctx = context(now);
+    Pick pick = policy_->pick(ctx);
+    for (auto& [id, why] : pick.waits)
+      if (id < engines_.size()) engines_[id].wait = std::move(why);
+    if (!pick.engine) {
+      d.wake_at = pick.wake_at;
+      break;
+    }
+    EngineState& e = engines_[*pick.engine];
+    const auto start = ctx.slot(e);
+    RIPPLE_CHECK(start.has_value());
+    RIPPLE_CHECK(pick.count >= 1 && pick.count <= e.remaining());
+    GrantPlan g;
+    g.engine = e.id;
+    g.work = e.queue.front()->id;
+    g.first = e.cursor;
+    g.count = pick.count;
+    g.bytes = e.bytes_of(pick.count);
+    g.decided = now;
+    g.predicted_start = *start;
+    g.predicted_end = *start + e.duration_of(pick.count);
+    g.successor = e.outstanding > 0;
+    // The engine may start it only while the checks that admitted it hold: within
+    // the lease, and not so late that it would cross a release it was admitted not
+    // to cross (§4.3, "lease and CPU-release limit").
+    g.start_by = g.predicted_start + opts_.lease;
+    const Nanos dur = g.predicted_end - g.predicted_start;
+    for (TaskId k = 0; k < ledger_.task_count(); ++k) {
+      const auto next = ledger_.next_release(k, now);
+      if (next && *next >= g.predicted_end) g.start_by = std::min(g.start_by, *next - dur);
+    }
+    g.id = ledger_.charge(e.id, g.bytes, g.predicted_end, now);
+    grants_.push_back({g, e.queue.front(), -1, -1});
+    if (e.outstanding == 0 && e.idle_since >= 0) {
+      e.stats.wait_budget += now - e.idle_since;
+      e.idle_since = -1;
+    }
+    ++e.outstanding;
+    e.busy_until = g.predicted_end;
+    ++e.stats.grants;
+    if (g.successor) ++e.stats.successors;
+    e.cursor += pick.count;
+    if (e.cursor >= e.queue.front()->units.size()) {
+      e.queue.pop_front();
+      e.cursor = 0;
+    }
+    e.wait = {WaitCause::kNone, 0, 0, kNever, "granted"};
+    d.grants.push_back(g);
+  }
+  return d;
+}
+
+Status Admission::on_sent(EngineId engine, GrantId grant, Nanos now) {
+  Outstanding* g = find_grant(engine, grant);
+  if (g == nullptr) return make_error("sent: engine {} holds no grant {}", engine, grant);
+  g->sent = now;
+  // Pipelined successors wait by design; only a grant for an idle engine is delayed
+  // by the decision itself.
+  if (!g->plan.successor) engines_[engine].stats.wait_decision += now - g->plan.decided;
+  return Status::Ok();
+}
+
+Status Admission::on_start(EngineId engine, GrantId grant, Nanos now) {
+  Outstanding* g = find_grant(engine, grant);
+  if (g == nullptr) return make_error("start: engine {} holds no grant {}", engine, grant);
+  if (g->started >= 0) return make_error("start: grant {} of engine {} started twice", grant, engine);
+  g->started = now;
+  EngineState& e = engines_[engine];
+  // Delivery gap: from the later of sending and the previous grant's end.
+  if (g->sent >= 0) e.stats.wait_delivery += std::max<Nanos>(0, now - std::max(g->sent, e.last_done));
+  policy_->on_grant_start(e, g->plan, now);
+  return Status::Ok();
+}
+
+void Admission::finish_grant(std::size_t index, Nanos now) {
+  EngineState& e = engines_[grants_[index].plan.engine];
+  grants_.erase(grants_.begin() + static_cast<std::ptrdiff_t>(index));
+  --e.outstanding;
+  e.last_done = now;
+  if (e.outstanding == 0) {
+    e.busy_until = now;
+    if (e.has_work()) e.idle_since = now;
+  }
+}
+
+Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos now) {
+  Outstanding* g = find_grant(engine, grant);
+  if (g == nullptr) return make_error("done: engine {} holds no grant {}", engine, grant);
+  if (measured < 0) return make_error("done: grant {} of engine {} reports negative time", grant, engine);
+  EngineState& e = engines_[engine];
+  const GrantPlan plan = g->plan;
+  const std::shared_ptr<const Work> work = g->work;
+  Nanos profiled = 0;
+  for (std::uint32_t k = 0; k < plan.count; ++k) profiled += e.spec.catalog[work->units[plan.first + k]].duration;
+  if (profiled > 0 && measured > 0) {
+    const double ratio = static_cast<double>(measured) / static_cast<double>(profiled);
+    e.scale = (1 - opts_.scale_smoothing) * e.scale + opts_.scale_smoothing * std::clamp(ratio, 0.05, 20.0);
+  }
+  ledger_.grant_executed(plan.id);  // executed bytes stay charged (App. C, "Charging")
+  e.stats.units += plan.count;
+  e.stats.bytes += plan.bytes;
+  e.stats.busy += measured;
+  if (plan.first + plan.count == work->units.size()) {
+    ++e.stats.works_done;
+    if (now > work->deadline) ++e.stats.deadline_misses;
+  }
+  finish_grant(static_cast<std::size_t>(g - grants_.data()), now);
+  policy_->on_grant_done(e, plan, measured, profiled, now);
+  return Status::Ok();
+}
+
+Status Admission::on_discard(EngineId engine, GrantId grant, Nanos now) {
+  Outstanding* g = find_grant(engine, grant);
+  if (g == nullptr) return make_error("discard: engine {} holds no grant {}", engine, grant);
+  if (g->started >= 0) return make_error("discard: grant {} of engine {} already started", grant, engine);
+  EngineState& e = engines_[engine];
+  // Only the last grant decided can come back (the engine runs grants in order and
+  // holds at most a current and a successor), so its units go back to the front.
+  const bool is_last = std::none_of(grants_.begin(), grants_.end(), [&](const Outstanding& o) {
+    return o.plan.engine == engine && o.plan.id > grant;
+  });
+  if (!is_last) return make_error("discard: grant {} of engine {} is not its last grant", grant, engine);
+  ledger_.refund(g->plan.id);  // returned unexecuted: refunded (App. C, "Charging")
+  if (!e.queue.empty() && e.queue.front()->id == g->plan.work) {
+    e.cursor = g->plan.first;
+  } else {
+    RIPPLE_CHECK(e.cursor == 0);
+    e.queue.push_front(g->work);
+    e.cursor = g->plan.first;
+  }
+  ++e.stats.stale;
+  finish_grant(static_cast<std::size_t>(g - grants_.data()), now);
+  return Status::Ok();
+}
+
+WaitReason Admission::explain(EngineId engine) const {
+  if (engine >= engines_.size()) return {WaitCause::kNoWork, 0, 0, kNever, "unknown engine"};
+  return engines_[engine].wait;
+}
+
+}  // namespace ripple::admission

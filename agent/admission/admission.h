@@ -1,0 +1,107 @@
+// Admission (paper §4.1, §4.3): the engines' work queues, grant slots, pipelining and
+// the ledger calls around a pluggable Policy. A pure library with an injected clock:
+// every entry point takes `now`; nothing here reads a clock, sleeps or does I/O, so
+// the daemon, the bench and the tests drive the same code.
+//
+// Scheduling points (§4.1) are the calls that change state — on_release/on_complete
+// (PT jobs), announce (new engine work), on_done (grant completion) — plus the
+// budget-accrual time decide() returns in `wake_at`. After any of them the caller
+// runs decide(now) and delivers the grants it returns.
+//
+// A grant's life: decide (charged to every active job) -> on_sent -> on_start ->
+// on_done (stays charged) | on_discard (stale successor, refunded). An engine that
+// goes away has every outstanding grant settled as executed: bytes stay charged.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "agent/admission/policy.h"
+#include "agent/admission/types.h"
+#include "agent/common/status.h"
+#include "agent/pricing/ledger.h"
+
+namespace ripple::admission {
+
+struct Options {
+  double gamma = 0.95;                 // due-time fraction (App. D)
+  Nanos horizon = 18 * kNsPerMs;       // H: longest predicted grant (App. D)
+  Nanos lease = 20 * kNsPerMs;         // successor lease (App. D, Table 8)
+  bool pipelining = true;              // deliver one successor ahead (§4.3)
+  double scale_smoothing = 0.2;        // EWMA weight of a new measured/profiled ratio
+};
+
+struct Decision {
+  std::vector<GrantPlan> grants;  // to deliver now, in order
+  Nanos wake_at = kNever;         // next time-driven scheduling point
+};
+
+// Validates a profile: a name, at least one unit, positive bytes and durations, and
+// for deadline-bound engines a positive period and 0 < deadline <= period.
+Status validate(const EngineSpec& spec);
+
+class Admission {
+ public:
+  // `ledger` must outlive this object.
+  Admission(pricing::Ledger& ledger, std::unique_ptr<Policy> policy, Options opts = {});
+  Admission(const Admission&) = delete;
+  Admission& operator=(const Admission&) = delete;
+
+  // A new engine session. Also sets the ledger's probe unit: the largest, over the
+  // engines, of each one's smallest nonzero unit (App. C).
+  Result<EngineId> add_engine(EngineSpec spec, Nanos now);
+  // The engine disconnected: its outstanding grants are settled as executed (they
+  // stay charged: the GPU may have run them), its queue is dropped.
+  void remove_engine(EngineId engine, Nanos now);
+
+  // New work. Ids must increase; a work with no units or an unknown unit is refused.
+  Status announce(EngineId engine, Work work, Nanos now);
+
+  // PT job events: the ledger prices / learns, the policy is told.
+  pricing::Pricing on_release(TaskId task, JobSeq seq, Nanos now, pricing::Phase phase = pricing::Phase::kRest);
+  std::optional<pricing::Completion> on_complete(TaskId task, JobSeq seq, Nanos now);
+  std::optional<pricing::Completion> on_unfinished(TaskId task, JobSeq seq, Nanos now);
+
+  // Runs the policy until it picks nothing; charges and returns the grants.
+  Decision decide(Nanos now);
+
+  // The daemon handed the grant to the engine's socket.
+  Status on_sent(EngineId engine, GrantId grant, Nanos now);
+  // The engine began executing the grant.
+  Status on_start(EngineId engine, GrantId grant, Nanos now);
+  // The engine finished it; `measured` is its GPU time.
+  Status on_done(EngineId engine, GrantId grant, Nanos measured, Nanos now);
+  // The engine dropped a stale successor unexecuted: refunded, units back in queue.
+  Status on_discard(EngineId engine, GrantId grant, Nanos now);
+
+  const std::vector<EngineState>& engines() const { return engines_; }
+  const EngineState* engine(EngineId id) const;
+  struct Outstanding {
+    GrantPlan plan;
+    std::shared_ptr<const Work> work;
+    Nanos sent = -1, started = -1;
+  };
+  const std::vector<Outstanding>& outstanding() const { return grants_; }
+  const pricing::Ledger& ledger() const { return ledger_; }
+  const Policy& policy() const { return *policy_; }
+  const Options& options() const { return opts_; }
+  // Why the engine's next grant waits, refreshed at the last decide().
+  WaitReason explain(EngineId engine) const;
+
+ private:
+  EngineState* find(EngineId id);
+  Outstanding* find_grant(EngineId engine, GrantId grant);
+  void erase_grant(GrantId grant);
+  void update_probe_unit();
+  void finish_grant(std::size_t index, Nanos now);
+  Context context(Nanos now) const;
+
+  pricing::Ledger& ledger_;
+  std::unique_ptr<Policy> policy_;
+  Options opts_;
+  std::vector<EngineState> engines_;
+  std::vector<Outstanding> grants_;
+};
+
+}  // namespace ripple::admission

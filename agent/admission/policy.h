@@ -1,0 +1,96 @@
+// One small interface for every admission policy (ripple and the baselines of paper
+// §5.1 / App. D), so the daemon, the bench and the tests swap them by name
+// (STYLE.md: policies over a small agent library, like oomd's BasePlugin).
+//
+// The framework (admission.h) owns the engines, their work queues and grant slots,
+// the ledger calls and the statistics; a policy only answers "which engine gets how
+// many of its next units now, and if none, why and until when".
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "agent/admission/types.h"
+#include "agent/pricing/ledger.h"
+
+namespace ripple::admission {
+
+// An engine as the policy sees it.
+struct EngineState {
+  EngineId id = 0;
+  EngineSpec spec;
+  bool connected = true;
+  // Announced, not fully granted; front is current. Shared with the grants that
+  // cover them, so a refunded successor can put its units back.
+  std::deque<std::shared_ptr<const Work>> queue;
+  std::uint32_t cursor = 0;    // next ungranted unit of queue.front()
+  int outstanding = 0;         // grants decided and not yet done: 0, 1 or 2
+  Nanos busy_until = 0;        // predicted end of the last outstanding grant
+  Nanos last_done = 0;         // when the last grant finished
+  double scale = 1.0;          // measured / profiled duration, smoothed
+  Nanos idle_since = -1;       // idle with work since (-1: not idle with work)
+  WaitReason wait;             // the last reason it got no grant
+  EngineStats stats;
+
+  bool has_work() const { return !queue.empty() && cursor < queue.front()->units.size(); }
+  std::uint32_t remaining() const {
+    return has_work() ? static_cast<std::uint32_t>(queue.front()->units.size()) - cursor : 0;
+  }
+  const UnitSpec& unit(std::uint32_t k) const { return spec.catalog[queue.front()->units[cursor + k]]; }
+  // Bytes and predicted duration (overhead included) of the next `count` units.
+  Bytes bytes_of(std::uint32_t count) const;
+  Nanos duration_of(std::uint32_t count) const;
+  // Due time of unit `cursor + k` of a deadline-bound request: its units are spread
+  // evenly over gamma of the interval from announcement to deadline (§4.1).
+  Nanos due_time(std::uint32_t k, double gamma) const;
+};
+
+// What the policy may read when it picks.
+struct Context {
+  const pricing::Ledger& ledger;
+  const std::vector<EngineState>& engines;
+  Nanos now;
+  double gamma;        // due-time fraction (App. D: 0.95)
+  Nanos horizon;       // longest grant, H (App. D: 18 ms)
+  bool pipelining;     // successors allowed (framework option and policy agree)
+
+  // Earliest time a new grant of `e` could start: now, or after its outstanding
+  // grant; nullopt when both slots are taken or it may not take a successor.
+  std::optional<Nanos> slot(const EngineState& e) const;
+  bool any_job_active() const { return !ledger.active_jobs().empty(); }
+};
+
+// A policy's answer: a grant (engine + unit count), and for every engine that gets
+// nothing, why. `wake_at` is the next time-driven scheduling point it wants (budget
+// accrual, a pause ending); events (releases, completions, done, work) always wake it.
+struct Pick {
+  std::optional<EngineId> engine;
+  std::uint32_t count = 0;
+  std::vector<std::pair<EngineId, WaitReason>> waits;
+  Nanos wake_at = kNever;
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string_view name() const = 0;
+  // Whether it delivers a successor grant ahead (§4.3). Policies that act at
+  // forward-pass boundaries decide at the boundary instead.
+  virtual bool pipelines() const { return false; }
+  // Picks at most one grant. Called repeatedly until it picks none.
+  virtual Pick pick(const Context& ctx) = 0;
+
+  // Notifications; `now` on the caller's clock.
+  virtual void on_release(TaskId /*task*/, JobSeq /*seq*/, Nanos /*now*/) {}
+  virtual void on_complete(TaskId /*task*/, JobSeq /*seq*/, Nanos /*now*/) {}
+  virtual void on_grant_start(const EngineState& /*e*/, const GrantPlan& /*g*/, Nanos /*now*/) {}
+  // `measured` is the engine's GPU time for the grant, `profiled` its solo prediction.
+  virtual void on_grant_done(const EngineState& /*e*/, const GrantPlan& /*g*/, Nanos /*measured*/,
+                             Nanos /*profiled*/, Nanos /*now*/) {}
+};
+
+}  // namespace ripple::admission

@@ -1,0 +1,113 @@
+// Vocabulary of the admission layer (paper §4.1, §4.3): GPU engines, the units of
+// work they announce, the grants admission issues, and why an engine waits.
+//
+// Pure data: no clock, no I/O. Times are integer ns on the caller's clock, volumes
+// integer bytes (the pricing core's units, agent/pricing/types.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/pricing/types.h"
+
+namespace ripple::admission {
+
+using pricing::Bytes;
+using pricing::EngineId;
+using pricing::GrantId;
+using pricing::JobSeq;
+using pricing::kNever;
+using pricing::kNsPerMs;
+using pricing::kNsPerUs;
+using pricing::kUnlimitedBytes;
+using pricing::Nanos;
+using pricing::TaskId;
+
+// Best-effort engines (the LLM) make as much progress as the budgets allow;
+// deadline-bound ones (a VLM frame every 5 s) must finish each request by its
+// deadline and are served first (§3, objectives 2 and 3).
+enum class EngineKind : std::uint8_t { kBestEffort = 0, kDeadlineBound = 1 };
+std::string_view to_string(EngineKind kind);
+
+// One entry of an engine's unit catalog: a pausable piece of a forward pass (a
+// decoder layer, the output head, a vision block) with its profiled volume and solo
+// duration (§4.1; App. B "Byte charges").
+struct UnitSpec {
+  std::string name;
+  Bytes bytes = 0;
+  Nanos duration = 0;  // solo, from the engine's profile
+};
+
+// An engine's profile (§3: "profiled once per device and model").
+struct EngineSpec {
+  std::string name;
+  EngineKind kind = EngineKind::kBestEffort;
+  std::vector<UnitSpec> catalog;
+  Nanos grant_overhead = 0;  // per-grant fixed cost (launch, sync, report)
+  // Deadline-bound engines: request period and relative deadline (0: the period).
+  Nanos period = 0;
+  Nanos deadline = 0;
+};
+
+// Work an engine announces: one forward pass (a decode step, a frame) as a sequence
+// of catalog indices. A grant covers a contiguous run of one work item's units.
+struct Work {
+  std::uint64_t id = 0;            // the engine's request id, increasing
+  std::vector<std::uint32_t> units;
+  Nanos deadline = kNever;         // absolute; deadline-bound engines only
+  Nanos announced = 0;             // set by admission: the due times' origin
+};
+
+// A grant admission has decided. `successor` grants are delivered ahead while the
+// engine's current grant runs (§4.3, grant pipelining); the engine starts one only if
+// its work position still equals (work, first) and it is not later than `start_by`.
+struct GrantPlan {
+  GrantId id = 0;  // the ledger's grant id
+  EngineId engine = 0;
+  std::uint64_t work = 0;
+  std::uint32_t first = 0;  // index into the work's unit list
+  std::uint32_t count = 0;
+  Bytes bytes = 0;
+  Nanos decided = 0;
+  Nanos predicted_start = 0;
+  Nanos predicted_end = 0;
+  Nanos start_by = kNever;  // lease and CPU-release limit together
+  bool successor = false;
+};
+
+// Why an engine with work has no grant (paper Fig. 9 breaks gap time down the
+// same way): what `ripplectl explain` prints.
+enum class WaitCause : std::uint8_t {
+  kNone = 0,       // it has a grant, or was just given one
+  kNoWork,         // nothing announced
+  kSlotsFull,      // current and successor grant both outstanding
+  kBudget,         // B(t) below the next unit (Eq. 4)
+  kCrossing,       // fits B(t) but would cross a release the crossing bound forbids
+  kDueTime,        // best-effort held back for a deadline-bound due time
+  kPaused,         // a baseline policy pauses it (PT job active, cap spent, PI pause)
+  kBoundary,       // a policy that acts at boundaries waits for the grant in flight
+};
+std::string_view to_string(WaitCause cause);
+
+struct WaitReason {
+  WaitCause cause = WaitCause::kNoWork;
+  Bytes need = 0;       // bytes of the smallest grant it could take
+  Bytes budget = 0;     // B(t) when it was decided
+  Nanos until = kNever; // when it is expected to end (kNever: at an event)
+  std::string detail;   // one human line
+};
+
+// Per-engine counters, kept by admission for status/top.
+struct EngineStats {
+  std::uint64_t grants = 0, units = 0, successors = 0, stale = 0, works_done = 0;
+  Bytes bytes = 0;           // granted bytes that executed
+  Nanos busy = 0;            // measured GPU time reported in done messages
+  Nanos wait_budget = 0;     // idle with work until a grant is decided
+  Nanos wait_decision = 0;   // decided -> sent (daemon reports it)
+  Nanos wait_delivery = 0;   // sent -> engine started it
+  std::uint64_t deadline_misses = 0;  // deadline-bound works finished late
+};
+
+}  // namespace ripple::admission

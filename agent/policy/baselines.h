@@ -1,0 +1,106 @@
+// The baseline policies of paper §5.1 and App. D, on the same admission framework as
+// `ripple`, so every comparison is one run apart. None of them reads a deadline.
+//
+//   unmanaged  every announced forward pass is granted at once, pipelined.
+//   pause      whole forward passes, none started while any PT job is active; the
+//              pass in flight runs on (SGLang's pause takes effect after it).
+//   cap-x      whole forward passes; each active job accumulates exposure while any
+//              engine is commanded to run; once any active job has spent x times its
+//              task's solo median, no further pass starts until it completes
+//              (x in {1/8, 1/4, 1/2}).
+//   sigamma    GPU work suppressed while a PT job is active, at the finest
+//              granularity there is (one unit: the blocking kernel preempts within a
+//              kernel); one unit per grant otherwise.
+//   sereno     the best-effort engine is paused between decode steps for a time set
+//              by a PI controller on its contention score (step time / solo median - 1)
+//              against a target (0.07 UI-First, 0.15 Balanced); deadline-bound
+//              engines run unmanaged.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "agent/admission/policy.h"
+
+namespace ripple::policy {
+
+using admission::Context;
+using admission::EngineState;
+using admission::GrantPlan;
+using admission::Nanos;
+using admission::Pick;
+using admission::Policy;
+
+class UnmanagedPolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "unmanaged"; }
+  bool pipelines() const override { return true; }
+  Pick pick(const Context& ctx) override;
+};
+
+class PausePolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "pause"; }
+  Pick pick(const Context& ctx) override;
+};
+
+class CapPolicy final : public Policy {
+ public:
+  // `fraction` is x; the name is "cap-1/8" etc.
+  CapPolicy(double fraction, std::string name);
+  std::string_view name() const override { return name_; }
+  Pick pick(const Context& ctx) override;
+  void on_release(admission::TaskId task, admission::JobSeq seq, Nanos now) override;
+  void on_complete(admission::TaskId task, admission::JobSeq seq, Nanos now) override;
+  // Exposure of an active job so far (tests, status).
+  Nanos exposure(admission::TaskId task, admission::JobSeq seq) const;
+  // x times the task's solo median: the profile's median, else the fitted intercept.
+  static Nanos budget_of(const pricing::Estimator& task, double fraction);
+
+ private:
+  void advance(Nanos now);
+  double fraction_;
+  std::string name_;
+  struct Job {
+    Nanos exposure = 0;
+  };
+  std::map<std::pair<admission::TaskId, admission::JobSeq>, Job> jobs_;
+  bool running_ = false;
+  Nanos last_ = 0;
+};
+
+class SigammaPolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "sigamma"; }
+  Pick pick(const Context& ctx) override;
+};
+
+struct SerenoParams {
+  double target = 0.15;       // contention target (Balanced; UI-First 0.07)
+  double kp = 1.0;            // pause per unit error, in solo step times
+  double ki = 0.25;           // per accumulated unit error, in solo step times
+  double max_pause_steps = 20;  // pause cap, in solo step times
+};
+
+class SerenoPolicy final : public Policy {
+ public:
+  SerenoPolicy(SerenoParams params, std::string name);
+  std::string_view name() const override { return name_; }
+  Pick pick(const Context& ctx) override;
+  void on_grant_done(const EngineState& e, const GrantPlan& g, Nanos measured, Nanos profiled,
+                     Nanos now) override;
+  // When the engine may start its next step (tests, status).
+  Nanos resume_at(admission::EngineId engine) const;
+
+ private:
+  SerenoParams p_;
+  std::string name_;
+  struct Loop {
+    double integral = 0;
+    Nanos resume_at = 0;
+  };
+  std::map<admission::EngineId, Loop> loops_;
+};
+
+}  // namespace ripple::policy
