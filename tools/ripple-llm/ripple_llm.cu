@@ -150,17 +150,25 @@ __global__ void __launch_bounds__(256) gemv_bf16(const bf16* __restrict__ w, con
   const uint4* xr = reinterpret_cast<const uint4*>(x);
   const int n8 = cols / 8;
   float acc = 0.f;
-#pragma unroll 4
-  for (int i = lane; i < n8; i += 32) {
-    uint4 a = wr[i], b = __ldg(&xr[i]);
+  auto dot8 = [](const uint4& a, const uint4& b) {
     const __nv_bfloat162* a2 = reinterpret_cast<const __nv_bfloat162*>(&a);
     const __nv_bfloat162* b2 = reinterpret_cast<const __nv_bfloat162*>(&b);
+    float s = 0.f;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       float2 fa = __bfloat1622float2(a2[k]), fb = __bfloat1622float2(b2[k]);
-      acc += fa.x * fb.x + fa.y * fb.y;
+      s += fa.x * fb.x + fa.y * fb.y;
     }
+    return s;
+  };
+  int i = lane;
+  // Four independent streaming loads in flight per lane (weights are read once: bypass L1).
+  for (; i + 96 < n8; i += 128) {
+    uint4 a0 = __ldcs(&wr[i]), a1 = __ldcs(&wr[i + 32]), a2 = __ldcs(&wr[i + 64]), a3 = __ldcs(&wr[i + 96]);
+    acc += dot8(a0, __ldg(&xr[i])) + dot8(a1, __ldg(&xr[i + 32])) + dot8(a2, __ldg(&xr[i + 64])) +
+           dot8(a3, __ldg(&xr[i + 96]));
   }
+  for (; i < n8; i += 32) acc += dot8(__ldcs(&wr[i]), __ldg(&xr[i]));
   acc = warp_sum(acc);
   if (lane == 0) y[warp] = acc;
 }
@@ -216,33 +224,54 @@ __global__ void qk_norm_rope_append(const float* __restrict__ qkv, const bf16* _
   }
 }
 
-// Attention for query token t of head h (grid: heads x T): over positions [0, ctx) with
-// ctx = causal ? pos0 + t + 1 : pos0 + T. Scores in shared memory (max context bounded).
-__global__ void attention(const bf16* __restrict__ q, const bf16* kc, const bf16* vc, bf16* __restrict__ out,
-                          int heads, int kv_heads, int hd, int pos0, int T, int max_ctx, int causal) {
+// Attention for query token t of head h (grid: heads x T, 512 threads): over positions
+// [0, ctx) with ctx = causal ? pos0 + t + 1 : pos0 + T. Decode attention is a latency
+// problem, not a bandwidth one (a head's K/V are a few hundred KB), so every thread owns
+// whole positions: scores with 16-byte K loads all in flight at once, then V rows
+// accumulated by warps with positions unrolled. Scores in shared memory (bounded context).
+constexpr int kAttnThreads = 512;
+__global__ void __launch_bounds__(kAttnThreads) attention(const bf16* __restrict__ q, const bf16* kc, const bf16* vc,
+                                                          bf16* __restrict__ out, int heads, int kv_heads, int hd,
+                                                          int pos0, int T, int max_ctx, int causal) {
   extern __shared__ float sm[];
   const int h = blockIdx.x, t = blockIdx.y, kvh = h / (heads / kv_heads);
   const int ctx = causal ? pos0 + t + 1 : pos0 + T;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
-  float* scores = sm;             // ctx
-  float* accs = sm + max_ctx;     // nw * hd
-  __shared__ float red[64];
+  float* scores = sm;                // max_ctx
+  float* qs = sm + max_ctx;          // hd
+  float* accs = qs + 256;            // nw * hd
+  __shared__ float red[32];
   const bf16* qr = q + (size_t(t) * heads + h) * hd;
   const bf16* kb = kc + size_t(kvh) * max_ctx * hd;
   const bf16* vb = vc + size_t(kvh) * max_ctx * hd;
   const float scale = rsqrtf((float)hd);
+  for (int i = threadIdx.x; i < hd; i += blockDim.x) qs[i] = __bfloat162float(qr[i]) * scale;
+  __syncthreads();
+  // Scores: one position per thread, hd/8 independent 16-byte loads (hd % 8 == 0).
   float mx = -1e30f;
-  for (int p = warp; p < ctx; p += nw) {
+  const int n8 = hd / 8;
+  for (int p = threadIdx.x; p < ctx; p += blockDim.x) {
+    const uint4* kr = reinterpret_cast<const uint4*>(kb + size_t(p) * hd);
     float s = 0.f;
-    for (int i = lane; i < hd; i += 32) s += __bfloat162float(qr[i]) * __bfloat162float(kb[size_t(p) * hd + i]);
-    s = warp_sum(s) * scale;
-    if (lane == 0) scores[p] = s;
+#pragma unroll 4
+    for (int j = 0; j < n8; ++j) {
+      uint4 a = kr[j];
+      const __nv_bfloat162* a2 = reinterpret_cast<const __nv_bfloat162*>(&a);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        float2 f = __bfloat1622float2(a2[k]);
+        s += f.x * qs[j * 8 + 2 * k] + f.y * qs[j * 8 + 2 * k + 1];
+      }
+    }
+    scores[p] = s;
     mx = fmaxf(mx, s);
   }
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
   if (lane == 0) red[warp] = mx;
   __syncthreads();
   mx = -1e30f;
   for (int i = 0; i < nw; ++i) mx = fmaxf(mx, red[i]);
+  __syncthreads();
   float sum = 0.f;
   for (int p = threadIdx.x; p < ctx; p += blockDim.x) {
     const float e = __expf(scores[p] - mx);
@@ -250,16 +279,24 @@ __global__ void attention(const bf16* __restrict__ q, const bf16* kc, const bf16
     sum += e;
   }
   sum = warp_sum(sum);
-  __syncthreads();
-  if (lane == 0) red[32 + warp] = sum;
+  if (lane == 0) red[warp] = sum;
   __syncthreads();
   sum = 0.f;
-  for (int i = 0; i < nw; ++i) sum += red[32 + i];
-  // Each warp accumulates its positions' weighted V rows; lanes own dimensions.
+  for (int i = 0; i < nw; ++i) sum += red[i];
+  // V: warp w takes a contiguous chunk of positions; lanes own dimensions; the position
+  // loop is unrolled so several V rows are in flight.
+  const int chunk = (ctx + nw - 1) / nw, p0 = warp * chunk, p1 = min(ctx, p0 + chunk);
   for (int i = lane; i < hd; i += 32) {
-    float a = 0.f;
-    for (int p = warp; p < ctx; p += nw) a += scores[p] * __bfloat162float(vb[size_t(p) * hd + i]);
-    accs[warp * hd + i] = a;
+    float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+    int p = p0;
+    for (; p + 4 <= p1; p += 4) {
+      a0 += scores[p] * __bfloat162float(vb[size_t(p) * hd + i]);
+      a1 += scores[p + 1] * __bfloat162float(vb[size_t(p + 1) * hd + i]);
+      a2 += scores[p + 2] * __bfloat162float(vb[size_t(p + 2) * hd + i]);
+      a3 += scores[p + 3] * __bfloat162float(vb[size_t(p + 3) * hd + i]);
+    }
+    for (; p < p1; ++p) a0 += scores[p] * __bfloat162float(vb[size_t(p) * hd + i]);
+    accs[warp * hd + i] = (a0 + a1) + (a2 + a3);
   }
   __syncthreads();
   for (int i = threadIdx.x; i < hd; i += blockDim.x) {
@@ -268,6 +305,8 @@ __global__ void attention(const bf16* __restrict__ q, const bf16* kc, const bf16
     out[(size_t(t) * heads + h) * hd + i] = __float2bfloat16(a / sum);
   }
 }
+
+size_t attention_smem(int max_ctx, int hd) { return (size_t(max_ctx) + 256 + size_t(kAttnThreads / 32) * hd) * sizeof(float); }
 
 __global__ void add_inplace(float* __restrict__ x, const float* __restrict__ d, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) x[i] += d[i];
@@ -420,7 +459,8 @@ class Engine {
       spill_src_ = dalloc(spill_bytes_);
       CUDA_CHECK(cudaHostAlloc(&spill_dst_, spill_bytes_, cudaHostAllocDefault));
     }
-    const int smem = (max_ctx_ + 8 * 128) * sizeof(float);
+    const int smem = int(attention_smem(std::max(max_ctx_, o_.image_tokens), std::max(s.head_dim, 128)));
+    if (smem > 227 * 1024) die("context too long for the attention kernel's shared memory");
     CUDA_CHECK(cudaFuncSetAttribute(attention, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CUDA_CHECK(cudaDeviceSynchronize());
   }
@@ -610,8 +650,7 @@ class Engine {
                                                                   s.kv_heads, s.head_dim, pos0, max_ctx);
     u->weight += 2.0 * (s.hidden + s.hidden + 2 * s.head_dim);  // norm weights
     u->kv_write += 2.0 * T * kv * sizeof(bf16);
-    const int smem = (max_ctx + 8 * s.head_dim) * sizeof(float);
-    attention<<<dim3(s.heads, T), 256, smem, cs_>>>(qb_, kc, vc, xb_, s.heads, s.kv_heads, s.head_dim, pos0, T,
+    attention<<<dim3(s.heads, T), kAttnThreads, attention_smem(max_ctx, s.head_dim), cs_>>>(qb_, kc, vc, xb_, s.heads, s.kv_heads, s.head_dim, pos0, T,
                                                    max_ctx, causal ? 1 : 0);
     CUDA_CHECK(cudaGetLastError());
     // Unique K/V bytes read (GQA: each KV head is read once from memory, then cached).

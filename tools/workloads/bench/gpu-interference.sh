@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The workloads' measurement run on a GPU machine (one H200 + 16 cores here):
 #   1. ripple-llm alone: tokens/s against the measured bandwidth ceilings, counted bytes
-#      per token against the model's (weights + KV), frames mode;
-#   2. the transformers offload script: tokens/s, offloaded and not;
+#      per token against the model's (weights + KV), frames mode; with ncu, the DRAM bytes
+#      of one decode step (SKIP_NCU=1 skips it);
+#   2. the transformers offload script: tokens/s, offloaded and not (HF_MODES="" skips);
 #   3. each robot task alone (solo p50/p99);
 #   4. all five tasks together on their own cores, four phases side by side: GPU idle,
 #      beside ripple-llm --weights device, beside --weights host --kv host, and beside
@@ -34,6 +35,7 @@ llm frames --preset qwen3-vl-8b --frames --requests 4 --period-ms 2000 --deadlin
 
 # 1b. Hardware byte check: DRAM bytes of one decode step (every kernel of it), read by
 # Nsight Compute's counters, against the model's weights + KV. qwen3-0.6b: 1.2 GB, 20x L2.
+if [ -z "${SKIP_NCU:-}" ]; then
 log "ncu: one qwen3-0.6b decode step"
 timeout 240 ncu --clock-control none --print-units base --csv --metrics dram__bytes_read.sum,dram__bytes_write.sum \
   "$B/ripple-llm" --preset qwen3-0.6b --weights device --context 1024 --tokens 1 --warmup 0 --no-probe \
@@ -54,9 +56,10 @@ for r in rows[1:]:
 print(f"ncu: decode step over {n} kernels: DRAM read {rd/1e9:.4f} GB, write {wr/1e9:.4f} GB")
 PY
 grep -E "bytes per token|RESULT" "$OUT/ncu.csv" | tee -a "$OUT/run.log"
+fi
 
 # 2. transformers offload.
-for mode in none pinned; do
+for mode in ${HF_MODES-none pinned}; do
   log "hf_offload --offload $mode"
   PYTHONUNBUFFERED=1 timeout 240 taskset -c 2 python3 tools/engines/hf_offload.py --preset qwen3-1.7b \
     --offload $mode --new-tokens 16 >"$OUT/hf-$mode.log" 2>&1
@@ -94,7 +97,7 @@ phase() { # name [ripple-llm args...]
 phase idle
 phase device --preset qwen3-8b --weights device --context 1024
 phase host --preset qwen3-4b --weights host --kv host --context 4096
-phase spill --preset qwen3-4b --weights host --kv host --context 4096 --spill-mb 64
+phase spill --preset qwen3-4b --weights host --kv host --context 4096 --spill-mb ${SPILL_MB:-256}
 
 # Summary table.
 python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"
@@ -108,7 +111,7 @@ def res(path):
     except OSError:
         pass
     return None
-print("| task | solo p50 / p99 ms | MB/job (est.) | co-run idle p50 / p99 | beside --weights device (p50 / p99 ratio) | beside --weights host --kv host | + 64 MB/layer D2H spill |")
+print("| task | solo p50 / p99 ms | MB/job (est.) | co-run idle p50 / p99 | beside --weights device (p50 / p99 ratio) | beside --weights host --kv host | + D2H spill |")
 print("|---|---|---|---|---|---|---|")
 for t in ["costmap", "kdnn", "sgm", "orb", "control"]:
     s = res(f"{out}/solo-{t}.log"); i = res(f"{out}/phase-idle-{t}.log")
