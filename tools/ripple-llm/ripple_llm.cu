@@ -197,7 +197,9 @@ __global__ void rmsnorm(const float* __restrict__ x, const bf16* __restrict__ w,
 // `q_out` and k, v appended to the cache at position pos0 + t. One warp per (t, head).
 __global__ void qk_norm_rope_append(const float* __restrict__ qkv, const bf16* __restrict__ qn,
                                     const bf16* __restrict__ kn, bf16* __restrict__ q_out, bf16* kc, bf16* vc,
-                                    int T, int heads, int kv_heads, int hd, int pos0, int max_ctx) {
+                                    int T, int heads, int kv_heads, int hd, int pos0, int max_ctx,
+                                    const int* __restrict__ dpos) {
+  if (dpos != nullptr) pos0 = *dpos;  // graph replay: the position lives on the device
   const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
   const int per_t = heads + 2 * kv_heads;
   if (warp >= T * per_t) return;
@@ -232,8 +234,10 @@ __global__ void qk_norm_rope_append(const float* __restrict__ qkv, const bf16* _
 constexpr int kAttnThreads = 512;
 __global__ void __launch_bounds__(kAttnThreads) attention(const bf16* __restrict__ q, const bf16* kc, const bf16* vc,
                                                           bf16* __restrict__ out, int heads, int kv_heads, int hd,
-                                                          int pos0, int T, int max_ctx, int causal) {
+                                                          int pos0, int T, int max_ctx, int causal,
+                                                          const int* __restrict__ dpos) {
   extern __shared__ float sm[];
+  if (dpos != nullptr) pos0 = *dpos;
   const int h = blockIdx.x, t = blockIdx.y, kvh = h / (heads / kv_heads);
   const int ctx = causal ? pos0 + t + 1 : pos0 + T;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
@@ -308,6 +312,8 @@ __global__ void __launch_bounds__(kAttnThreads) attention(const bf16* __restrict
 
 size_t attention_smem(int max_ctx, int hd) { return (size_t(max_ctx) + 256 + size_t(kAttnThreads / 32) * hd) * sizeof(float); }
 
+__global__ void advance_pos(int* dpos) { ++*dpos; }
+
 __global__ void add_inplace(float* __restrict__ x, const float* __restrict__ d, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) x[i] += d[i];
 }
@@ -377,6 +383,7 @@ struct Options {
   bool probe = true;
   bool per_unit = false;
   int warmup = 2;
+  bool graph = false;
 };
 
 struct Counters {
@@ -453,6 +460,7 @@ class Engine {
     xb_ = static_cast<bf16*>(dalloc(size_t(max_t_) * wide * sizeof(bf16)));
     qb_ = static_cast<bf16*>(dalloc(size_t(max_t_) * wide * sizeof(bf16)));
     token_ = static_cast<int*>(dalloc(sizeof(int)));
+    dpos_buf_ = static_cast<int*>(dalloc(sizeof(int)));
     CUDA_CHECK(cudaMemset(token_, 0, sizeof(int)));
     if (o_.spill_mb > 0) {
       spill_bytes_ = size_t(o_.spill_mb * 1e6);
@@ -540,6 +548,27 @@ class Engine {
     }
     for (int k = 0; k < o_.frame_decode_tokens; ++k) decode_step(pos + k, c, nullptr);
   }
+
+  // --graph: one decode step captured once and replayed; the position is read from
+  // device memory and advanced inside the graph. Only for weights the kernels read in
+  // place (device or zero-copy): no per-layer copies. Counts the captured step's bytes.
+  void capture_step(int pos, Counters* step) {
+    CUDA_CHECK(cudaMemcpy(dpos_buf_, &pos, sizeof(int), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaStreamBeginCapture(cs_, cudaStreamCaptureModeThreadLocal));
+    dpos_ = dpos_buf_;
+    decode_step(pos, step, nullptr);
+    advance_pos<<<1, 1, 0, cs_>>>(dpos_buf_);
+    dpos_ = nullptr;
+    cudaGraph_t g;
+    CUDA_CHECK(cudaStreamEndCapture(cs_, &g));
+    CUDA_CHECK(cudaGraphInstantiate(&graph_, g, 0));
+    CUDA_CHECK(cudaGraphDestroy(g));
+  }
+  void set_pos(int pos) { CUDA_CHECK(cudaMemcpyAsync(dpos_buf_, &pos, sizeof(int), cudaMemcpyHostToDevice, cs_)); }
+  void replay() { CUDA_CHECK(cudaGraphLaunch(graph_, cs_)); }
+  // K/V bytes of one step at position pos (read pos + 1 positions, write one), per the
+  // attention kernel's reads: what decode_step counts eagerly.
+  double kv_read_at(int pos) const { return p_.llm.layers * 2.0 * (pos + 1) * p_.llm.kv_heads * p_.llm.head_dim * sizeof(bf16); }
 
   cudaStream_t stream() const { return cs_; }
   int max_ctx() const { return max_ctx_; }
@@ -647,11 +676,11 @@ class Engine {
     linear(w + ll.qkv, xb_, big_, T, q + 2 * kv, s.hidden, u);
     const int warps = T * (s.heads + 2 * s.kv_heads);
     qk_norm_rope_append<<<(warps * 32 + 255) / 256, 256, 0, cs_>>>(big_, w + ll.qn, w + ll.kn, qb_, kc, vc, T, s.heads,
-                                                                  s.kv_heads, s.head_dim, pos0, max_ctx);
+                                                                  s.kv_heads, s.head_dim, pos0, max_ctx, dpos_);
     u->weight += 2.0 * (s.hidden + s.hidden + 2 * s.head_dim);  // norm weights
     u->kv_write += 2.0 * T * kv * sizeof(bf16);
     attention<<<dim3(s.heads, T), kAttnThreads, attention_smem(max_ctx, s.head_dim), cs_>>>(qb_, kc, vc, xb_, s.heads, s.kv_heads, s.head_dim, pos0, T,
-                                                   max_ctx, causal ? 1 : 0);
+                                                   max_ctx, causal ? 1 : 0, dpos_);
     CUDA_CHECK(cudaGetLastError());
     // Unique K/V bytes read (GQA: each KV head is read once from memory, then cached).
     const double ctx = causal ? pos0 + T : pos0 + T;
@@ -690,6 +719,9 @@ class Engine {
   float *x_ = nullptr, *tmp_ = nullptr, *big_ = nullptr;
   bf16 *xb_ = nullptr, *qb_ = nullptr;
   int* token_ = nullptr;
+  int* dpos_ = nullptr;      // non-null while capturing: kernels read the position here
+  int* dpos_buf_ = nullptr;
+  cudaGraphExec_t graph_{};
   size_t spill_bytes_ = 0;
   void *spill_src_ = nullptr, *spill_dst_ = nullptr;
 };
@@ -751,6 +783,9 @@ void usage() {
       "  --duration-s S       decode continuously for S seconds instead (interference mode)\n"
       "  --per-unit           print every unit's counted bytes\n"
       "  --warmup N           untimed decode steps first (default 2)\n"
+      "  --graph              replay one captured decode step (CUDA graph) instead of eager\n"
+      "                       launches; device or zerocopy weights only. Eager is what Ripple\n"
+      "                       gates; the graph shows the bandwidth-bound rate\n"
       "  --no-probe           skip the bandwidth ceilings\n"
       "  --device N           CUDA device\n"
       "  --frames             VLM-like mode: one request (vision encoder, prefill, short decode)\n"
@@ -811,6 +846,8 @@ int main_impl(int argc, char** argv) {
       o.prompt_tokens = int(num(need(i, "--prompt-tokens"), "--prompt-tokens", 1, 8192));
     } else if (a == "--frame-decode-tokens") {
       o.frame_decode_tokens = int(num(need(i, "--frame-decode-tokens"), "--frame-decode-tokens", 0, 4096));
+    } else if (a == "--graph") {
+      o.graph = true;
     } else if (a == "--warmup") {
       o.warmup = int(num(need(i, "--warmup"), "--warmup", 0, 1000));
     } else if (a == "--per-unit") {
@@ -830,6 +867,8 @@ int main_impl(int argc, char** argv) {
     usage_error("unknown preset '" + o.preset + "' (known: " + names + ")");
   }
   if (o.deadline_ms == 0) o.deadline_ms = o.period_ms;
+  if (o.graph && (o.frames || o.spill_mb > 0 || (o.weights == Place::kHost && o.stream == Stream::kCopy)))
+    usage_error("--graph needs --weights device or --stream zerocopy, and no --frames or --spill-mb");
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     std::fprintf(stderr, "ripple-llm: error: no CUDA device found\n");
@@ -894,11 +933,29 @@ int main_impl(int argc, char** argv) {
   Counters c;
   const int ctx_first = pos;
   int steps = 0;
+  Counters captured;
+  if (o.graph) {
+    eng.decode_step(pos, &captured, &units);  // eager once more, for the per-unit table
+    CUDA_CHECK(cudaDeviceSynchronize());
+    captured = Counters();
+    eng.capture_step(pos, &captured);
+    eng.set_pos(pos);
+  }
   auto wall0 = std::chrono::steady_clock::now();
   CUDA_CHECK(cudaEventRecord(e0, eng.stream()));
   for (;;) {
-    if (pos + 1 >= eng.max_ctx()) pos = o.context;  // interference mode: wrap the context
-    eng.decode_step(pos++, &c, steps == 0 ? &units : nullptr);
+    if (pos + 1 >= eng.max_ctx()) {  // interference mode: wrap the context
+      pos = o.context;
+      if (o.graph) eng.set_pos(pos);
+    }
+    if (o.graph) {
+      eng.replay();
+      c.weight += captured.weight, c.kv_write += captured.kv_write, c.embed += captured.embed;
+      c.kv_read += eng.kv_read_at(pos);
+      ++pos;
+    } else {
+      eng.decode_step(pos++, &c, steps == 0 ? &units : nullptr);
+    }
     ++steps;
     if (o.duration_s > 0) {
       if (steps % 4 == 0) {
@@ -949,9 +1006,10 @@ int main_impl(int argc, char** argv) {
     }
     std::printf("ripple-llm: %s-bandwidth limit %.2f tokens/s: measured/limit %.2f\n", limit_name, limit, tps / limit);
   }
-  std::printf("RESULT engine=ripple-llm preset=%s weights=%s kv=%s tokens=%d tok_s=%.3f counted_gb=%.4f model_gb=%.4f "
+  std::printf("RESULT engine=ripple-llm preset=%s weights=%s%s kv=%s tokens=%d tok_s=%.3f counted_gb=%.4f model_gb=%.4f "
               "diff_pct=%.3f limit_tok_s=%.3f ratio=%.3f gbs=%.1f\n",
-              preset->name, wname, o.kv == Place::kDevice ? "device" : "host", steps, tps, counted / 1e9, model / 1e9,
+              preset->name, wname, o.graph ? " launch=graph" : "", o.kv == Place::kDevice ? "device" : "host", steps, tps,
+              counted / 1e9, model / 1e9,
               100.0 * (counted - model) / model, limit, limit > 0 ? tps / limit : 0.0, counted * tps / 1e9);
   return 0;
 }

@@ -28,6 +28,8 @@ llm() { # name args...
   tail -4 "$OUT/llm-$name.log" | tee -a "$OUT/run.log"
 }
 llm dev8b --preset qwen3-8b --weights device --context 1024 --tokens 64
+llm dev8b-graph --preset qwen3-8b --weights device --context 1024 --tokens 64 --graph
+llm dev0.6b --preset qwen3-0.6b --weights device --context 1024 --tokens 64
 llm host8b --preset qwen3-8b --weights host --stream copy --context 1024 --tokens 6
 llm zc8b --preset qwen3-8b --weights host --stream zerocopy --context 1024 --tokens 3 --no-probe
 llm hostkv4b --preset qwen3-4b --weights host --kv host --context 4096 --tokens 6
