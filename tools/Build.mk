@@ -5,3 +5,9 @@ $(O)/bin/ripplectl: $(call objs,$(RIPPLECTL_SRCS)) $(TRACER_LIBS)
 $(O)/bin/ripplectl: LDLIBS := $(LDLIBS_TRACER)
 $(O)/bin/ripplectl: ; $(link_cxx)
 BINS += $(O)/bin/ripplectl
+
+# Benchmarks (not part of make check; results in Documentation/results/).
+$(O)/bin/ripple-tracer-bench: $(call objs,tools/bench/tracer_bench.cc) $(TRACER_LIBS)
+$(O)/bin/ripple-tracer-bench: LDLIBS := $(LDLIBS_TRACER)
+$(O)/bin/ripple-tracer-bench: ; $(link_cxx)
+BINS += $(O)/bin/ripple-tracer-bench

@@ -505,6 +505,19 @@ Status Tracer::set_deadline(uint32_t pt, uint64_t deadline_ns) {
   return Status::Ok();
 }
 
+std::vector<ProgramStats> Tracer::program_stats() const {
+  std::vector<ProgramStats> out;
+  bpf_program* prog;
+  bpf_object__for_each_program(prog, impl_->skel->obj) {
+    if (!bpf_program__autoload(prog)) continue;
+    bpf_prog_info info{};
+    __u32 len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len)) continue;
+    out.push_back({bpf_program__name(prog), info.run_time_ns, info.run_cnt});
+  }
+  return out;
+}
+
 size_t Tracer::thread_count(uint32_t pt) const {
   int fd = bpf_map__fd(impl_->skel->maps.pt_threads);
   size_t n = 0;

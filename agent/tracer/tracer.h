@@ -45,11 +45,14 @@ struct Options {
   size_t ring_bytes = 256 * 1024;       // rounded up to a power of two pages
   std::string pin_dir = RIPPLE_PIN_DIR;  // empty: do not pin (and take no lock)
   std::string lock_path = "/run/ripple/tracer.lock";
+  // false (default): no wake-ups; poll() sleeps its timeout, then drains, so
+  // the consumer sees an event at most one poll interval late.
   // true: each event wakes a consumer sleeping in poll()/epoll on ring_fd().
-  // false: no wake-ups; poll() sleeps its timeout, then drains. A wake-up is
-  // an irq_work on the traced task's CPU, paid on its way back to user space
-  // (measured ~20 us per release in a nested VM: Documentation/results/tracer.md).
-  bool wakeup_consumer = true;
+  // A wake-up is an irq_work (a self-IPI) on the traced task's CPU, paid by
+  // the task on its way back to user space: measured +25 us per job and 10x
+  // the BPF cost in a nested VM (Documentation/results/tracer.md), so the
+  // protected tasks are better served by a consumer that polls.
+  bool wakeup_consumer = false;
 };
 
 enum class JobEventKind : uint8_t { kRelease, kComplete };
@@ -73,6 +76,14 @@ struct JobEvent {
 
 using Callback = std::function<void(const JobEvent&)>;
 
+// Run-time statistics of one loaded BPF program (counted only while BPF
+// statistics are enabled: sysctl kernel.bpf_stats_enabled or bpf_enable_stats()).
+struct ProgramStats {
+  std::string name;
+  uint64_t run_time_ns = 0;
+  uint64_t run_count = 0;
+};
+
 // Checks a spec without loading anything: the pid exists, the exe is an ELF
 // file, the comm fits, uprobe symbols exist in their binary. On success fills
 // in the defaults (name, resolved uprobe binary).
@@ -92,8 +103,9 @@ class Tracer {
 
   // The ring buffer's epoll fd: readable when events are pending.
   int ring_fd() const;
-  // Waits up to timeout_ms (-1: forever) and delivers pending events; returns
-  // how many were delivered. An interrupting signal returns 0.
+  // Delivers pending events; returns how many. With wake-ups it returns as
+  // soon as events are pending (or after timeout_ms, -1: forever); without,
+  // it sleeps timeout_ms first. An interrupting signal returns 0.
   Result<int> poll(int timeout_ms);
   // Delivers whatever is pending without waiting.
   Result<int> consume();
@@ -105,6 +117,8 @@ class Tracer {
   Status set_deadline(uint32_t pt, uint64_t deadline_ns);
   // Threads currently attached to a PT.
   size_t thread_count(uint32_t pt) const;
+  // The loaded programs' run time and count: the tracer's in-kernel cost.
+  std::vector<ProgramStats> program_stats() const;
   const std::vector<PtSpec>& pts() const { return opts_.pts; }
   const std::string& pin_dir() const { return opts_.pin_dir; }
 

@@ -85,7 +85,6 @@ int run_trace(const TraceArgs& a) {
   tracer::Options opts;
   opts.pts.push_back(spec);
   opts.ring_bytes = a.ring_kb * 1024;
-  opts.wakeup_consumer = false;  // drain every 100 ms: no wake-up cost on the traced task
   if (a.no_pin) opts.pin_dir.clear();
   else if (!a.pin_dir.empty()) opts.pin_dir = a.pin_dir;
 

@@ -1,0 +1,69 @@
+// Engine side of the engine protocol (protocol.h): what an inference process links (the
+// stand-in test engine now, the LD_PRELOAD interposer of issue 6 later). Blocking,
+// single-threaded, one session per process; no threads of its own.
+//
+//   auto c = Client::connect(path, hello, 1000);   // hello -> welcome
+//   c->announce({id, 0, units});                   // a forward pass
+//   for (first = 0; first < n; first += g.count) {
+//     auto g = c->acquire(id, first, timeout);     // cached successor or a new grant
+//     c->started(*g); run g.count units; c->done(*g, gpu_ns);
+//   }
+// acquire() applies the pipelining check of paper §4.3: a successor delivered ahead is
+// used only if its work identity is the engine's position and start_by has not passed;
+// otherwise it is handed back (Discard) and the next grant is awaited.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "agent/common/status.h"
+#include "agent/engine/protocol.h"
+
+namespace ripple::engine {
+
+// Error codes of Client calls besides negative errno.
+inline constexpr int kErrTimeout = -110;   // -ETIMEDOUT
+inline constexpr int kErrAgentGone = -104; // -ECONNRESET: EOF or Bye from the agent
+
+class Client {
+ public:
+  static Result<std::unique_ptr<Client>> connect(const std::string& path, const Hello& hello, int timeout_ms);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  int fd() const { return fd_; }
+  const Welcome& welcome() const { return welcome_; }
+  Status announce(const WorkMsg& work);
+  Result<GrantMsg> acquire(std::uint64_t work, std::uint32_t first, int timeout_ms);
+  Status started(const GrantMsg& g);
+  Status done(const GrantMsg& g, std::uint64_t measured_ns);
+  // Ends the session (also done by the destructor with kNormal).
+  void bye(ByeReason reason, const std::string& text);
+  // Why the agent ended the session, once acquire() returned kErrAgentGone.
+  const ByeMsg& agent_bye() const { return agent_bye_; }
+  std::uint64_t discarded() const { return discarded_; }
+  // Grant round trip of the last acquire that had to wait: agent send -> engine receive.
+  std::uint64_t last_delivery_ns() const { return last_delivery_ns_; }
+
+ private:
+  explicit Client(int fd) : fd_(fd) {}
+  Status send(const Message& m);
+  // Receives one message within timeout_ms (-1: forever).
+  Result<Message> receive(int timeout_ms);
+
+  int fd_ = -1;
+  Welcome welcome_;
+  std::deque<GrantMsg> cache_;
+  std::vector<std::uint8_t> buf_;
+  ByeMsg agent_bye_;
+  bool open_ = true;
+  std::uint64_t discarded_ = 0;
+  std::uint64_t last_delivery_ns_ = 0;
+};
+
+std::uint64_t monotonic_ns();
+
+}  // namespace ripple::engine
