@@ -129,10 +129,11 @@ struct Sink {
   }
 };
 
-// Timing tests run without consumer wake-ups: a wake-up is an irq_work on the
-// traced task's CPU, paid after the tracer's timestamp and before the program's
-// own (~20 us in a nested VM), so it would blur what these tests measure. The
-// stress and live-deadline tests run with wake-ups, the library's default.
+// Timing tests run without consumer wake-ups (the library's default): a
+// wake-up is an irq_work on the traced task's CPU, paid after the tracer's
+// timestamp and before the program's own (~20 us in a nested VM), so it would
+// blur what these tests measure. The stress and live-deadline tests run with
+// wake-ups, so that path is covered too.
 Options test_options(bool wakeup = false) {
   Options o;
   o.pin_dir.clear();  // do not disturb a running agent's pins, take no lock
