@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "agent/policy/registry.h"
 #include "agent/pricing/config.h"
 
 namespace ripple::config {
@@ -92,6 +93,7 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
     } else if (k == "policy") {
       auto s = string(w, n, key);
       if (!s) return s.error();
+      if (auto p = policy::make_policy(*s); !p) return error_at(w, n, key, p.error().message);
       a.policy = *s;
     } else if (k == "fail_mode") {
       auto s = string(w, n, key);

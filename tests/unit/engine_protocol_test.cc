@@ -1,0 +1,171 @@
+// Unit tests of the engine protocol (agent/engine/protocol.h): every message round-trips;
+// malformed datagrams are refused with a reason naming the field; the client's
+// pipelining check hands a stale successor back (Discard) and takes the fresh one.
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "agent/engine/client.h"
+#include "agent/engine/protocol.h"
+
+namespace ripple::engine {
+namespace {
+
+std::vector<std::uint8_t> bytes_of(const Message& m) {
+  std::vector<std::uint8_t> out;
+  EXPECT_TRUE(encode(m, out).ok());
+  return out;
+}
+
+Hello hello() {
+  Hello h;
+  h.name = "llm";
+  h.kind = Kind::kDeadlineBound;
+  h.period_ns = 5'000'000'000;
+  h.deadline_ns = 4'000'000'000;
+  h.grant_overhead_ns = 30'000;
+  h.units = {{"layer", 385'978'880, 1'800'000}, {"head", 1'244'659'712, 5'000'000}};
+  return h;
+}
+
+std::string decode_error(std::vector<std::uint8_t> d) {
+  auto r = decode(d);
+  return r.ok() ? std::string("(decoded)") : r.error().message;
+}
+
+// Tests that every message type survives encode/decode with every field intact and
+// that the Hello's size is header + 64 + 40 per unit.
+TEST(EngineProtocol, RoundTripsEveryMessage) {
+  const auto d = bytes_of(hello());
+  EXPECT_EQ(d.size(), 16u + 64u + 2u * 40u);
+  auto h = decode(d);
+  ASSERT_TRUE(h.ok()) << h.error().message;
+  const Hello& got = std::get<Hello>(*h);
+  EXPECT_EQ(got.name, "llm");
+  EXPECT_EQ(got.kind, Kind::kDeadlineBound);
+  EXPECT_EQ(got.deadline_ns, 4'000'000'000u);
+  ASSERT_EQ(got.units.size(), 2u);
+  EXPECT_EQ(got.units[1].name, "head");
+  EXPECT_EQ(got.units[1].bytes, 1'244'659'712u);
+
+  WorkMsg w{7, 123, {0, 0, 1}};
+  auto wr = decode(bytes_of(w));
+  ASSERT_TRUE(wr.ok());
+  EXPECT_EQ(std::get<WorkMsg>(*wr).units, (std::vector<std::uint32_t>{0, 0, 1}));
+  GrantMsg g{9, 7, 2, 3, 300, 4000, 5000, true};
+  auto gr = decode(bytes_of(g));
+  ASSERT_TRUE(gr.ok());
+  const GrantMsg& gg = std::get<GrantMsg>(*gr);
+  EXPECT_EQ(gg.first, 2u);
+  EXPECT_EQ(gg.count, 3u);
+  EXPECT_EQ(gg.start_by_ns, 4000u);
+  EXPECT_TRUE(gg.successor);
+  EXPECT_EQ(std::get<DoneMsg>(*decode(bytes_of(DoneMsg{9, 1234}))).measured_ns, 1234u);
+  EXPECT_EQ(std::get<StartMsg>(*decode(bytes_of(StartMsg{9}))).grant_id, 9u);
+  EXPECT_EQ(std::get<DiscardMsg>(*decode(bytes_of(DiscardMsg{9}))).grant_id, 9u);
+  auto b = decode(bytes_of(ByeMsg{ByeReason::kShutdown, "agent stopping"}));
+  EXPECT_EQ(std::get<ByeMsg>(*b).text, "agent stopping");
+  auto wel = decode(bytes_of(Welcome{3, "ripple", 20'000'000, FailMode::kClosed}));
+  EXPECT_EQ(std::get<Welcome>(*wel).policy, "ripple");
+  EXPECT_EQ(std::get<Welcome>(*wel).fail_mode, FailMode::kClosed);
+}
+
+// Tests that malformed datagrams are refused with a message naming what is wrong:
+// too short, bad magic, other version, length mismatch, truncation, unknown type,
+// an unterminated name, a kind out of range, a zero-byte unit, a zero-unit grant.
+TEST(EngineProtocol, RefusesMalformedDatagrams) {
+  const auto good = bytes_of(hello());
+  EXPECT_NE(decode_error({1, 2, 3}).find("shorter than the 16-byte header"), std::string::npos);
+  auto d = good;
+  d[0] ^= 0xff;
+  EXPECT_NE(decode_error(d).find("bad magic"), std::string::npos);
+  d = good;
+  d[4] = 9;
+  EXPECT_NE(decode_error(d).find("version 9"), std::string::npos);
+  d = good;
+  d.pop_back();
+  EXPECT_NE(decode_error(d).find("header says"), std::string::npos);
+  d = good;
+  d.resize(good.size() - 40);  // one unit short, header length fixed up
+  const std::uint32_t len = static_cast<std::uint32_t>(d.size());
+  std::memcpy(d.data() + 8, &len, 4);
+  EXPECT_NE(decode_error(d).find("hello: 120 bytes, expected 160"), std::string::npos);
+  d = good;
+  d[6] = 42;
+  EXPECT_NE(decode_error(d).find("unknown type 42"), std::string::npos);
+  d = good;
+  std::memset(d.data() + 16, 'x', kNameBytes);
+  EXPECT_NE(decode_error(d).find("hello.name: not NUL-terminated"), std::string::npos);
+  d = good;
+  d[16 + 32] = 5;
+  EXPECT_NE(decode_error(d).find("hello.kind: 5"), std::string::npos);
+  d = good;
+  std::memset(d.data() + 16 + 64, 0, 8);  // unit 0: 0 bytes
+  EXPECT_NE(decode_error(d).find("hello.unit[0].bytes: 0 out of range"), std::string::npos);
+  d = bytes_of(GrantMsg{1, 1, 0, 1, 1, 1, 1, false});
+  std::memset(d.data() + 16 + 20, 0, 4);  // count = 0
+  EXPECT_NE(decode_error(d).find("grant: count is 0"), std::string::npos);
+  std::vector<std::uint8_t> out;
+  Hello big = hello();
+  big.name = std::string(40, 'n');
+  EXPECT_FALSE(encode(big, out).ok());
+}
+
+// Tests the engine-side pipelining check: a successor whose work identity is not the
+// engine's position is handed back with a Discard, and the matching grant is used.
+TEST(EngineClient, DiscardsStaleSuccessor) {
+  char dir[] = "/tmp/ripple-proto-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/engine.sock";
+  int ls = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(ls, 1), 0);
+  std::vector<Message> seen;
+  std::thread agent([&] {
+    int c = accept(ls, nullptr, nullptr);
+    std::vector<std::uint8_t> buf(kMaxMessageBytes);
+    auto recv_one = [&] {
+      ssize_t n = recv(c, buf.data(), buf.size(), 0);
+      auto m = decode(std::span<const std::uint8_t>(buf.data(), n > 0 ? std::size_t(n) : 0));
+      if (m) seen.push_back(*m);
+    };
+    recv_one();  // hello
+    auto send_one = [&](const Message& m) {
+      auto d = bytes_of(m);
+      send(c, d.data(), d.size(), 0);
+    };
+    send_one(Welcome{0, "ripple", 20'000'000, FailMode::kOpen});
+    const std::uint64_t far = monotonic_ns() + 10'000'000'000ull;
+    send_one(GrantMsg{1, 5, 4, 2, 200, far, monotonic_ns(), true});   // wrong position
+    send_one(GrantMsg{2, 5, 0, 4, 400, far, monotonic_ns(), false});  // the right one
+    recv_one();  // discard of grant 1
+    recv_one();  // bye
+    close(c);
+  });
+  Hello h = hello();
+  auto client = Client::connect(path, h, 2000);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  auto g = (*client)->acquire(5, 0, 2000);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->grant_id, 2u);
+  EXPECT_EQ((*client)->discarded(), 1u);
+  client->reset();
+  agent.join();
+  close(ls);
+  unlink(path.c_str());
+  rmdir(dir);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(std::get<DiscardMsg>(seen[1]).grant_id, 1u);
+  EXPECT_TRUE(std::holds_alternative<ByeMsg>(seen[2]));
+}
+
+}  // namespace
+}  // namespace ripple::engine
