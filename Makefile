@@ -92,6 +92,10 @@ check: deps
 	@O=$(abs_O) tests/run-suites $(foreach s,$(GTEST_SUITES),gtest:$(s)) \
 		$(foreach s,$(TAP_SUITES),tap:$(s))
 
+demo: deps
+	@$(MAKE) --no-print-directory -j$(NPROC) build
+	@O=$(abs_O) tools/demo.sh
+
 clean:
 	rm -rf $(O)
 

@@ -9,7 +9,7 @@
 //     with a 2 ms period and 200 us of work, measured by its own clock
 //     (nominal release -> start, nominal release -> completion), in
 //     interleaved blocks: untraced, traced without consumer wake-ups, traced
-//     with them (the library's default). Ratios come from the same run.
+//     with them. Ratios come from the same run.
 //
 //   ripple-tracer-bench [--seconds S] [--rates 1000,10000] [--rounds R] [--block-s S]
 //                       [--markdown]
@@ -289,7 +289,7 @@ int main(int argc, char** argv) {
 
   // 2. Added latency per job, interleaved blocks.
   enum Mode { kUntraced, kTracedPoll, kTracedWake };
-  const char* names[] = {"untraced", "traced, no wake-ups", "traced, wake-ups (default)"};
+  const char* names[] = {"untraced", "traced (default: no wake-ups)", "traced, consumer wake-ups"};
   std::vector<double> sp50[3], sp99[3], rp50[3], rp99[3];
   size_t jobs[3] = {};
   for (int round = 0; round < rounds; round++) {
