@@ -89,6 +89,7 @@ deps:
 
 check: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) build
+	@tools/deps/mount-fs.sh
 	@O=$(abs_O) tests/run-suites $(foreach s,$(GTEST_SUITES),gtest:$(s)) \
 		$(foreach s,$(TAP_SUITES),tap:$(s))
 

@@ -12,8 +12,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "make demo: the tracer loads BPF programs; run it as root" >&2
   exit 1
 fi
-mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing
-mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+tools/deps/mount-fs.sh
 
 echo "== Ripple demo: tracing an unmodified robot task (costmap, 10 Hz) for ${secs} s"
 "$O/bin/ripplectl" trace --exe "$O/bin/ripple-costmap" --deadline 60 --duration $((secs + 2)) &
