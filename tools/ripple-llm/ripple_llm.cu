@@ -287,20 +287,35 @@ __global__ void __launch_bounds__(kAttnThreads) attention(const bf16* __restrict
   __syncthreads();
   sum = 0.f;
   for (int i = 0; i < nw; ++i) sum += red[i];
-  // V: warp w takes a contiguous chunk of positions; lanes own dimensions; the position
-  // loop is unrolled so several V rows are in flight.
+  // V: warp w takes a contiguous chunk of positions; lane l owns dimensions 4l..4l+3
+  // (8-byte loads; hd % 4 == 0, hd <= 128) and keeps 8 rows in flight.
   const int chunk = (ctx + nw - 1) / nw, p0 = warp * chunk, p1 = min(ctx, p0 + chunk);
-  for (int i = lane; i < hd; i += 32) {
-    float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+  if (4 * lane < hd) {
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+    const bf16* vl = vb + 4 * lane;
+    auto fma4 = [&](int p) {
+      const uint2 u = *reinterpret_cast<const uint2*>(vl + size_t(p) * hd);
+      const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+      const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+      const float w = scores[p];
+      a.x += w * lo.x, a.y += w * lo.y, a.z += w * hi.x, a.w += w * hi.y;
+    };
     int p = p0;
-    for (; p + 4 <= p1; p += 4) {
-      a0 += scores[p] * __bfloat162float(vb[size_t(p) * hd + i]);
-      a1 += scores[p + 1] * __bfloat162float(vb[size_t(p + 1) * hd + i]);
-      a2 += scores[p + 2] * __bfloat162float(vb[size_t(p + 2) * hd + i]);
-      a3 += scores[p + 3] * __bfloat162float(vb[size_t(p + 3) * hd + i]);
+    for (; p + 8 <= p1; p += 8) {
+      uint2 u[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) u[k] = *reinterpret_cast<const uint2*>(vl + size_t(p + k) * hd);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u[k].x));
+        const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u[k].y));
+        const float w = scores[p + k];
+        a.x += w * lo.x, a.y += w * lo.y, a.z += w * hi.x, a.w += w * hi.y;
+      }
     }
-    for (; p < p1; ++p) a0 += scores[p] * __bfloat162float(vb[size_t(p) * hd + i]);
-    accs[warp * hd + i] = (a0 + a1) + (a2 + a3);
+    for (; p < p1; ++p) fma4(p);
+    float* dst = accs + warp * hd + 4 * lane;
+    dst[0] = a.x, dst[1] = a.y, dst[2] = a.z, dst[3] = a.w;
   }
   __syncthreads();
   for (int i = threadIdx.x; i < hd; i += blockDim.x) {
@@ -407,6 +422,8 @@ class Engine {
       CUDA_CHECK(cudaEventCreateWithFlags(&used_[i], cudaEventDisableTiming));
     }
     const Shape& s = p_.llm;
+    for (const Shape* sh : {&p_.llm, &p_.vision})
+      if (sh->layers > 0 && (sh->head_dim % 8 != 0 || sh->head_dim > 128)) die("head_dim must be a multiple of 8, at most 128");
     LayerLayout ll(s);
     layer_elems_ = ll.total;
     head_elems_ = size_t(p_.vocab) * s.hidden + s.hidden;  // LM head + final norm
@@ -569,6 +586,39 @@ class Engine {
   // K/V bytes of one step at position pos (read pos + 1 positions, write one), per the
   // attention kernel's reads: what decode_step counts eagerly.
   double kv_read_at(int pos) const { return p_.llm.layers * 2.0 * (pos + 1) * p_.llm.kv_heads * p_.llm.head_dim * sizeof(bf16); }
+
+  // Times the pieces of one decode layer in place (device weights): the gate/up GEMV's
+  // achieved read bandwidth, the attention kernel at position pos, and the whole layer.
+  void kernel_probe(int pos) {
+    const Shape& s = p_.llm;
+    LayerLayout ll(s);
+    const bf16* w = layer_ptr(0);
+    bf16* kc = kv_;
+    cudaEvent_t a, b;
+    CUDA_CHECK(cudaEventCreate(&a));
+    CUDA_CHECK(cudaEventCreate(&b));
+    auto time_us = [&](auto&& f) {
+      f();
+      CUDA_CHECK(cudaEventRecord(a, cs_));
+      for (int i = 0; i < 20; ++i) f();
+      CUDA_CHECK(cudaEventRecord(b, cs_));
+      CUDA_CHECK(cudaEventSynchronize(b));
+      float ms;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+      return ms * 1e3 / 20;
+    };
+    Counters u;
+    const double gemv_us = time_us([&] { linear(w + ll.gu, xb_, big_, 1, 2 * s.inter, s.hidden, &u); });
+    const double attn_us = time_us([&] {
+      attention<<<dim3(s.heads, 1), kAttnThreads, attention_smem(max_ctx_, s.head_dim), cs_>>>(
+          qb_, kc, kc + kv_layer_elems_, xb_, s.heads, s.kv_heads, s.head_dim, pos, 1, max_ctx_, 1, nullptr);
+    });
+    const double layer_us = time_us([&] { layer(s, w, 1, pos, kc, kc + kv_layer_elems_, max_ctx_, true, &u); });
+    const double gu_bytes = 2.0 * s.inter * s.hidden * sizeof(bf16);
+    std::printf("ripple-llm: kernel probe: gate/up GEMV %.1f us (%.0f GB/s), attention at %d positions %.1f us, "
+                "whole layer %.1f us (%.0f GB/s of its weights)\n",
+                gemv_us, gu_bytes / gemv_us / 1e3, pos + 1, attn_us, layer_us, ll.total * 2.0 / layer_us / 1e3);
+  }
 
   cudaStream_t stream() const { return cs_; }
   int max_ctx() const { return max_ctx_; }
@@ -923,6 +973,8 @@ int main_impl(int argc, char** argv) {
                 preset->name, wname, o.requests, hits, lat[lat.size() / 2], lat.back());
     return 0;
   }
+
+  if (o.probe && o.weights == Place::kDevice) eng.kernel_probe(o.context);
 
   // Decode. Warm up, then count and time.
   int pos = o.context;

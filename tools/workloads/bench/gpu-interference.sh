@@ -30,8 +30,10 @@ llm() { # name args...
 llm dev8b --preset qwen3-8b --weights device --context 1024 --tokens 64
 llm dev8b-graph --preset qwen3-8b --weights device --context 1024 --tokens 64 --graph
 llm dev0.6b --preset qwen3-0.6b --weights device --context 1024 --tokens 64
+if [ -z "${QUICK:-}" ]; then
 llm host8b --preset qwen3-8b --weights host --stream copy --context 1024 --tokens 6
 llm zc8b --preset qwen3-8b --weights host --stream zerocopy --context 1024 --tokens 3 --no-probe
+fi
 llm hostkv4b --preset qwen3-4b --weights host --kv host --context 4096 --tokens 6
 llm frames --preset qwen3-vl-8b --frames --requests 4 --period-ms 2000 --deadline-ms 1000 --no-probe
 
@@ -68,8 +70,10 @@ for mode in ${HF_MODES-none pinned}; do
   tail -2 "$OUT/hf-$mode.log" | tee -a "$OUT/run.log"
 done
 
-# 3. Solo runs.
-for t in "${tasks[@]}"; do
+# 3. Solo runs (SKIP_SOLO=1 skips).
+solo_tasks=("${tasks[@]}")
+[ -n "${SKIP_SOLO:-}" ] && solo_tasks=()
+for t in "${solo_tasks[@]}"; do
   log "solo $t"
   "$B/ripple-$t" --core $first_core --duration-s "$T" --period-ms "${period[$t]}" --quiet >"$OUT/solo-$t.log" 2>&1
   tail -1 "$OUT/solo-$t.log" | tee -a "$OUT/run.log"
@@ -96,10 +100,15 @@ phase() { # name [ripple-llm args...]
   if [ -n "$lpid" ]; then kill -INT $lpid 2>/dev/null; sleep 1; kill $lpid 2>/dev/null; wait $lpid 2>/dev/null; fi
   grep -h RESULT "$OUT"/phase-$name-*.log | tee -a "$OUT/run.log"
 }
-phase idle
-phase device --preset qwen3-8b --weights device --context 1024
-phase host --preset qwen3-4b --weights host --kv host --context 4096
-phase spill --preset qwen3-4b --weights host --kv host --context 4096 --spill-mb ${SPILL_MB:-256}
+phases=${PHASES:-idle device host spill}
+for ph in $phases; do
+  case $ph in
+    idle) phase idle ;;
+    device) phase device --preset qwen3-8b --weights device --context 1024 ;;
+    host) phase host --preset qwen3-4b --weights host --kv host --context 4096 ;;
+    spill) phase spill --preset qwen3-4b --weights host --kv host --context 4096 --spill-mb ${SPILL_MB:-256} ;;
+  esac
+done
 
 # Summary table.
 python3 - "$OUT" <<'PY' | tee "$OUT/summary.txt"
