@@ -11,3 +11,6 @@ $(O)/bin/ripple-tracer-bench: $(call objs,tools/bench/tracer_bench.cc) $(TRACER_
 $(O)/bin/ripple-tracer-bench: LDLIBS := $(LDLIBS_TRACER)
 $(O)/bin/ripple-tracer-bench: ; $(link_cxx)
 BINS += $(O)/bin/ripple-tracer-bench
+
+# ripplectl status | top | explain (the agent's control socket; issue 5).
+$(O)/bin/ripplectl: $(call objs,tools/ripplectl/status.cc)

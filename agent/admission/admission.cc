@@ -23,6 +23,27 @@ std::string_view to_string(WaitCause cause) {
   return "?";
 }
 
+std::string describe(const WaitReason& w, Nanos now) {
+  if (!w.detail.empty()) return w.detail;
+  const double in_ms = w.until == kNever ? 0 : static_cast<double>(w.until - now) / 1e6;
+  switch (w.cause) {
+    case WaitCause::kNone: return "granted";
+    case WaitCause::kNoWork: return "nothing announced";
+    case WaitCause::kSlotsFull: return "current and successor grants outstanding";
+    case WaitCause::kBudget:
+      if (w.until == kNever)
+        return fmt::format("next unit {} B exceeds what the active jobs can release; waits for a completion", w.need);
+      return fmt::format("B(t) = {} B < next unit {} B; accrues in {:.3f} ms", w.budget, w.need, in_ms);
+    case WaitCause::kCrossing:
+      return fmt::format("one unit ({} B) fits B(t) but its crossing into a release is not allowed", w.need);
+    case WaitCause::kDueTime:
+      return fmt::format("held for engine {}'s unit due in {:.3f} ms", w.other, in_ms);
+    case WaitCause::kPaused: return "paused by the policy";
+    case WaitCause::kBoundary: return "waits for the grant in flight to end";
+  }
+  return "?";
+}
+
 Bytes EngineState::bytes_of(std::uint32_t count) const {
   Bytes b = 0;
   for (std::uint32_t k = 0; k < count; ++k) b += unit(k).bytes;
@@ -114,7 +135,7 @@ Result<EngineId> Admission::add_engine(EngineSpec spec, Nanos now) {
   e.id = static_cast<EngineId>(engines_.size());
   e.spec = std::move(spec);
   e.last_done = now;
-  e.wait = {WaitCause::kNoWork, 0, 0, kNever, "nothing announced"};
+  e.wait = {WaitCause::kNoWork, 0, 0, kNever, {}};
   engines_.push_back(std::move(e));
   update_probe_unit();
   return engines_.back().id;
@@ -233,7 +254,7 @@ Decision Admission::decide(Nanos now) {
       e.queue.pop_front();
       e.cursor = 0;
     }
-    e.wait = {WaitCause::kNone, 0, 0, kNever, "granted"};
+    e.wait = {WaitCause::kNone, 0, 0, kNever, {}};
     d.grants.push_back(g);
   }
   return d;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include <fmt/format.h>
 
 namespace ripple::admission {
 
@@ -27,13 +26,12 @@ Pick RipplePolicy::pick(const Context& ctx) {
   for (const EngineState& e : ctx.engines) {
     if (!e.connected) continue;
     if (!e.has_work()) {
-      out.waits.emplace_back(e.id, WaitReason{WaitCause::kNoWork, 0, budget, kNever, "nothing announced"});
+      out.waits.emplace_back(e.id, WaitReason{WaitCause::kNoWork, 0, budget, kNever, {}});
       continue;
     }
     const auto start = ctx.slot(e);
     if (!start) {
-      out.waits.emplace_back(e.id, WaitReason{WaitCause::kSlotsFull, e.bytes_of(1), budget, e.busy_until,
-                                              "current and successor grants outstanding"});
+      out.waits.emplace_back(e.id, WaitReason{WaitCause::kSlotsFull, e.bytes_of(1), budget, e.busy_until, {}});
       continue;
     }
     const Nanos due = e.spec.kind == EngineKind::kDeadlineBound ? e.due_time(0, ctx.gamma) : kNever;
@@ -83,6 +81,8 @@ Pick RipplePolicy::pick(const Context& ctx) {
       out.count = n;
       return out;
     }
+    // Structured only: the text is composed when someone asks (describe()), so the
+    // decision path formats nothing.
     const Bytes need = e.bytes_of(1);
     WaitReason why;
     why.need = need;
@@ -90,21 +90,13 @@ Pick RipplePolicy::pick(const Context& ctx) {
     if (held_for_due) {
       why.cause = WaitCause::kDueTime;
       why.until = waiting_bound->due;
-      why.detail = fmt::format("held for {}'s unit due in {:.3f} ms", waiting_bound->e->spec.name,
-                               static_cast<double>(waiting_bound->due - now) / 1e6);
+      why.other = waiting_bound->e->id;
     } else if (!fits_budget) {
       why.cause = WaitCause::kBudget;
       why.until = ledger.time_budget_reaches(need, now);
-      why.detail = why.until == kNever
-                       ? fmt::format("next unit {} B exceeds what the active jobs can release; waits for a completion", need)
-                       : fmt::format("B(t) = {} B < next unit {} B; accrues in {:.3f} ms", budget, need,
-                                     static_cast<double>(why.until - now) / 1e6);
       out.wake_at = std::min(out.wake_at, why.until);
     } else {
-      why.cause = WaitCause::kCrossing;
-      why.detail = fmt::format("one unit ({} B) fits B(t) = {} B but its crossing into a release is not allowed",
-                               need, budget == kUnlimitedBytes ? -1 : budget);
-      // The crossing relaxes as time passes only through a release or completion.
+      why.cause = WaitCause::kCrossing;  // relaxes only at a release or completion
     }
     if (c.due != kNever && waiting_bound == nullptr) waiting_bound = &c;
     out.waits.emplace_back(e.id, std::move(why));

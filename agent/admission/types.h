@@ -96,8 +96,11 @@ struct WaitReason {
   Bytes need = 0;       // bytes of the smallest grant it could take
   Bytes budget = 0;     // B(t) when it was decided
   Nanos until = kNever; // when it is expected to end (kNever: at an event)
-  std::string detail;   // one human line
+  std::string detail;   // a policy's own line; empty: describe() composes one
+  EngineId other = 0;   // kDueTime: the deadline-bound engine it is held for
 };
+// One human line for a wait, from its detail or its structured fields.
+std::string describe(const WaitReason& why, Nanos now);
 
 // Per-engine counters, kept by admission for status/top.
 struct EngineStats {

@@ -1,9 +1,11 @@
 // ripplectl: Ripple's command-line tool.
 //
 //   ripplectl trace ...   trace the jobs of a protected task (no agent needed)
+//   ripplectl status | top | explain [--json]   ask a running ripple-agent
 #include <CLI/CLI.hpp>
 
 #include "agent/common/log.h"
+#include "tools/ripplectl/status.h"
 #include "tools/ripplectl/trace.h"
 
 int main(int argc, char** argv) {
@@ -12,6 +14,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   ripple::ctl::add_trace_command(app, &exit_code);
+  ripple::ctl::add_agent_commands(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -1,0 +1,661 @@
+#include "agent/daemon/agent.h"
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/common/log.h"
+#include "agent/policy/registry.h"
+
+namespace ripple::daemon {
+
+using admission::EngineId;
+using admission::kNever;
+using nlohmann::json;
+
+Nanos monotonic_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<Nanos>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void Samples::add(Nanos v) {
+  if (v_.size() < kCapacity) {
+    v_.push_back(v);
+  } else {
+    v_[next_] = v;
+    next_ = (next_ + 1) % kCapacity;
+  }
+  ++total_;
+}
+
+Nanos Samples::percentile(double p) const {
+  if (v_.empty()) return 0;
+  std::vector<Nanos> s = v_;
+  const std::size_t rank =
+      std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(s.size()))), 1, s.size());
+  std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(rank - 1), s.end());
+  return s[rank - 1];
+}
+
+namespace {
+
+constexpr Nanos kWindow = 100LL * 1'000'000'000;  // L = 100 s (App. C)
+
+// io_uring user_data: what completed. Sessions are named by a never-reused id, so a
+// late completion for a closed session is recognised and dropped.
+enum class Tag : std::uint64_t { kSignal = 1, kRing = 2, kEngineListen = 3, kControlListen = 4, kEngine = 5, kControl = 6 };
+std::uint64_t user_data(Tag tag, std::uint64_t id = 0) { return (static_cast<std::uint64_t>(tag) << 56) | id; }
+Tag tag_of(std::uint64_t ud) { return static_cast<Tag>(ud >> 56); }
+std::uint64_t id_of(std::uint64_t ud) { return ud & ((1ULL << 56) - 1); }
+
+struct FdCloser {
+  void operator()(int* fd) const {
+    if (*fd >= 0) ::close(*fd);
+    delete fd;
+  }
+};
+using UniqueFd = std::unique_ptr<int, FdCloser>;
+UniqueFd make_fd(int fd) { return UniqueFd(new int(fd)); }
+
+Result<UniqueFd> listen_seqpacket(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) return make_error("socket path '{}' is too long", path);
+  if (auto slash = path.rfind('/'); slash != std::string::npos && slash > 0) {
+    const std::string dir = path.substr(0, slash);
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+      return make_errno_error(-errno, "failed to create {}: {}", dir, std::strerror(errno));
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  UniqueFd fd = make_fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (*fd < 0) return make_errno_error(-errno, "failed to create socket: {}", std::strerror(errno));
+  ::unlink(path.c_str());  // a stale socket from a previous run
+  if (::bind(*fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return make_errno_error(-errno, "failed to bind {}: {}", path, std::strerror(errno));
+  // Access is decided per connection from SO_PEERCRED, not by file mode.
+  ::chmod(path.c_str(), 0666);
+  if (::listen(*fd, 64) != 0) return make_errno_error(-errno, "failed to listen on {}: {}", path, std::strerror(errno));
+  return fd;
+}
+
+double ms(Nanos ns) { return static_cast<double>(ns) / 1e6; }
+double us(Nanos ns) { return static_cast<double>(ns) / 1e3; }
+
+}  // namespace
+
+struct Agent::Session {
+  UniqueFd fd;
+  bool control = false;
+  bool welcomed = false;
+  EngineId engine = 0;
+  std::string name;
+  ucred cred{};
+};
+
+struct Agent::Impl {
+  explicit Impl(const config::Config& cfg) : ledger(cfg.pricing) {}
+
+  pricing::Ledger ledger;
+  std::unique_ptr<admission::Admission> adm;
+  std::unique_ptr<tracer::Tracer> tracer;
+  std::vector<TaskStats> task_stats;
+  io_uring ring{};
+  bool ring_ok = false;
+  UniqueFd sigfd = make_fd(-1), engine_listen = make_fd(-1), control_listen = make_fd(-1);
+  std::map<std::uint64_t, Session> sessions;
+  std::map<EngineId, std::uint64_t> session_of_engine;
+  std::uint64_t next_session = 1;
+  bool stopping = false;
+  bool dirty = false;           // a scheduling point happened: run decide()
+  Nanos point = kNever;         // when the first scheduling point of the batch was seen
+  Nanos wake_at = kNever;       // decide()'s budget-accrual time
+  Nanos next_drain = 0;         // ring drain when the tracer does not wake us
+  Nanos started = 0;
+  Samples decision_latency;     // scheduling point -> grant sent
+  std::vector<std::uint8_t> buf = std::vector<std::uint8_t>(engine::kMaxMessageBytes);
+  std::vector<std::uint8_t> out;
+  std::uint64_t grants_sent = 0, sessions_refused = 0, protocol_errors = 0, events = 0;
+};
+
+Agent::Agent(config::Config cfg) : cfg_(std::move(cfg)), impl_(std::make_unique<Impl>(cfg_)) {}
+
+Agent::~Agent() {
+  if (impl_ && impl_->ring_ok) io_uring_queue_exit(&impl_->ring);
+  if (!cfg_.agent.engine_socket.empty()) ::unlink(cfg_.agent.engine_socket.c_str());
+  if (!cfg_.agent.control_socket.empty()) ::unlink(cfg_.agent.control_socket.c_str());
+}
+
+void Agent::stop() { impl_->stopping = true; }
+
+Result<std::unique_ptr<Agent>> Agent::create(config::Config cfg) {
+  std::unique_ptr<Agent> a(new Agent(std::move(cfg)));
+  Impl& m = *a->impl_;
+  const config::Config& c = a->cfg_;
+  auto pol = policy::make_policy(c.agent.policy, &c.sereno);
+  if (!pol) return pol.error();
+  for (const auto& t : c.tasks) m.ledger.add_task(t.spec);
+  m.task_stats.resize(c.tasks.size());
+  m.adm = std::make_unique<admission::Admission>(m.ledger, std::move(*pol), c.agent.admission);
+
+  if (c.agent.core >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(c.agent.core, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+      return make_errno_error(-errno, "agent.core: failed to pin to CPU {}: {}", c.agent.core, std::strerror(errno));
+  }
+
+  // Signals arrive through a signalfd in the loop.
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  m.sigfd = make_fd(signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (*m.sigfd < 0) return make_errno_error(-errno, "failed to create signalfd: {}", std::strerror(errno));
+
+  auto el = listen_seqpacket(c.agent.engine_socket);
+  if (!el) return make_error("agent.engine_socket: {}", el.error().message);
+  m.engine_listen = std::move(*el);
+  auto cl = listen_seqpacket(c.agent.control_socket);
+  if (!cl) return make_error("agent.control_socket: {}", cl.error().message);
+  m.control_listen = std::move(*cl);
+
+  if (!c.tasks.empty()) {
+    tracer::Options topts;
+    for (const auto& t : c.tasks) topts.pts.push_back(t.pt);
+    topts.pin_dir = c.agent.pin_dir;
+    topts.wakeup_consumer = c.agent.tracer_wakeup;
+    Agent* self = a.get();
+    auto tr = tracer::Tracer::create(std::move(topts), [self](const tracer::JobEvent& ev) {
+      Impl& im = *self->impl_;
+      ++im.events;
+      if (ev.pt >= im.task_stats.size()) return;
+      TaskStats& ts = im.task_stats[ev.pt];
+      const Nanos now = monotonic_now();
+      if (im.point == kNever) im.point = now;
+      im.dirty = true;
+      if (ev.kind == tracer::JobEventKind::kRelease) {
+        ++ts.releases;
+        const auto p = im.adm->on_release(ev.pt, ev.seq, static_cast<Nanos>(ev.release_ns));
+        ts.last_allowance = p.allowance;
+        return;
+      }
+      auto done = im.adm->on_complete(ev.pt, ev.seq, static_cast<Nanos>(ev.ts_ns));
+      // Completions count even if the release was not seen (agent started mid-job).
+      const bool missed = done ? done->outcome.missed : ev.deadline_miss;
+      ++ts.jobs;
+      ts.misses += missed;
+      ts.last_response = static_cast<Nanos>(ev.response_ns);
+      const std::int64_t w = (now - im.started) / kWindow;
+      if (w != ts.window) {
+        ts.prev_window_jobs = w == ts.window + 1 ? ts.window_jobs : 0;
+        ts.prev_window_misses = w == ts.window + 1 ? ts.window_misses : 0;
+        ts.window = w;
+        ts.window_jobs = ts.window_misses = 0;
+      }
+      ++ts.window_jobs;
+      ts.window_misses += missed;
+    });
+    if (!tr) return make_error("tracer: {}", tr.error().message);
+    m.tracer = std::move(*tr);
+  }
+
+  if (int r = io_uring_queue_init(256, &m.ring, 0); r < 0)
+    return make_errno_error(r, "failed to set up io_uring: {}", std::strerror(-r));
+  m.ring_ok = true;
+  m.started = monotonic_now();
+  RIPPLE_LOG_INFO("ripple-agent: policy {}, {} task(s), engines on {}, control on {}{}", c.agent.policy,
+                  c.tasks.size(), c.agent.engine_socket, c.agent.control_socket,
+                  c.agent.core >= 0 ? fmt::format(", pinned to CPU {}", c.agent.core) : std::string());
+  return a;
+}
+
+namespace {
+
+void arm_poll(io_uring* ring, int fd, std::uint64_t ud) {
+  io_uring_sqe* sqe = io_uring_get_sqe(ring);
+  if (sqe == nullptr) {
+    io_uring_submit(ring);
+    sqe = io_uring_get_sqe(ring);
+  }
+  io_uring_prep_poll_add(sqe, fd, POLLIN);
+  io_uring_sqe_set_data64(sqe, ud);
+}
+
+void cancel_poll(io_uring* ring, std::uint64_t ud) {
+  io_uring_sqe* sqe = io_uring_get_sqe(ring);
+  if (sqe == nullptr) {
+    io_uring_submit(ring);
+    sqe = io_uring_get_sqe(ring);
+  }
+  io_uring_prep_poll_remove(sqe, ud);
+  io_uring_sqe_set_data64(sqe, 0);
+}
+
+}  // namespace
+
+Status Agent::run() {
+  Impl& m = *impl_;
+  const config::Config& c = cfg_;
+  auto send_msg = [&](Session& s, const engine::Message& msg) -> bool {
+    if (!engine::encode(msg, m.out)) return false;
+    return ::send(*s.fd, m.out.data(), m.out.size(), MSG_DONTWAIT | MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(m.out.size());
+  };
+  auto close_session = [&](std::uint64_t id, const std::string& why, bool tell) {
+    auto it = m.sessions.find(id);
+    if (it == m.sessions.end()) return;
+    Session& s = it->second;
+    if (tell) send_msg(s, engine::ByeMsg{engine::ByeReason::kProtocol, why.substr(0, engine::kByeTextBytes - 1)});
+    if (!s.control) {
+      if (s.welcomed) {
+        const Nanos now = monotonic_now();
+        m.adm->remove_engine(s.engine, now);  // outstanding grants stay charged
+        m.session_of_engine.erase(s.engine);
+        m.dirty = true;
+        if (m.point == kNever) m.point = now;
+      }
+      RIPPLE_LOG_INFO("engine session {} ({}, pid {}) closed: {}", id, s.name.empty() ? "?" : s.name, s.cred.pid, why);
+    }
+    cancel_poll(&m.ring, user_data(s.control ? Tag::kControl : Tag::kEngine, id));
+    m.sessions.erase(it);
+  };
+
+  auto handle_engine_msg = [&](std::uint64_t id, Session& s, const engine::Message& msg, Nanos now) -> std::string {
+    using namespace engine;
+    if (!s.welcomed) {
+      const auto* h = std::get_if<Hello>(&msg);
+      if (h == nullptr) return fmt::format("expected hello, got {}", type_name(msg));
+      admission::EngineSpec spec;
+      spec.name = h->name;
+      spec.kind = h->kind == Kind::kDeadlineBound ? admission::EngineKind::kDeadlineBound
+                                                  : admission::EngineKind::kBestEffort;
+      spec.period = static_cast<Nanos>(h->period_ns);
+      spec.deadline = static_cast<Nanos>(h->deadline_ns);
+      spec.grant_overhead = static_cast<Nanos>(h->grant_overhead_ns);
+      for (const auto& u : h->units)
+        spec.catalog.push_back({u.name, static_cast<pricing::Bytes>(u.bytes), static_cast<Nanos>(u.duration_ns)});
+      if (const config::EngineSection* e = c.engine(h->name)) {  // the configuration wins
+        spec.kind = e->kind;
+        spec.period = e->period;
+        spec.deadline = e->deadline;
+      }
+      auto eid = m.adm->add_engine(std::move(spec), now);
+      if (!eid) return eid.error().message;
+      s.welcomed = true;
+      s.engine = *eid;
+      s.name = h->name;
+      m.session_of_engine[*eid] = id;
+      RIPPLE_LOG_INFO("engine {} (pid {}, uid {}) joined as {} with {} unit(s)", h->name, s.cred.pid, s.cred.uid,
+                      admission::to_string(m.adm->engine(*eid)->spec.kind), h->units.size());
+      if (!send_msg(s, Welcome{*eid, c.agent.policy.substr(0, kNameBytes - 1),
+                               static_cast<std::uint64_t>(c.agent.admission.lease), c.agent.fail_mode}))
+        return "failed to send welcome";
+      return {};
+    }
+    Status st;
+    if (const auto* w = std::get_if<WorkMsg>(&msg)) {
+      admission::Work work;
+      work.id = w->work_id;
+      work.units = w->units;
+      if (w->deadline_ns != 0) work.deadline = static_cast<Nanos>(w->deadline_ns);
+      st = m.adm->announce(s.engine, std::move(work), now);
+    } else if (const auto* g = std::get_if<StartMsg>(&msg)) {
+      st = m.adm->on_start(s.engine, g->grant_id, now);
+    } else if (const auto* d = std::get_if<DoneMsg>(&msg)) {
+      st = m.adm->on_done(s.engine, d->grant_id, static_cast<Nanos>(d->measured_ns), now);
+    } else if (const auto* x = std::get_if<DiscardMsg>(&msg)) {
+      st = m.adm->on_discard(s.engine, x->grant_id, now);
+    } else if (const auto* b = std::get_if<ByeMsg>(&msg)) {
+      return fmt::format("bye: {}", b->text.empty() ? "no reason" : b->text);
+    } else {
+      return fmt::format("unexpected {} from an engine", type_name(msg));
+    }
+    if (!st) return st.error().message;
+    m.dirty = true;
+    if (m.point == kNever) m.point = now;
+    return {};
+  };
+
+  auto schedule = [&] {
+    const Nanos now = monotonic_now();
+    const Nanos point = m.point == kNever ? now : m.point;
+    admission::Decision d = m.adm->decide(now);
+    m.wake_at = d.wake_at;
+    for (const admission::GrantPlan& g : d.grants) {
+      auto sid = m.session_of_engine.find(g.engine);
+      if (sid == m.session_of_engine.end()) continue;
+      Session& s = m.sessions.at(sid->second);
+      const Nanos sent = monotonic_now();
+      engine::GrantMsg msg{g.id, g.work, g.first, g.count, static_cast<std::uint64_t>(g.bytes),
+                           static_cast<std::uint64_t>(g.start_by), static_cast<std::uint64_t>(sent), g.successor};
+      if (!send_msg(s, msg)) {
+        close_session(sid->second, fmt::format("failed to deliver grant: {}", std::strerror(errno)), false);
+        continue;
+      }
+      ++m.grants_sent;
+      (void)m.adm->on_sent(g.engine, g.id, sent);
+      m.decision_latency.add(monotonic_now() - point);
+    }
+    m.dirty = false;
+    m.point = kNever;
+  };
+
+  auto read_engine = [&](std::uint64_t id) {
+    for (;;) {
+      auto it = m.sessions.find(id);
+      if (it == m.sessions.end()) return;
+      Session& s = it->second;
+      ssize_t n = ::recv(*s.fd, m.buf.data(), m.buf.size(), MSG_DONTWAIT | MSG_TRUNC);
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        close_session(id, fmt::format("receive failed: {}", std::strerror(errno)), false);
+        return;
+      }
+      if (n == 0) {
+        close_session(id, "disconnected", false);
+        return;
+      }
+      const Nanos now = monotonic_now();
+      if (static_cast<std::size_t>(n) > m.buf.size()) {
+        ++m.protocol_errors;
+        close_session(id, fmt::format("message of {} bytes exceeds {}", n, m.buf.size()), true);
+        return;
+      }
+      auto msg = engine::decode(std::span<const std::uint8_t>(m.buf.data(), static_cast<std::size_t>(n)));
+      if (!msg) {
+        ++m.protocol_errors;
+        RIPPLE_LOG_WARN("engine session {} ({}): malformed message: {}", id, s.name, msg.error().message);
+        close_session(id, "malformed message: " + msg.error().message, true);
+        return;
+      }
+      const bool bye = std::holds_alternative<engine::ByeMsg>(*msg);
+      if (std::string why = handle_engine_msg(id, s, *msg, now); !why.empty()) {
+        if (!bye) {
+          ++m.protocol_errors;
+          RIPPLE_LOG_WARN("engine session {} ({}): {}", id, s.name, why);
+        }
+        close_session(id, why, !bye);
+        if (m.dirty) schedule();
+        return;
+      }
+      // Decide before the next receive: one message is one scheduling point, and the
+      // grant should not wait for the receive that finds the socket empty.
+      if (m.dirty) schedule();
+    }
+    auto it = m.sessions.find(id);
+    if (it != m.sessions.end()) arm_poll(&m.ring, *it->second.fd, user_data(Tag::kEngine, id));
+  };
+
+  auto read_control = [&](std::uint64_t id) {
+    auto it = m.sessions.find(id);
+    if (it == m.sessions.end()) return;
+    Session& s = it->second;
+    for (;;) {
+      ssize_t n = ::recv(*s.fd, m.buf.data(), 256, MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n <= 0) {
+        close_session(id, "control client left", false);
+        return;
+      }
+      const std::string cmd(reinterpret_cast<const char*>(m.buf.data()), static_cast<std::size_t>(n));
+      const Nanos now = monotonic_now();
+      json reply;
+      if (cmd == "status" || cmd == "top") reply = status_json(now);
+      else if (cmd == "explain") reply = explain_json(now);
+      else reply = json{{"error", fmt::format("unknown command '{}' (status, top, explain)", cmd.substr(0, 32))}};
+      const std::string text = reply.dump();
+      if (::send(*s.fd, text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+        close_session(id, "control reply failed", false);
+        return;
+      }
+    }
+    arm_poll(&m.ring, *s.fd, user_data(Tag::kControl, id));
+  };
+
+  auto accept_all = [&](int lfd, bool control) {
+    for (;;) {
+      int fd = ::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) break;
+      Session s;
+      s.fd = make_fd(fd);
+      s.control = control;
+      socklen_t len = sizeof s.cred;
+      getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &s.cred, &len);
+      // Peer credentials against the allowed uids/gids (root and the agent's own uid by default).
+      const auto& uids = c.agent.allowed_uids;
+      const auto& gids = c.agent.allowed_gids;
+      bool ok = (uids.empty() && gids.empty()) ? (s.cred.uid == 0 || s.cred.uid == geteuid())
+                                               : (std::find(uids.begin(), uids.end(), s.cred.uid) != uids.end() ||
+                                                  std::find(gids.begin(), gids.end(), s.cred.gid) != gids.end());
+      if (!ok) {
+        ++m.sessions_refused;
+        RIPPLE_LOG_WARN("refused {} connection from pid {} uid {} gid {}: not in allowed_uids/allowed_gids",
+                        control ? "control" : "engine", s.cred.pid, s.cred.uid, s.cred.gid);
+        if (!control) send_msg(s, engine::ByeMsg{engine::ByeReason::kRefused, "uid/gid not allowed"});
+        continue;
+      }
+      if (control) {
+        int sz = 1 << 20;
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
+      }
+      const std::uint64_t id = m.next_session++;
+      arm_poll(&m.ring, fd, user_data(control ? Tag::kControl : Tag::kEngine, id));
+      m.sessions.emplace(id, std::move(s));
+    }
+    arm_poll(&m.ring, lfd, user_data(control ? Tag::kControlListen : Tag::kEngineListen));
+  };
+
+  auto drain_tracer = [&] {
+    if (!m.tracer) return;
+    if (auto r = m.tracer->consume(); !r) RIPPLE_LOG_WARN("tracer: {}", r.error().message);
+    if (m.dirty) schedule();
+  };
+
+  arm_poll(&m.ring, *m.sigfd, user_data(Tag::kSignal));
+  arm_poll(&m.ring, *m.engine_listen, user_data(Tag::kEngineListen));
+  arm_poll(&m.ring, *m.control_listen, user_data(Tag::kControlListen));
+  if (m.tracer && c.agent.tracer_wakeup) arm_poll(&m.ring, m.tracer->ring_fd(), user_data(Tag::kRing));
+  const bool drain_by_timer = m.tracer && !c.agent.tracer_wakeup;
+
+  while (!m.stopping) {
+    Nanos now = monotonic_now();
+    Nanos next = m.wake_at;
+    if (drain_by_timer) next = std::min(next, m.next_drain);
+    io_uring_cqe* cqe = nullptr;
+    if (next == kNever) {
+      io_uring_submit_and_wait(&m.ring, 1);
+    } else {
+      const Nanos wait = std::max<Nanos>(0, next - now);
+      __kernel_timespec ts{wait / 1'000'000'000, wait % 1'000'000'000};
+      io_uring_submit_and_wait_timeout(&m.ring, &cqe, 1, &ts, nullptr);
+    }
+    unsigned head = 0, seen = 0;
+    std::vector<std::pair<std::uint64_t, int>> ready;
+    io_uring_for_each_cqe(&m.ring, head, cqe) {
+      ++seen;
+      if (cqe->user_data != 0) ready.emplace_back(cqe->user_data, cqe->res);
+    }
+    io_uring_cq_advance(&m.ring, seen);
+    for (auto [ud, res] : ready) {
+      switch (tag_of(ud)) {
+        case Tag::kSignal: {
+          signalfd_siginfo si{};
+          while (::read(*m.sigfd, &si, sizeof si) == sizeof si)
+            RIPPLE_LOG_INFO("ripple-agent: signal {} received, stopping", si.ssi_signo);
+          m.stopping = true;
+          break;
+        }
+        case Tag::kRing:
+          drain_tracer();
+          arm_poll(&m.ring, m.tracer->ring_fd(), user_data(Tag::kRing));
+          break;
+        case Tag::kEngineListen: accept_all(*m.engine_listen, false); break;
+        case Tag::kControlListen: accept_all(*m.control_listen, true); break;
+        case Tag::kEngine:
+          if (res == -ECANCELED) break;
+          read_engine(id_of(ud));
+          break;
+        case Tag::kControl:
+          if (res == -ECANCELED) break;
+          read_control(id_of(ud));
+          break;
+      }
+    }
+    now = monotonic_now();
+    if (drain_by_timer && now >= m.next_drain) {
+      drain_tracer();
+      m.next_drain = now + c.agent.poll;
+    }
+    if (now >= m.wake_at) {
+      m.dirty = true;  // scheduling point 4: the budget has accrued
+      if (m.point == kNever) m.point = m.wake_at;
+    }
+    if (m.dirty) schedule();
+  }
+
+  // SIGTERM: tell every engine (fail-open ones run unmanaged), then detach BPF.
+  std::size_t told = 0;
+  for (auto& [id, s] : m.sessions) {
+    if (s.control || !s.welcomed) continue;
+    told += send_msg(s, engine::ByeMsg{engine::ByeReason::kShutdown, "ripple-agent is stopping"});
+  }
+  m.sessions.clear();
+  m.tracer.reset();
+  RIPPLE_LOG_INFO("ripple-agent: stopped; told {} engine(s), BPF detached", told);
+  return Status::Ok();
+}
+
+json Agent::status_json(Nanos now) const {
+  const Impl& m = *impl_;
+  json j;
+  j["policy"] = cfg_.agent.policy;
+  j["uptime_s"] = static_cast<double>(now - m.started) / 1e9;
+  const pricing::Bytes b = m.ledger.budget(now);
+  j["budget_bytes"] = b == admission::kUnlimitedBytes ? json(nullptr) : json(b);
+  j["decision_latency_us"] = {{"p50", us(m.decision_latency.percentile(50))},
+                              {"p99", us(m.decision_latency.percentile(99))},
+                              {"count", m.decision_latency.count()}};
+  j["tracer"] = {{"attached", m.tracer != nullptr}, {"drops", m.tracer ? m.tracer->drops() : 0},
+                 {"events", m.events}};
+  j["grants_sent"] = m.grants_sent;
+  j["protocol_errors"] = m.protocol_errors;
+  j["sessions_refused"] = m.sessions_refused;
+  json tasks = json::array();
+  for (pricing::TaskId k = 0; k < m.ledger.task_count(); ++k) {
+    const pricing::Estimator& est = m.ledger.task(k);
+    const TaskStats& ts = m.task_stats[k];
+    const bool cur = ts.window == (now - m.started) / kWindow;
+    const std::uint64_t wj = cur ? ts.window_jobs : 0, wm = cur ? ts.window_misses : 0;
+    json t;
+    t["name"] = est.spec().name;
+    t["deadline_ms"] = ms(est.spec().deadline);
+    t["period_ms"] = ms(est.spec().period);
+    t["miss_tolerance"] = est.spec().miss_tolerance;
+    t["releases"] = ts.releases;
+    t["jobs"] = ts.jobs;
+    t["misses"] = ts.misses;
+    t["dmr"] = ts.jobs ? static_cast<double>(ts.misses) / static_cast<double>(ts.jobs) : 0.0;
+    t["window_jobs"] = wj;
+    t["window_misses"] = wm;
+    t["window_dmr"] = wj ? static_cast<double>(wm) / static_cast<double>(wj) : 0.0;
+    t["allowance_bytes"] = ts.last_allowance;
+    t["kappa_ms_per_gb"] = est.held_slope() * 1e3;
+    const auto upper = est.slope_upper();
+    t["kappa_upper_ms_per_gb"] = upper ? json(*upper * 1e3) : json(nullptr);
+    t["a_hat_ms"] = est.fit().has_data() ? json(ms(static_cast<Nanos>(est.intercept()))) : json(nullptr);
+    const auto q = est.margin().margin(pricing::Phase::kRest);
+    t["margin_ms"] = q ? json(*q / 1e6) : json(nullptr);
+    t["exempt"] = est.exempt();
+    t["last_response_ms"] = ms(ts.last_response);
+    bool active = false;
+    for (const auto& jb : m.ledger.active_jobs()) active = active || jb.key.task == k;
+    t["active"] = active;
+    if (m.tracer) {
+      if (auto st = m.tracer->stats(k)) t["drops"] = st->drops;
+    }
+    tasks.push_back(std::move(t));
+  }
+  j["tasks"] = std::move(tasks);
+  json engines = json::array();
+  for (const admission::EngineState& e : m.adm->engines()) {
+    const admission::EngineStats& s = e.stats;
+    const double alive_s = static_cast<double>(now - m.started) / 1e9;
+    json x;
+    x["name"] = e.spec.name;
+    x["id"] = e.id;
+    x["kind"] = std::string(admission::to_string(e.spec.kind));
+    x["connected"] = e.connected;
+    x["grants"] = s.grants;
+    x["successors"] = s.successors;
+    x["stale"] = s.stale;
+    x["units"] = s.units;
+    x["bytes"] = s.bytes;
+    x["works_done"] = s.works_done;
+    x["deadline_misses"] = s.deadline_misses;
+    x["busy_s"] = static_cast<double>(s.busy) / 1e9;
+    x["throughput_gbps"] = alive_s > 0 ? static_cast<double>(s.bytes) / 1e9 / alive_s : 0.0;
+    x["wait_ms"] = {{"budget", ms(s.wait_budget)}, {"decision", ms(s.wait_decision)}, {"delivery", ms(s.wait_delivery)}};
+    x["wait"] = {{"cause", std::string(admission::to_string(e.wait.cause))}, {"detail", admission::describe(e.wait, now)}};
+    engines.push_back(std::move(x));
+  }
+  j["engines"] = std::move(engines);
+  return j;
+}
+
+json Agent::explain_json(Nanos now) const {
+  const Impl& m = *impl_;
+  json j;
+  j["policy"] = cfg_.agent.policy;
+  const pricing::Bytes b = m.ledger.budget(now);
+  j["budget_bytes"] = b == admission::kUnlimitedBytes ? json(nullptr) : json(b);
+  json jobs = json::array();
+  const pricing::JobAccount* binding = nullptr;
+  for (const auto& jb : m.ledger.active_jobs()) {
+    if (!jb.task->exempt() && (binding == nullptr || jb.budget(now) < binding->budget(now))) binding = &jb;
+    jobs.push_back({{"task", jb.task->spec().name},
+                    {"seq", jb.key.seq},
+                    {"since_ms", ms(now - jb.release)},
+                    {"allowance_bytes", jb.allowance},
+                    {"released_bytes", jb.released(now)},
+                    {"charged_bytes", jb.charged},
+                    {"budget_bytes", jb.budget(now)},
+                    {"exempt", jb.task->exempt()}});
+  }
+  j["active_jobs"] = std::move(jobs);
+  j["binding_job"] = binding ? json(fmt::format("{} #{}", binding->task->spec().name, binding->key.seq)) : json(nullptr);
+  json engines = json::array();
+  for (const admission::EngineState& e : m.adm->engines()) {
+    if (!e.connected) continue;
+    const admission::WaitReason& w = e.wait;
+    engines.push_back({{"name", e.spec.name},
+                       {"cause", std::string(admission::to_string(w.cause))},
+                       {"detail", admission::describe(w, now)},
+                       {"need_bytes", w.need},
+                       {"pending_units", e.remaining()},
+                       {"outstanding", e.outstanding},
+                       {"until_ms", w.until == kNever ? json(nullptr) : json(ms(w.until - now))}});
+  }
+  j["engines"] = std::move(engines);
+  return j;
+}
+
+}  // namespace ripple::daemon

@@ -1,0 +1,58 @@
+// ripple-agent: the co-scheduler daemon (Documentation/agent.md).
+//
+//   ripple-agent [--config FILE] [--policy NAME] [--engine-socket PATH]
+//                [--control-socket PATH] [--check]
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "agent/common/log.h"
+#include "agent/config/config.h"
+#include "agent/daemon/agent.h"
+#include "agent/policy/registry.h"
+
+int main(int argc, char** argv) {
+  std::string path = ripple::config::kDefaultPath, policy, engine_socket, control_socket, log_level;
+  bool check = false;
+  CLI::App app{"ripple-agent: deadline-aware CPU-GPU co-scheduler daemon"};
+  app.add_option("-c,--config", path, "configuration file")->capture_default_str();
+  app.add_option("--policy", policy, "override agent.policy (" + ripple::policy::policy_names() + ")");
+  app.add_option("--engine-socket", engine_socket, "override agent.engine_socket");
+  app.add_option("--control-socket", control_socket, "override agent.control_socket");
+  app.add_option("--log-level", log_level, "override agent.log_level");
+  app.add_flag("--check", check, "validate the configuration and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  auto cfg = ripple::config::load(path);
+  if (!cfg) {
+    std::fprintf(stderr, "ripple-agent: configuration refused: %s\n", cfg.error().message.c_str());
+    return 2;
+  }
+  if (!policy.empty()) {
+    if (auto p = ripple::policy::make_policy(policy); !p) {
+      std::fprintf(stderr, "ripple-agent: --policy: %s\n", p.error().message.c_str());
+      return 2;
+    }
+    cfg->agent.policy = policy;
+  }
+  if (!engine_socket.empty()) cfg->agent.engine_socket = engine_socket;
+  if (!control_socket.empty()) cfg->agent.control_socket = control_socket;
+  if (!log_level.empty()) cfg->agent.log_level = log_level;
+  if (check) {
+    std::printf("ripple-agent: %s: ok (%zu task(s), %zu engine(s), policy %s)\n", path.c_str(), cfg->tasks.size(),
+                cfg->engines.size(), cfg->agent.policy.c_str());
+    return 0;
+  }
+  ripple::log::init(cfg->agent.log_level);
+  ripple::log::route_libbpf();
+  auto agent = ripple::daemon::Agent::create(std::move(*cfg));
+  if (!agent) {
+    std::fprintf(stderr, "ripple-agent: %s\n", agent.error().message.c_str());
+    return 1;
+  }
+  if (auto s = (*agent)->run(); !s) {
+    std::fprintf(stderr, "ripple-agent: %s\n", s.error().message.c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# ripple-agent end to end, no GPU (TAP): the real agent, the real BPF tracer, a real
+# periodic task (ripple-kdnn, unmodified) and a stand-in engine over the real engine
+# socket, on the emulated interference plant — a TEST DOUBLE (include/ripple/plant.h):
+# the engine publishes the bytes it "executes" and the plant-mode task stretches each
+# job by kappa x those bytes, since CI machines show no real memory contention.
+#
+#   1  ripple: the task's DMR (its own ground truth) <= eps = 5 %
+#   2  unmanaged, same plant: DMR >= 20 % (clearly worse)
+#   3  ripplectl status / explain / top answer, text and --json
+#   4  an engine that dies mid-grant is settled; the other engine goes on
+#   5  a malformed message closes that session only; the agent stays up
+#   6  SIGTERM: the engines are told, BPF detached, exit 0
+#   7  a configuration with errors is refused, naming line and key
+set -uo pipefail
+O=${O:-build}
+B=$(cd "$O" && pwd)
+[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root for BPF"; exit 0; }
+tmp=$(mktemp -d /tmp/ripple-agent-it.XXXXXX)
+plant="ripple-it-$$"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -f "/dev/shm/$plant"
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); failed=1; echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
+echo "1..7"
+
+# A private copy of the task binary: the tracer matches by exe, so concurrent runs of
+# other suites never look like ours.
+task="$tmp/kdnn-it-$$"
+cp "$B/bin/ripple-kdnn" "$task"
+EPS=0.05
+write_config() { # policy
+  cat > "$tmp/ripple.toml" <<EOF
+[agent]
+policy = "$1"
+engine_socket = "$tmp/engine.sock"
+control_socket = "$tmp/control.sock"
+pin_dir = ""
+
+[pricing]
+peak_rate_gbps = 1.0   # the stand-in engine's rate
+
+[[task]]
+name = "kdnn"
+exe = "$task"
+period_ms = 50
+deadline_ms = 30
+miss_tolerance = $EPS
+prior_slope_ms_per_gb = 1000   # pessimistic prior; the plant's kappa is 800 ms/GB
+EOF
+}
+start_agent() { # policy -> $agent_pid
+  write_config "$1"
+  "$B/bin/ripple-agent" -c "$tmp/ripple.toml" > "$tmp/agent-$1.log" 2>&1 &
+  agent_pid=$!
+  pids+=("$agent_pid")
+  for _ in $(seq 100); do [ -S "$tmp/control.sock" ] && return 0; sleep 0.05; done
+  return 1
+}
+stop_agent() {
+  kill -TERM "$agent_pid" 2>/dev/null
+  wait "$agent_pid"
+}
+engine() { # extra args...
+  "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --rate-gbps 1 --unit-mb 2 --units 8 "$@"
+}
+# One closed-loop run: 10 s of a 20 Hz task beside a greedy best-effort engine.
+run_loop() { # policy -> prints the task's RESULT line
+  start_agent "$1" || { echo "agent did not start"; return; }
+  engine --name llm --plant-create "$plant" --duration-s 12 --quiet > "$tmp/engine-$1.log" 2>&1 &
+  local e=$!
+  pids+=("$e")
+  sleep 0.3
+  "$task" --period-ms 50 --deadline-ms 30 --duration-s 10 --points 8000 --queries 2500 \
+    --plant "$plant" --plant-kappa-ms-per-gb 800 --quiet 2>&1 | grep RESULT
+  "$B/bin/ripplectl" status --socket "$tmp/control.sock" > "$tmp/status-$1.txt" 2>&1
+  kill "$e" 2>/dev/null; wait "$e" 2>/dev/null
+  stop_agent
+}
+dmr_of() { awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } } END { if (v["jobs"] > 0) printf "%.4f", v["misses"] / v["jobs"]; else print "nan" }'; }
+
+r=$(run_loop ripple)
+d=$(echo "$r" | dmr_of)
+if awk -v d="$d" -v e="$EPS" 'BEGIN { exit !(d != "nan" && d <= e) }'; then
+  ok "ripple: kdnn DMR $d <= eps $EPS ($r)"
+else
+  not_ok "ripple: kdnn DMR $d <= eps $EPS" "$r" "$(cat "$tmp/status-ripple.txt")"
+fi
+ripple_dmr=$d
+
+r=$(run_loop unmanaged)
+d=$(echo "$r" | dmr_of)
+if awk -v d="$d" 'BEGIN { exit !(d != "nan" && d >= 0.20) }'; then
+  ok "unmanaged: kdnn DMR $d >= 0.20, ripple $ripple_dmr ($r)"
+else
+  not_ok "unmanaged: kdnn DMR $d >= 0.20" "$r"
+fi
+
+# 3-6 against one agent (ripple) with two engines and the task running.
+start_agent ripple
+engine --name llm --plant-create "$plant" --duration-s 20 > "$tmp/llm.log" 2>&1 &
+llm=$!; pids+=("$llm")
+"$task" --period-ms 50 --deadline-ms 30 --duration-s 20 --points 8000 --queries 2500 \
+  --plant "$plant" --plant-kappa-ms-per-gb 800 --quiet > /dev/null 2>&1 &
+pids+=("$!")
+jobs_now() {
+  "$B/bin/ripplectl" status --json --socket "$tmp/control.sock" 2>/dev/null |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["tasks"][0]["jobs"])' 2>/dev/null || echo 0
+}
+for _ in $(seq 100); do [ "$(jobs_now)" -gt 5 ] && break; sleep 0.1; done
+s_txt=$("$B/bin/ripplectl" status --socket "$tmp/control.sock" 2>&1)
+s_json=$("$B/bin/ripplectl" status --json --socket "$tmp/control.sock" 2>&1)
+x_txt=$("$B/bin/ripplectl" explain --socket "$tmp/control.sock" 2>&1)
+x_json=$("$B/bin/ripplectl" explain --json --socket "$tmp/control.sock" 2>&1)
+t_txt=$("$B/bin/ripplectl" top -n 2 --interval 0.1 --socket "$tmp/control.sock" 2>&1)
+if echo "$s_txt" | grep -q '^kdnn ' && echo "$s_txt" | grep -q '^llm .*best-effort' &&
+   echo "$s_json" | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["tasks"][0]["jobs"] > 0 and j["engines"][0]["grants"] > 0' &&
+   echo "$x_txt" | grep -q '^llm: ' &&
+   echo "$x_json" | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["engines"][0]["cause"]' &&
+   [ "$(echo "$t_txt" | grep -c 'ripple-agent: policy ripple')" = 2 ]; then
+  ok "ripplectl status, explain, top (text and --json)"
+else
+  not_ok "ripplectl status, explain, top" "$s_txt" "$x_txt" "$s_json"
+fi
+
+# 4: a second engine dies in the middle of its 3rd grant.
+engine --name crasher --plant "$plant" --crash-after 3 --duration-s 5 > "$tmp/crasher.log" 2>&1
+rc=$?
+g1=$("$B/bin/ripplectl" status --json --socket "$tmp/control.sock" | python3 -c 'import json,sys; j=json.load(sys.stdin); e={x["name"]: x for x in j["engines"]}; print(e["llm"]["grants"], e["crasher"]["connected"], e["crasher"]["bytes"])')
+sleep 1
+g2=$("$B/bin/ripplectl" status --json --socket "$tmp/control.sock" | python3 -c 'import json,sys; j=json.load(sys.stdin); print({x["name"]: x for x in j["engines"]}["llm"]["grants"])')
+read -r llm1 crasher_connected crasher_bytes <<< "$g1"
+# Settled: the crashed grant's bytes count as executed (3 grants' units charged).
+if [ "$rc" = 3 ] && [ "$crasher_connected" = False ] && [ "$crasher_bytes" -gt 0 ] && [ "$g2" -gt "$llm1" ] &&
+   grep -q 'crasher.*closed: disconnected' "$tmp/agent-ripple.log"; then
+  ok "engine dying mid-grant is settled ($crasher_bytes B charged); llm grants $llm1 -> $g2"
+else
+  not_ok "engine dying mid-grant is settled" "rc=$rc g1=$g1 g2=$g2" "$(cat "$tmp/crasher.log")" "$(tail -5 "$tmp/agent-ripple.log")"
+fi
+
+# 5: a malformed message.
+engine --name junk --garbage --duration-s 1 > "$tmp/junk.log" 2>&1
+pe=$("$B/bin/ripplectl" status --json --socket "$tmp/control.sock" | python3 -c 'import json,sys; print(json.load(sys.stdin)["protocol_errors"])')
+if [ "$pe" = 1 ] && grep -q 'junk): malformed message: message: bad magic' "$tmp/agent-ripple.log" && kill -0 "$agent_pid"; then
+  ok "a malformed message closes only that session ($(grep -o 'malformed message: [^,]*' "$tmp/agent-ripple.log" | head -1))"
+else
+  not_ok "a malformed message closes only that session" "protocol_errors=$pe" "$(tail -5 "$tmp/agent-ripple.log")"
+fi
+
+# 6: SIGTERM.
+kill -TERM "$agent_pid"; wait "$agent_pid"; arc=$?
+wait "$llm" 2>/dev/null
+if [ "$arc" = 0 ] && grep -q 'told 1 engine(s), BPF detached' "$tmp/agent-ripple.log" &&
+   grep -q 'agent gone (ripple-agent is stopping): running UNMANAGED' "$tmp/llm.log" && [ ! -S "$tmp/engine.sock" ]; then
+  ok "SIGTERM: engine told (fail-open), BPF detached, exit 0"
+else
+  not_ok "SIGTERM: engine told, BPF detached, exit 0" "rc=$arc" "$(tail -3 "$tmp/agent-ripple.log")" "$(cat "$tmp/llm.log")"
+fi
+
+# 7: a configuration with errors.
+printf '[agent]\npolicy = "ripple"\n\n[[task]]\ncomm = "x"\nperiod_ms = 50\ndeadline_ms = 80\n' > "$tmp/bad.toml"
+msg=$("$B/bin/ripple-agent" -c "$tmp/bad.toml" 2>&1); brc=$?
+if [ "$brc" = 2 ] && [ "$msg" = "ripple-agent: configuration refused: $tmp/bad.toml:4: task[0]: deadline 80.000 ms exceeds the period 50.000 ms" ]; then
+  ok "bad configuration refused: ${msg#ripple-agent: }"
+else
+  not_ok "bad configuration refused" "rc=$brc $msg"
+fi
+exit $failed
