@@ -533,9 +533,12 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid,
 		}
 		return 0;
 	}
-	t = bpf_map_lookup_elem(&pt_threads, &tid);
-	if (t && t->pt != pt)
-		detach_thread(tid);
+	/* A new program image starts from a clean state: a job open at the
+	 * exec never completes (counted as aborted). A non-leader thread that
+	 * execs takes the leader's tid; its old tid goes away with no exit. */
+	detach_thread(tid);
+	if ((__u32)old_pid != tid)
+		detach_thread((__u32)old_pid);
 	attach_thread(tid, tgid, pt);
 	return 0;
 }
