@@ -26,3 +26,10 @@ GTEST_SUITES += $(O)/tests/integration/tracer_test
 
 # ripplectl trace end to end (TAP, bash).
 TAP_SUITES += tests/integration/ripplectl_trace.sh
+
+# Unit tests of the tracer's BPF-free pieces.
+$(O)/tests/unit/tracer_test: $(call objs,tests/unit/tracer_test.cc) $(TRACER_LIBS)
+$(O)/tests/unit/tracer_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_TRACER)
+$(O)/tests/unit/tracer_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/unit/tracer_test
+GTEST_SUITES += $(O)/tests/unit/tracer_test
