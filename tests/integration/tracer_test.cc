@@ -190,105 +190,90 @@ class TracerIT : public ::testing::Test {
   }
 };
 
+// One ground-truth run: trace `spec`, run periodic with `args` (plus --log)
+// to completion, and check what every such run must show: each of the
+// program's `jobs` jobs seen exactly once, in order, on the program's thread,
+// start and completion within 50 us (noise allowance as above), no drops.
+struct GroundTruthRun {
+  std::vector<gt_job> jobs;
+  gt_report report{};
+  Sink sink;
+  pid_t pid = 0;
+  size_t threads_after = 0;
+  const gt_collector& traced() { return sink.by_pt[0]; }
+};
+
+void run_ground_truth(PtSpec spec, std::vector<std::string> args, size_t njobs,
+                      GroundTruthRun* out) {
+  auto log = tmp_log(spec.name + std::to_string(njobs));
+  Options o = test_options();
+  o.pts.push_back(spec);
+  auto t = Tracer::create(o, out->sink.callback());
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_EQ(0u, (*t)->thread_count(0));  // nothing runs before the child starts
+  args.insert(args.end(), {"--jobs", std::to_string(njobs), "--log", log});
+  Child c(args);
+  out->pid = c.pid();
+  run_until_done(**t, {&c});
+  ASSERT_EQ(0, c.status());
+  out->jobs = load_log(log);
+  ASSERT_EQ(njobs, out->jobs.size());
+  const auto& col = out->traced();
+  out->report = compare(out->jobs, col);
+  EXPECT_EQ(static_cast<int>(njobs), col.n);
+  EXPECT_EQ(0, col.order_errors);
+  EXPECT_EQ(0, out->report.order_errors);
+  EXPECT_EQ(0, out->report.tid_errors);  // every job on the program's job thread
+  EXPECT_LE(out->report.over_limit, static_cast<int>(njobs) * kNoisePct / 100);
+  EXPECT_EQ(0u, (*t)->drops());
+  out->threads_after = (*t)->thread_count(0);
+}
+
+PtSpec uprobe_spec(const std::string& release, const std::string& complete = "") {
+  PtSpec s = exe_spec("uprobe");
+  s.mode = Mode::kUprobe;
+  s.release_symbol = release;
+  s.complete_symbol = complete;
+  return s;
+}
+
 // Tests that uprobe mode (release = function entry, completion = its return)
 // sees every job exactly once, in order, within 50 us of the program's clock.
 TEST_F(TracerIT, UprobeEntryAndReturn) {
-  auto log = tmp_log("uprobe");
-  Options o = test_options();
-  PtSpec s = exe_spec();
-  s.mode = Mode::kUprobe;
-  s.release_symbol = "ripple_test_job";
-  o.pts.push_back(s);
-  Sink sink;
-  auto t = Tracer::create(o, sink.callback());
-  ASSERT_TRUE(t.ok()) << t.error().message;
-  Child c({"--func", "--jobs", "200", "--period-us", "4000", "--work-us", "200", "--fifo",
-           "--log", log});
-  run_until_done(**t, {&c});
-  ASSERT_EQ(0, c.status());
-  auto jobs = load_log(log);
-  ASSERT_EQ(200u, jobs.size());
-  auto& col = sink.by_pt[0];
-  auto r = compare(jobs, col);
-  EXPECT_EQ(200, col.n);
-  EXPECT_EQ(0, col.order_errors);
-  EXPECT_EQ(0, r.order_errors);
-  EXPECT_LE(r.over_limit, 200 * kNoisePct / 100);
-  EXPECT_EQ(0u, (*t)->drops());
+  GroundTruthRun run;
+  ASSERT_NO_FATAL_FAILURE(run_ground_truth(uprobe_spec("ripple_test_job"),
+                   {"--func", "--period-us", "4000", "--work-us", "200", "--fifo"}, 200, &run));
 }
 
 // Tests that the two-function uprobe mode completes a job at the entry of
 // the second function.
 TEST_F(TracerIT, UprobeTwoFunctions) {
-  auto log = tmp_log("uprobe2");
-  Options o = test_options();
-  PtSpec s = exe_spec();
-  s.mode = Mode::kUprobe;
-  s.release_symbol = "ripple_test_job";
-  s.complete_symbol = "ripple_test_job_done";
-  o.pts.push_back(s);
-  Sink sink;
-  auto t = Tracer::create(o, sink.callback());
-  ASSERT_TRUE(t.ok()) << t.error().message;
-  Child c({"--func", "--jobs", "100", "--period-us", "4000", "--work-us", "300", "--fifo",
-           "--log", log});
-  run_until_done(**t, {&c});
-  auto jobs = load_log(log);
-  ASSERT_EQ(100u, jobs.size());
-  auto& col = sink.by_pt[0];
-  auto r = compare(jobs, col);
-  EXPECT_EQ(100, col.n);
-  EXPECT_EQ(0, col.order_errors);
-  EXPECT_LE(r.over_limit, 100 * kNoisePct / 100);
-  // response covers the 300 us of work
+  GroundTruthRun run;
+  ASSERT_NO_FATAL_FAILURE(run_ground_truth(uprobe_spec("ripple_test_job", "ripple_test_job_done"),
+                   {"--func", "--period-us", "4000", "--work-us", "300", "--fifo"}, 100, &run));
+  // the response covers the 300 us of work
+  const auto& col = run.traced();
   for (int i = 0; i < col.n; i++) EXPECT_GE(col.jobs[i].complete - col.jobs[i].release, 300000u);
 }
 
 // Tests that in a multi-threaded process only the thread named by the PT's
-// comm is traced, though a sibling sleeps with the same syscall.
+// comm is traced, though a sibling ("noise") sleeps with the same syscall.
 TEST_F(TracerIT, OnlyThePtThreadOfAMultiThreadedProcess) {
-  auto log = tmp_log("mt");
-  Options o = test_options();
   PtSpec s;
   s.match = MatchKind::kComm;
   s.comm = unique_comm("pt");
-  o.pts.push_back(s);
-  Sink sink;
-  auto t = Tracer::create(o, sink.callback());
-  ASSERT_TRUE(t.ok()) << t.error().message;
-  Child c({"--thread", "--noise", "--comm", s.comm, "--jobs", "100", "--period-us", "3000",
-           "--fifo", "--log", log});
-  run_until_done(**t, {&c});
-  auto jobs = load_log(log);
-  ASSERT_EQ(100u, jobs.size());
-  auto& col = sink.by_pt[0];
-  auto r = compare(jobs, col);
-  EXPECT_EQ(100, col.n);
-  EXPECT_EQ(0, r.tid_errors);  // every job on the rpl_pt thread
-  EXPECT_EQ(0, r.order_errors);
-  EXPECT_NE(c.pid(), jobs[0].tid);
-  EXPECT_LE(r.over_limit, 100 * kNoisePct / 100);
+  GroundTruthRun run;
+  ASSERT_NO_FATAL_FAILURE(run_ground_truth(s, {"--thread", "--noise", "--comm", s.comm, "--period-us", "3000", "--fifo"},
+                   100, &run));
+  EXPECT_NE(run.pid, run.jobs[0].tid);  // the jobs ran on the second thread
 }
 
 // Tests that a process started after the tracer (matched by executable) is
 // picked up at exec and every one of its jobs is seen.
 TEST_F(TracerIT, ProcessStartedAfterTracer) {
-  auto log = tmp_log("late");
-  Options o = test_options();
-  o.pts.push_back(exe_spec());
-  Sink sink;
-  auto t = Tracer::create(o, sink.callback());
-  ASSERT_TRUE(t.ok()) << t.error().message;
-  EXPECT_EQ(0u, (*t)->thread_count(0));
-  Child c({"--jobs", "150", "--period-us", "3000", "--fifo", "--log", log});
-  run_until_done(**t, {&c});
-  auto jobs = load_log(log);
-  ASSERT_EQ(150u, jobs.size());
-  auto r = compare(jobs, sink.by_pt[0]);
-  EXPECT_EQ(150, sink.by_pt[0].n);
-  EXPECT_EQ(0, r.order_errors);
-  EXPECT_LE(r.over_limit, 150 * kNoisePct / 100);
-  EXPECT_EQ(0u, (*t)->thread_count(0));  // exited threads are removed
+  GroundTruthRun run;
+  ASSERT_NO_FATAL_FAILURE(run_ground_truth(exe_spec(), {"--period-us", "3000", "--fifo"}, 150, &run));
+  EXPECT_EQ(0u, run.threads_after);  // exited threads are removed
 }
 
 // Tests that a running process matched by pid is traced, including a thread
