@@ -131,7 +131,7 @@ else
 fi
 
 # 4: a second engine dies in the middle of its 3rd grant.
-engine --name crasher --plant "$plant" --crash-after 3 --duration-s 5 > "$tmp/crasher.log" 2>&1
+engine --name crasher --crash-after 3 --duration-s 5 > "$tmp/crasher.log" 2>&1
 rc=$?
 g1=$("$B/bin/ripplectl" status --json --socket "$tmp/control.sock" | python3 -c 'import json,sys; j=json.load(sys.stdin); e={x["name"]: x for x in j["engines"]}; print(e["llm"]["grants"], e["crasher"]["connected"], e["crasher"]["bytes"])')
 sleep 1
