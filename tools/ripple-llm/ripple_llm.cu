@@ -140,16 +140,37 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// Programmatic dependent launch (sm_90): every decode kernel lets its successor be
+// scheduled at once (launch_dependents) and waits for its predecessor's completion and
+// memory (wait) before it touches anything the predecessor may write. Without the launch
+// attribute both are no-ops. Only weight reads (constant) may come before pdl_wait().
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // y[t][r] = sum_i W[r][i] x[t][i]: one warp per output row, 16-byte loads, T = 1.
 // Batch-1 decode is a stream of weight bytes: this kernel is memory-bound by design.
 __global__ void __launch_bounds__(256) gemv_bf16(const bf16* __restrict__ w, const bf16* __restrict__ x,
                                                  float* __restrict__ y, int rows, int cols) {
+  pdl_trigger();
   const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
-  if (warp >= rows) return;
-  const uint4* wr = reinterpret_cast<const uint4*>(w + size_t(warp) * cols);
+  const uint4* wr = reinterpret_cast<const uint4*>(w + size_t(min(warp, rows - 1)) * cols);
   const uint4* xr = reinterpret_cast<const uint4*>(x);
   const int n8 = cols / 8;
   float acc = 0.f;
+  // The first round of weights is loaded before waiting for the predecessor (the input
+  // vector's producer): weights are constant, so their stream starts under its tail.
+  uint4 p0 = make_uint4(0, 0, 0, 0), p1 = p0, p2 = p0, p3 = p0;
+  if (lane + 96 < n8) p0 = __ldcs(&wr[lane]), p1 = __ldcs(&wr[lane + 32]), p2 = __ldcs(&wr[lane + 64]), p3 = __ldcs(&wr[lane + 96]);
+  pdl_wait();
+  if (warp >= rows) return;
   auto dot8 = [](const uint4& a, const uint4& b) {
     const __nv_bfloat162* a2 = reinterpret_cast<const __nv_bfloat162*>(&a);
     const __nv_bfloat162* b2 = reinterpret_cast<const __nv_bfloat162*>(&b);
@@ -162,6 +183,11 @@ __global__ void __launch_bounds__(256) gemv_bf16(const bf16* __restrict__ w, con
     return s;
   };
   int i = lane;
+  if (i + 96 < n8) {
+    acc += dot8(p0, __ldg(&xr[i])) + dot8(p1, __ldg(&xr[i + 32])) + dot8(p2, __ldg(&xr[i + 64])) +
+           dot8(p3, __ldg(&xr[i + 96]));
+    i += 128;
+  }
   // Four independent streaming loads in flight per lane (weights are read once: bypass L1).
   for (; i + 96 < n8; i += 128) {
     uint4 a0 = __ldcs(&wr[i]), a1 = __ldcs(&wr[i + 32]), a2 = __ldcs(&wr[i + 64]), a3 = __ldcs(&wr[i + 96]);
@@ -173,13 +199,22 @@ __global__ void __launch_bounds__(256) gemv_bf16(const bf16* __restrict__ w, con
   if (lane == 0) y[warp] = acc;
 }
 
-// out[t] = bf16(x[t] * rsqrt(mean(x[t]^2) + eps) * w), one block per token.
-__global__ void rmsnorm(const float* __restrict__ x, const bf16* __restrict__ w, bf16* __restrict__ out, int n) {
-  const float* xr = x + size_t(blockIdx.x) * n;
+// If d != nullptr, x[t] += d[t] first (the residual add of the previous sublayer, fused).
+// Then out[t] = bf16(x[t] * rsqrt(mean(x[t]^2) + eps) * w). One block per token.
+__global__ void add_rmsnorm(float* __restrict__ x, const float* __restrict__ d, const bf16* __restrict__ w,
+                            bf16* __restrict__ out, int n) {
+  pdl_trigger();
+  pdl_wait();
+  float* xr = x + size_t(blockIdx.x) * n;
+  const float* dr = d ? d + size_t(blockIdx.x) * n : nullptr;
   bf16* orow = out + size_t(blockIdx.x) * n;
   __shared__ float red[32];
   float s = 0.f;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) s += xr[i] * xr[i];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    float v = xr[i];
+    if (dr) xr[i] = v = v + dr[i];
+    s += v * v;
+  }
   s = warp_sum(s);
   if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = s;
   __syncthreads();
@@ -199,6 +234,8 @@ __global__ void qk_norm_rope_append(const float* __restrict__ qkv, const bf16* _
                                     const bf16* __restrict__ kn, bf16* __restrict__ q_out, bf16* kc, bf16* vc,
                                     int T, int heads, int kv_heads, int hd, int pos0, int max_ctx,
                                     const int* __restrict__ dpos) {
+  pdl_trigger();
+  pdl_wait();
   if (dpos != nullptr) pos0 = *dpos;  // graph replay: the position lives on the device
   const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
   const int per_t = heads + 2 * kv_heads;
@@ -217,7 +254,7 @@ __global__ void qk_norm_rope_append(const float* __restrict__ qkv, const bf16* _
   bf16* dst = h < heads ? q_out + (size_t(t) * heads + h) * hd : kc + (size_t(h - heads) * max_ctx + pos) * hd;
   const int half = hd / 2;
   for (int i = lane; i < half; i += 32) {
-    const float inv = powf(1e6f, -2.0f * i / hd);  // Qwen3 rope_theta = 1e6
+    const float inv = exp2f(-2.0f * i / hd * 19.931568569324174f);  // theta^(-2i/hd), Qwen3 rope_theta = 1e6
     float sn, cs;
     sincosf(pos * inv, &sn, &cs);
     const float a = src[i] * r * __bfloat162float(nw[i]), b = src[i + half] * r * __bfloat162float(nw[i + half]);
@@ -232,22 +269,29 @@ __global__ void qk_norm_rope_append(const float* __restrict__ qkv, const bf16* _
 // whole positions: scores with 16-byte K loads all in flight at once, then V rows
 // accumulated by warps with positions unrolled. Scores in shared memory (bounded context).
 constexpr int kAttnThreads = 512;
+constexpr int kMaxSplits = 16;
 __global__ void __launch_bounds__(kAttnThreads) attention(const bf16* __restrict__ q, const bf16* kc, const bf16* vc,
                                                           bf16* __restrict__ out, int heads, int kv_heads, int hd,
                                                           int pos0, int T, int max_ctx, int causal,
-                                                          const int* __restrict__ dpos) {
+                                                          const int* __restrict__ dpos, float* __restrict__ part) {
   extern __shared__ float sm[];
+  pdl_trigger();
+  pdl_wait();
   if (dpos != nullptr) pos0 = *dpos;
   const int h = blockIdx.x, t = blockIdx.y, kvh = h / (heads / kv_heads);
-  const int ctx = causal ? pos0 + t + 1 : pos0 + T;
+  const int ctx_all = causal ? pos0 + t + 1 : pos0 + T;
+  // Split-K over positions (flash-decoding): block z of gridDim.z covers [p_lo, p_hi);
+  // with more than one split it writes (max, sum, unnormalised output) for the combine.
+  const int splits = gridDim.z, span = (ctx_all + splits - 1) / splits;
+  const int p_lo = min(ctx_all, int(blockIdx.z) * span), ctx = min(ctx_all, p_lo + span) - p_lo;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
   float* scores = sm;                // max_ctx
   float* qs = sm + max_ctx;          // hd
   float* accs = qs + 256;            // nw * hd
   __shared__ float red[32];
   const bf16* qr = q + (size_t(t) * heads + h) * hd;
-  const bf16* kb = kc + size_t(kvh) * max_ctx * hd;
-  const bf16* vb = vc + size_t(kvh) * max_ctx * hd;
+  const bf16* kb = kc + (size_t(kvh) * max_ctx + p_lo) * hd;
+  const bf16* vb = vc + (size_t(kvh) * max_ctx + p_lo) * hd;
   const float scale = rsqrtf((float)hd);
   for (int i = threadIdx.x; i < hd; i += blockDim.x) qs[i] = __bfloat162float(qr[i]) * scale;
   __syncthreads();
@@ -318,22 +362,56 @@ __global__ void __launch_bounds__(kAttnThreads) attention(const bf16* __restrict
     dst[0] = a.x, dst[1] = a.y, dst[2] = a.z, dst[3] = a.w;
   }
   __syncthreads();
+  if (splits == 1) {
+    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+      float a = 0.f;
+      for (int w = 0; w < nw; ++w) a += accs[w * hd + i];
+      out[(size_t(t) * heads + h) * hd + i] = __float2bfloat16(a / sum);
+    }
+    return;
+  }
+  float* pr = part + ((size_t(t) * heads + h) * splits + blockIdx.z) * (hd + 2);
+  if (threadIdx.x == 0) pr[0] = ctx > 0 ? mx : -1e30f, pr[1] = ctx > 0 ? sum : 0.f;
   for (int i = threadIdx.x; i < hd; i += blockDim.x) {
     float a = 0.f;
     for (int w = 0; w < nw; ++w) a += accs[w * hd + i];
-    out[(size_t(t) * heads + h) * hd + i] = __float2bfloat16(a / sum);
+    pr[2 + i] = ctx > 0 ? a : 0.f;
   }
+}
+
+// Merges the splits of one head (grid: heads x T, hd threads).
+__global__ void attention_combine(const float* __restrict__ part, bf16* __restrict__ out, int heads, int hd, int splits) {
+  pdl_trigger();
+  pdl_wait();
+  const int h = blockIdx.x, t = blockIdx.y, i = threadIdx.x;
+  const float* pr = part + (size_t(t) * heads + h) * splits * (hd + 2);
+  float m = -1e30f;
+  for (int s = 0; s < splits; ++s) m = fmaxf(m, pr[s * (hd + 2)]);
+  float l = 0.f, o = 0.f;
+  for (int s = 0; s < splits; ++s) {
+    const float e = __expf(pr[s * (hd + 2)] - m);
+    l += pr[s * (hd + 2) + 1] * e;
+    if (i < hd) o += pr[s * (hd + 2) + 2 + i] * e;
+  }
+  if (i < hd) out[(size_t(t) * heads + h) * hd + i] = __float2bfloat16(o / l);
 }
 
 size_t attention_smem(int max_ctx, int hd) { return (size_t(max_ctx) + 256 + size_t(kAttnThreads / 32) * hd) * sizeof(float); }
 
-__global__ void advance_pos(int* dpos) { ++*dpos; }
+__global__ void advance_pos(int* dpos) {
+  pdl_wait();
+  ++*dpos;
+}
 
 __global__ void add_inplace(float* __restrict__ x, const float* __restrict__ d, size_t n) {
+  pdl_trigger();
+  pdl_wait();
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) x[i] += d[i];
 }
 
 __global__ void silu_mul(const float* __restrict__ gu, bf16* __restrict__ out, int inter, int T) {
+  pdl_trigger();
+  pdl_wait();
   const size_t n = size_t(T) * inter;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     const size_t t = i / inter, j = i % inter;
@@ -343,12 +421,16 @@ __global__ void silu_mul(const float* __restrict__ gu, bf16* __restrict__ out, i
 }
 
 __global__ void embed(const bf16* __restrict__ table, const int* __restrict__ token, float* __restrict__ x, int h) {
+  pdl_trigger();
+  pdl_wait();
   const bf16* row = table + size_t(*token) * h;
   for (int i = threadIdx.x; i < h; i += blockDim.x) x[i] = __bfloat162float(row[i]);
 }
 
 // Greedy sampling: argmax over the vocabulary, one block.
 __global__ void argmax(const float* __restrict__ logits, int n, int* __restrict__ token) {
+  pdl_trigger();
+  pdl_wait();
   __shared__ float bv[1024];
   __shared__ int bi[1024];
   float v = -1e30f;
@@ -399,6 +481,7 @@ struct Options {
   bool per_unit = false;
   int warmup = 2;
   bool graph = false;
+  bool pdl = true;
 };
 
 struct Counters {
@@ -478,6 +561,10 @@ class Engine {
     qb_ = static_cast<bf16*>(dalloc(size_t(max_t_) * wide * sizeof(bf16)));
     token_ = static_cast<int*>(dalloc(sizeof(int)));
     dpos_buf_ = static_cast<int*>(dalloc(sizeof(int)));
+    const int max_heads = std::max(s.heads, p_.vision.heads);
+    part_ = static_cast<float*>(dalloc(size_t(max_heads) * kMaxSplits * (128 + 2) * sizeof(float)));
+    // PDL only where no copy or event sits between kernels (weights read in place).
+    pdl_ = o_.pdl && (o_.weights == Place::kDevice || o_.stream == Stream::kZeroCopy) && o_.spill_mb == 0;
     CUDA_CHECK(cudaMemset(token_, 0, sizeof(int)));
     if (o_.spill_mb > 0) {
       spill_bytes_ = size_t(o_.spill_mb * 1e6);
@@ -493,7 +580,8 @@ class Engine {
   // One decode step at position pos: T = 1 through every layer and the LM head.
   void decode_step(int pos, Counters* c, std::vector<Counters>* per_unit) {
     const Shape& s = p_.llm;
-    embed<<<1, 256, 0, cs_>>>(embed_, token_, x_, s.hidden);
+    launch(embed, dim3(1), dim3(256), 0, static_cast<const bf16*>(embed_), static_cast<const int*>(token_), x_, s.hidden);
+    pending_ = false;
     c->embed += s.hidden * sizeof(bf16);
     for (int l = 0; l < s.layers; ++l) {
       Counters u;
@@ -510,10 +598,10 @@ class Engine {
     nvtxRangePushA("ripple.unit");
     Counters u;
     const bf16* w = fetch(weights_ + layer_elems_ * s.layers, head_elems_, unit_++);
-    rmsnorm<<<1, 256, 0, cs_>>>(x_, w + size_t(p_.vocab) * s.hidden, xb_, s.hidden);
+    norm(x_, w + size_t(p_.vocab) * s.hidden, 1, s.hidden);
     linear(w, xb_, big_, 1, p_.vocab, s.hidden, &u);
     u.weight += s.hidden * sizeof(bf16);
-    argmax<<<1, 1024, 0, cs_>>>(big_, p_.vocab, token_);
+    launch(argmax, dim3(1), dim3(1024), 0, static_cast<const float*>(big_), p_.vocab, token_);
     release();
     nvtxRangePop();
     if (per_unit) per_unit->back() = u;
@@ -557,9 +645,13 @@ class Engine {
     {
       Counters u;
       const bf16* w = fetch(weights_ + layer_elems_ * s.layers, head_elems_, unit_++);
-      rmsnorm<<<1, 256, 0, cs_>>>(x_ + size_t(T - 1) * s.hidden, w + size_t(p_.vocab) * s.hidden, xb_, s.hidden);
+      if (pending_) {  // the last layer's residual, for all T rows
+        launch(add_inplace, dim3(256), dim3(256), 0, x_, static_cast<const float*>(tmp_), size_t(T) * s.hidden);
+        pending_ = false;
+      }
+      norm(x_ + size_t(T - 1) * s.hidden, w + size_t(p_.vocab) * s.hidden, 1, s.hidden);
       linear(w, xb_, big_, 1, p_.vocab, s.hidden, &u);
-      argmax<<<1, 1024, 0, cs_>>>(big_, p_.vocab, token_);
+      launch(argmax, dim3(1), dim3(1024), 0, static_cast<const float*>(big_), p_.vocab, token_);
       release();
       add(c, u);
     }
@@ -574,7 +666,7 @@ class Engine {
     CUDA_CHECK(cudaStreamBeginCapture(cs_, cudaStreamCaptureModeThreadLocal));
     dpos_ = dpos_buf_;
     decode_step(pos, step, nullptr);
-    advance_pos<<<1, 1, 0, cs_>>>(dpos_buf_);
+    launch(advance_pos, dim3(1), dim3(1), 0, dpos_buf_);
     dpos_ = nullptr;
     cudaGraph_t g;
     CUDA_CHECK(cudaStreamEndCapture(cs_, &g));
@@ -610,8 +702,7 @@ class Engine {
     Counters u;
     const double gemv_us = time_us([&] { linear(w + ll.gu, xb_, big_, 1, 2 * s.inter, s.hidden, &u); });
     const double attn_us = time_us([&] {
-      attention<<<dim3(s.heads, 1), kAttnThreads, attention_smem(max_ctx_, s.head_dim), cs_>>>(
-          qb_, kc, kc + kv_layer_elems_, xb_, s.heads, s.kv_heads, s.head_dim, pos, 1, max_ctx_, 1, nullptr);
+      attend(s, kc, kc + kv_layer_elems_, 1, pos, max_ctx_, true);
     });
     const double layer_us = time_us([&] { layer(s, w, 1, pos, kc, kc + kv_layer_elems_, max_ctx_, true, &u); });
     const double gu_bytes = 2.0 * s.inter * s.hidden * sizeof(bf16);
@@ -620,11 +711,40 @@ class Engine {
                 gemv_us, gu_bytes / gemv_us / 1e3, pos + 1, attn_us, layer_us, ll.total * 2.0 / layer_us / 1e3);
   }
 
+  int last_token() const {
+    int t = -1;
+    CUDA_CHECK(cudaMemcpy(&t, token_, sizeof(int), cudaMemcpyDeviceToHost));
+    return t;
+  }
+  bool pdl() const { return pdl_; }
+
   cudaStream_t stream() const { return cs_; }
   int max_ctx() const { return max_ctx_; }
   size_t weight_bytes() const { return (layer_elems_ * p_.llm.layers + head_elems_) * sizeof(bf16); }
 
  private:
+  // Launches a kernel on the compute stream, with programmatic dependent launch when on.
+  template <typename... KArgs, typename... Args>
+  void launch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, Args... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = cs_;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = pdl_ ? 1 : 0;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, k, static_cast<KArgs>(args)...));
+  }
+
+  // x += pending residual (if any), then RMSNorm into xb_.
+  void norm(float* x, const bf16* w, int T, int n) {
+    launch(add_rmsnorm, dim3(T), dim3(1024), 0, x, pending_ ? static_cast<const float*>(tmp_) : nullptr, w, xb_, n);
+    pending_ = false;
+  }
+
   [[noreturn]] static void die(const std::string& m) {
     std::fprintf(stderr, "ripple-llm: error: %s\n", m.c_str());
     std::exit(2);
@@ -706,8 +826,7 @@ class Engine {
   void linear(const bf16* w, const bf16* x, float* y, int T, int rows, int cols, Counters* u) {
     u->weight += double(rows) * cols * sizeof(bf16);
     if (T == 1) {
-      gemv_bf16<<<(rows * 32 + 255) / 256, 256, 0, cs_>>>(w, x, y, rows, cols);
-      CUDA_CHECK(cudaGetLastError());
+      launch(gemv_bf16, dim3((rows * 32 + 255) / 256), dim3(256), 0, w, x, y, rows, cols);
       return;
     }
     const float one = 1.f, zero = 0.f;
@@ -721,33 +840,44 @@ class Engine {
              Counters* u) {
     LayerLayout ll(s);
     const int q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
-    const size_t n = size_t(T) * s.hidden;
-    rmsnorm<<<T, 256, 0, cs_>>>(x_, w + ll.ln1, xb_, s.hidden);
+    norm(x_, w + ll.ln1, T, s.hidden);
     linear(w + ll.qkv, xb_, big_, T, q + 2 * kv, s.hidden, u);
     const int warps = T * (s.heads + 2 * s.kv_heads);
-    qk_norm_rope_append<<<(warps * 32 + 255) / 256, 256, 0, cs_>>>(big_, w + ll.qn, w + ll.kn, qb_, kc, vc, T, s.heads,
-                                                                  s.kv_heads, s.head_dim, pos0, max_ctx, dpos_);
+    launch(qk_norm_rope_append, dim3((warps * 32 + 255) / 256), dim3(256), 0, static_cast<const float*>(big_),
+           w + ll.qn, w + ll.kn, qb_, kc, vc, T, s.heads, s.kv_heads, s.head_dim, pos0, max_ctx,
+           static_cast<const int*>(dpos_));
     u->weight += 2.0 * (s.hidden + s.hidden + 2 * s.head_dim);  // norm weights
     u->kv_write += 2.0 * T * kv * sizeof(bf16);
-    attention<<<dim3(s.heads, T), kAttnThreads, attention_smem(max_ctx, s.head_dim), cs_>>>(qb_, kc, vc, xb_, s.heads, s.kv_heads, s.head_dim, pos0, T,
-                                                   max_ctx, causal ? 1 : 0, dpos_);
-    CUDA_CHECK(cudaGetLastError());
+    attend(s, kc, vc, T, pos0, max_ctx, causal);
     // Unique K/V bytes read (GQA: each KV head is read once from memory, then cached).
-    const double ctx = causal ? pos0 + T : pos0 + T;
-    u->kv_read += 2.0 * ctx * kv * sizeof(bf16);
+    u->kv_read += 2.0 * (pos0 + T) * kv * sizeof(bf16);
     linear(w + ll.o, xb_, tmp_, T, s.hidden, q, u);
-    add_inplace<<<256, 256, 0, cs_>>>(x_, tmp_, n);
-    rmsnorm<<<T, 256, 0, cs_>>>(x_, w + ll.ln2, xb_, s.hidden);
+    pending_ = true;
+    norm(x_, w + ll.ln2, T, s.hidden);  // x += attention output; xb = norm(x)
     linear(w + ll.gu, xb_, big_, T, 2 * s.inter, s.hidden, u);
-    silu_mul<<<256, 256, 0, cs_>>>(big_, qb_, s.inter, T);
+    launch(silu_mul, dim3(256), dim3(256), 0, static_cast<const float*>(big_), qb_, s.inter, T);
     linear(w + ll.d, qb_, tmp_, T, s.hidden, s.inter, u);
-    add_inplace<<<256, 256, 0, cs_>>>(x_, tmp_, n);
+    pending_ = true;  // added by the next norm (next layer's, or the LM head's)
+  }
+
+  // Attention of T query rows at pos0 into xb_. Decode (T = 1) splits the positions over
+  // up to 16 blocks per head and merges them; prefill rows are many blocks already.
+  void attend(const Shape& s, bf16* kc, bf16* vc, int T, int pos0, int max_ctx, bool causal) {
+    const int ctx = pos0 + T;
+    const int splits = T == 1 ? std::clamp((ctx + 255) / 256, 1, kMaxSplits) : 1;
+    launch(attention, dim3(s.heads, T, splits), dim3(kAttnThreads), attention_smem(max_ctx, s.head_dim),
+           static_cast<const bf16*>(qb_), static_cast<const bf16*>(kc), static_cast<const bf16*>(vc), xb_, s.heads,
+           s.kv_heads, s.head_dim, pos0, T, max_ctx, causal ? 1 : 0, static_cast<const int*>(dpos_), part_);
+    if (splits > 1)
+      launch(attention_combine, dim3(s.heads, T), dim3(128), 0, static_cast<const float*>(part_), xb_, s.heads,
+             s.head_dim, splits);
   }
 
   void fill_x(size_t n) {
     // Stand-in input embeddings (image patches, prompt tokens): bf16 noise, widened.
     fill_uniform<<<256, 256, 0, cs_>>>(xb_, n, 1.0f, 7, 0);
     widen<<<256, 256, 0, cs_>>>(xb_, x_, n);
+    pending_ = false;
   }
 
   static void add(Counters* c, const Counters& u) {
@@ -769,6 +899,9 @@ class Engine {
   float *x_ = nullptr, *tmp_ = nullptr, *big_ = nullptr;
   bf16 *xb_ = nullptr, *qb_ = nullptr;
   int* token_ = nullptr;
+  bool pdl_ = false;
+  bool pending_ = false;     // tmp_ holds a residual not yet added to x_
+  float* part_ = nullptr;    // split attention partials
   int* dpos_ = nullptr;      // non-null while capturing: kernels read the position here
   int* dpos_buf_ = nullptr;
   cudaGraphExec_t graph_{};
@@ -833,6 +966,8 @@ void usage() {
       "  --duration-s S       decode continuously for S seconds instead (interference mode)\n"
       "  --per-unit           print every unit's counted bytes\n"
       "  --warmup N           untimed decode steps first (default 2)\n"
+      "  --no-pdl             plain launches (default: programmatic dependent launch where\n"
+      "                       weights are read in place)\n"
       "  --graph              replay one captured decode step (CUDA graph) instead of eager\n"
       "                       launches; device or zerocopy weights only. Eager is what Ripple\n"
       "                       gates; the graph shows the bandwidth-bound rate\n"
@@ -896,6 +1031,8 @@ int main_impl(int argc, char** argv) {
       o.prompt_tokens = int(num(need(i, "--prompt-tokens"), "--prompt-tokens", 1, 8192));
     } else if (a == "--frame-decode-tokens") {
       o.frame_decode_tokens = int(num(need(i, "--frame-decode-tokens"), "--frame-decode-tokens", 0, 4096));
+    } else if (a == "--no-pdl") {
+      o.pdl = false;
     } else if (a == "--graph") {
       o.graph = true;
     } else if (a == "--warmup") {
@@ -1058,6 +1195,10 @@ int main_impl(int argc, char** argv) {
     }
     std::printf("ripple-llm: %s-bandwidth limit %.2f tokens/s: measured/limit %.2f\n", limit_name, limit, tps / limit);
   }
+  // The greedy token after the run: a fingerprint of the computation (same weights, same
+  // steps, deterministic kernels: equal across launch modes when they compute the same).
+  std::printf("ripple-llm: final token %d (launches: %s%s)\n", eng.last_token(), eng.pdl() ? "PDL" : "plain",
+              o.graph ? ", graph" : "");
   std::printf("RESULT engine=ripple-llm preset=%s weights=%s%s kv=%s tokens=%d tok_s=%.3f counted_gb=%.4f model_gb=%.4f "
               "diff_pct=%.3f limit_tok_s=%.3f ratio=%.3f gbs=%.1f\n",
               preset->name, wname, o.graph ? " launch=graph" : "", o.kv == Place::kDevice ? "device" : "host", steps, tps,

@@ -25,10 +25,12 @@ llm() { # name args...
   local name=$1; shift
   log "ripple-llm $*"
   timeout 180 taskset -c 1 "$B/ripple-llm" "$@" >"$OUT/llm-$name.log" 2>&1
-  tail -4 "$OUT/llm-$name.log" | tee -a "$OUT/run.log"
+  grep -E "^ripple-llm: (kernel probe|final token|bytes per token|[0-9]+ tokens in|.*limit|frames)|^RESULT|error" \
+    "$OUT/llm-$name.log" | tee -a "$OUT/run.log"
 }
 llm dev8b --preset qwen3-8b --weights device --context 1024 --tokens 64
 llm dev8b-graph --preset qwen3-8b --weights device --context 1024 --tokens 64 --graph
+llm dev8b-nopdl --preset qwen3-8b --weights device --context 1024 --tokens 64 --no-pdl
 llm dev0.6b --preset qwen3-0.6b --weights device --context 1024 --tokens 64
 if [ -z "${QUICK:-}" ]; then
 llm host8b --preset qwen3-8b --weights host --stream copy --context 1024 --tokens 6
