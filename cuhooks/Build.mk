@@ -1,0 +1,32 @@
+# cuhooks/: libripple-cuhook.so, the LD_PRELOAD interposer (Documentation/cuhook.md).
+# Compiled position-independent into $(O)/pic with -fvisibility=hidden: only the hooks,
+# dlsym, InitializeInjectionNvtx2 and the ripple_cuhook_* API are exported. Needs the
+# CUDA headers (not a GPU); skipped where they are missing.
+CUDA_INCLUDE ?= /usr/local/cuda/include
+ifneq ($(wildcard $(CUDA_INCLUDE)/cuda.h),)
+
+CUHOOK_SRCS := cuhooks/hooks.cc cuhooks/runtime.cc cuhooks/nvtx.cc cuhooks/profile.cc \
+	agent/engine/protocol.cc agent/engine/client.cc
+CUHOOK_PIC_OBJS := $(patsubst %.cc,$(O)/pic/%.o,$(CUHOOK_SRCS)) $(O)/pic/cuhooks/dlsym_trampoline.o
+CUHOOK_CXXFLAGS := $(RIPPLE_CXXFLAGS) -fPIC -fvisibility=hidden -fvisibility-inlines-hidden -isystem $(CUDA_INCLUDE)
+
+$(O)/pic/%.o: %.cc | $(GENERATED_HEADERS)
+	@mkdir -p $(@D)
+	$(call msg,CXX-PIC,$@)$(CXX) $(CUHOOK_CXXFLAGS) -c $< -o $@
+
+$(O)/pic/cuhooks/%.o: cuhooks/%.S
+	@mkdir -p $(@D)
+	$(call msg,AS,$@)$(CC) -fPIC -c $< -o $@
+
+$(O)/lib/libripple-cuhook.so: $(CUHOOK_PIC_OBJS) cuhooks/exports.map
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)$(CXX) -shared -fPIC -o $@ $(filter %.o,$^) -Wl,-soname,libripple-cuhook.so -Wl,-z,defs \
+		-Wl,--version-script=cuhooks/exports.map \
+		-ldl -lfmt -pthread
+LIBS += $(O)/lib/libripple-cuhook.so
+
+# The profile library (unit catalog, sequence matcher) for ripple-profile and the tests.
+$(O)/lib/libripple_cuprofile.a: $(call objs,cuhooks/profile.cc)
+LIBS += $(O)/lib/libripple_cuprofile.a
+
+endif

@@ -1,0 +1,282 @@
+// The interposed entry points, generated from the one list in cuhooks/hook_list.h, and
+// the three ways a process reaches the driver (notes/cuda-interposition.md §1):
+//   1. direct symbols: our exports shadow libcuda's (LD_PRELOAD);
+//   2. dlsym(handle, "cuX"): the dlsym hook (dlsym_trampoline.S) returns our wrapper;
+//   3. cuGetProcAddress(_v2)("cuX", version, flags): the real driver is asked first and
+//      the pointer it returns is wrapped, so its choice of ABI version and of the
+//      _ptsz/_ptds variant stays exactly the driver's (THAPI's pattern).
+// Each hook has kSlots real-pointer slots: slot 0 is libcuda's exported symbol, slots
+// 1.. hold distinct pointers cuGetProcAddress returned; each slot has its own wrapper
+// (a template instance), so a wrapper always calls exactly the pointer it wraps.
+#include "cuhooks/hooks.h"
+
+#include <dlfcn.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#define RH_EXPORT __attribute__((visibility("default")))
+#define RH_STRIP(...) __VA_ARGS__
+
+namespace ripple::cuhook {
+
+const char* const kHookNames[kHookCount] = {
+#define RH_NAME(name, ...) #name,
+    RIPPLE_CU_HOOKS(RH_NAME)
+#undef RH_NAME
+};
+
+namespace {
+
+struct HookInfo {
+  const char* base;
+  int ptds, minver, maxver;
+};
+constexpr HookInfo kInfo[kHookCount] = {
+#define RH_INFO(name, base, ptds, minver, maxver, ...) {base, ptds, minver, maxver},
+    RIPPLE_CU_HOOKS(RH_INFO)
+#undef RH_INFO
+};
+
+constexpr int kSlots = 4;
+std::atomic<void*> g_real[kHookCount][kSlots];
+std::atomic<bool> g_resolved0[kHookCount];
+
+using DlsymFn = void* (*)(void*, const char*);
+
+std::atomic<void*> g_cuda_handle{nullptr};
+
+const char* cuda_library() {
+  static const char* lib = [] {
+    const char* v = getenv("RIPPLE_CUDA_LIBRARY");
+    return v && *v ? v : "libcuda.so.1";
+  }();
+  return lib;
+}
+
+}  // namespace
+}  // namespace ripple::cuhook
+
+// The real dlsym, used by the trampoline's tail jump (dlsym_trampoline.S).
+extern "C" __attribute__((visibility("hidden"))) ripple::cuhook::DlsymFn ripple_real_dlsym_ptr = nullptr;
+
+namespace ripple::cuhook {
+namespace {
+
+DlsymFn resolve_real_dlsym() {
+  DlsymFn f = __atomic_load_n(&ripple_real_dlsym_ptr, __ATOMIC_ACQUIRE);
+  if (f) return f;
+  // glibc 2.34 moved dlsym into libc (GLIBC_2.34); older: GLIBC_2.2.5 (x86_64), GLIBC_2.17 (aarch64).
+  for (const char* v : {"GLIBC_2.34", "GLIBC_2.17", "GLIBC_2.2.5"}) {
+    f = reinterpret_cast<DlsymFn>(dlvsym(RTLD_NEXT, "dlsym", v));
+    if (f) break;
+  }
+  __atomic_store_n(&ripple_real_dlsym_ptr, f, __ATOMIC_RELEASE);
+  return f;
+}
+
+void* cuda_handle() {
+  void* h = g_cuda_handle.load(std::memory_order_acquire);
+  if (h) return h;
+  h = dlopen(cuda_library(), RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) h = dlopen(cuda_library(), RTLD_LAZY);
+  if (h) g_cuda_handle.store(h, std::memory_order_release);
+  return h;
+}
+
+void* real_slot(Hook h, int slot) {
+  const int i = static_cast<int>(h);
+  if (slot == 0 && !g_resolved0[i].load(std::memory_order_acquire)) {
+    void* p = driver_symbol(kHookNames[i]);
+    g_real[i][0].store(p, std::memory_order_release);
+    g_resolved0[i].store(true, std::memory_order_release);
+  }
+  return g_real[i][slot].load(std::memory_order_acquire);
+}
+
+}  // namespace
+
+void* real_dlsym(void* handle, const char* name) {
+  DlsymFn f = resolve_real_dlsym();
+  return f ? f(handle, name) : nullptr;
+}
+
+void* driver_symbol(const char* name) {
+  void* h = cuda_handle();
+  return h ? real_dlsym(h, name) : nullptr;
+}
+
+// --- the hooks -------------------------------------------------------------------
+
+#define RH_DEFINE_CALL(name, base, ptds, minver, maxver, kind, params, args, stream, bytes, dir, func, kparams) \
+  static CUresult name##_call(int rh_slot, RH_STRIP params) {                                          \
+    using Fn = CUresult(CUDAAPI*) params;                                                              \
+    void* rh_real = real_slot(Hook::name, rh_slot);                                                    \
+    if (rh_real == nullptr) return CUDA_ERROR_NOT_FOUND;                                               \
+    Op op{Hook::name, kind, stream, static_cast<unsigned long long>(bytes), dir, func, rh_slot};       \
+    before(op);                                                                                        \
+    CUresult r = reinterpret_cast<Fn>(rh_real) args;                                                   \
+    after(op, r);                                                                                      \
+    return r;                                                                                          \
+  }                                                                                                    \
+  template <int S>                                                                                     \
+  CUresult CUDAAPI name##_slot params {                                                                \
+    return name##_call(S, RH_STRIP args);                                                              \
+  }
+RIPPLE_CU_HOOKS(RH_DEFINE_CALL)
+#undef RH_DEFINE_CALL
+
+}  // namespace ripple::cuhook
+
+#define RH_DEFINE_EXPORT(name, base, ptds, minver, maxver, kind, params, args, ...) \
+  extern "C" RH_EXPORT CUresult CUDAAPI name params { return ripple::cuhook::name##_call(0, RH_STRIP args); }
+RIPPLE_CU_HOOKS(RH_DEFINE_EXPORT)
+#undef RH_DEFINE_EXPORT
+
+namespace ripple::cuhook {
+namespace {
+
+void* const kWrappers[kHookCount][kSlots] = {
+#define RH_WRAP(name, ...)                                                                          \
+  {reinterpret_cast<void*>(&::name), reinterpret_cast<void*>(&name##_slot<1>),                     \
+   reinterpret_cast<void*>(&name##_slot<2>), reinterpret_cast<void*>(&name##_slot<3>)},
+    RIPPLE_CU_HOOKS(RH_WRAP)
+#undef RH_WRAP
+};
+
+// Our wrapper for real pointer p of hook h: the slot that already holds p, or a free one.
+void* wrap(Hook h, void* p) {
+  const int i = static_cast<int>(h);
+  if (p == real_slot(h, 0)) return kWrappers[i][0];
+  for (int s = 1; s < kSlots; ++s) {
+    void* cur = g_real[i][s].load(std::memory_order_acquire);
+    if (cur == p) return kWrappers[i][s];
+    if (cur == nullptr) {
+      void* expected = nullptr;
+      if (g_real[i][s].compare_exchange_strong(expected, p, std::memory_order_acq_rel) || expected == p)
+        return kWrappers[i][s];
+    }
+  }
+  count_unwrapped(kHookNames[i]);  // more distinct pointers than slots: seen nowhere, say so
+  return p;
+}
+
+struct Index {
+  std::unordered_map<std::string_view, int> by_name;
+  std::unordered_map<std::string_view, std::vector<int>> by_base;
+  Index() {
+    for (int i = 0; i < kHookCount; ++i) {
+      by_name.emplace(kHookNames[i], i);
+      by_base[kInfo[i].base].push_back(i);
+    }
+  }
+};
+const Index& index() {
+  static const Index idx;
+  return idx;
+}
+
+using ProcV2 = CUresult(CUDAAPI*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+using ProcV1 = CUresult(CUDAAPI*)(const char*, void**, int, cuuint64_t);
+
+}  // namespace
+
+// Wraps what the real cuGetProcAddress returned for (symbol, version, flags).
+void* wrap_procaddr(const char* symbol, void* p, int version, cuuint64_t flags);
+
+}  // namespace ripple::cuhook
+
+extern "C" RH_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int version,
+                                                          cuuint64_t flags, CUdriverProcAddressQueryResult* st) {
+  static auto real = reinterpret_cast<ripple::cuhook::ProcV2>(ripple::cuhook::driver_symbol("cuGetProcAddress_v2"));
+  if (real == nullptr) return CUDA_ERROR_NOT_FOUND;
+  CUresult r = real(symbol, pfn, version, flags, st);
+  if (r == CUDA_SUCCESS && symbol && pfn && *pfn) *pfn = ripple::cuhook::wrap_procaddr(symbol, *pfn, version, flags);
+  return r;
+}
+
+// The CUDA 11.3-11.x ABI (no symbolStatus).
+extern "C" RH_EXPORT CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
+  static auto real = reinterpret_cast<ripple::cuhook::ProcV1>(ripple::cuhook::driver_symbol("cuGetProcAddress"));
+  if (real == nullptr) return CUDA_ERROR_NOT_FOUND;
+  CUresult r = real(symbol, pfn, version, flags);
+  if (r == CUDA_SUCCESS && symbol && pfn && *pfn) *pfn = ripple::cuhook::wrap_procaddr(symbol, *pfn, version, flags);
+  return r;
+}
+
+namespace ripple::cuhook {
+
+void* wrap_procaddr(const char* symbol, void* p, int version, cuuint64_t flags) {
+  // Asked for cuGetProcAddress itself: hand out our wrapper of the same ABI, never NULL
+  // (a NULL here crashes the runtime: vcuda-controller #20).
+  if (strcmp(symbol, "cuGetProcAddress") == 0)
+    return version >= 12000 ? reinterpret_cast<void*>(&::cuGetProcAddress_v2) : reinterpret_cast<void*>(&::cuGetProcAddress);
+  const Index& idx = index();
+  auto b = idx.by_base.find(symbol);
+  if (b == idx.by_base.end()) {
+    auto n = idx.by_name.find(symbol);  // asked by exact name (cuMemcpyHtoD_v2)
+    return n == idx.by_name.end() ? p : wrap(static_cast<Hook>(n->second), p);
+  }
+  const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+  int legacy = -1, chosen = -1;
+  for (int i : b->second) {
+    if (version < kInfo[i].minver || version >= kInfo[i].maxver) continue;
+    if (kInfo[i].ptds == static_cast<int>(per_thread)) chosen = i;
+    if (!kInfo[i].ptds) legacy = i;
+  }
+  if (chosen < 0) chosen = legacy;  // no per-thread variant: the driver returns the legacy one
+  if (chosen < 0) {
+    // An ABI older (or newer) than the one we know for this name: pass it through.
+    count_passthrough();
+    return p;
+  }
+  return wrap(static_cast<Hook>(chosen), p);
+}
+
+}  // namespace ripple::cuhook
+
+// --- dlsym ---------------------------------------------------------------------------
+// dlsym_trampoline.S exports `dlsym`: it calls this and, when it returns NULL, tail-jumps
+// to the real dlsym with the caller's return address intact (RTLD_NEXT is resolved
+// relative to the caller; HAMi-core's dlsym_entry.S does the same).
+namespace {
+thread_local bool t_in_dlsym = false;
+}
+
+extern "C" __attribute__((visibility("hidden"))) void* ripple_dlsym_hook(void* handle, const char* name) {
+  using namespace ripple::cuhook;
+  if (resolve_real_dlsym() == nullptr) return nullptr;
+  if (t_in_dlsym || name == nullptr || handle == RTLD_NEXT || handle == RTLD_DEFAULT) return nullptr;
+  if (name[0] != 'c' || name[1] != 'u') return nullptr;
+  t_in_dlsym = true;
+  void* result = nullptr;
+  if (strcmp(name, "cuGetProcAddress_v2") == 0 || strcmp(name, "cuGetProcAddress") == 0) {
+    if (real_dlsym(handle, name) != nullptr)
+      result = name[16] == '_' ? reinterpret_cast<void*>(&::cuGetProcAddress_v2) : reinterpret_cast<void*>(&::cuGetProcAddress);
+  } else {
+    const Index& idx = index();
+    auto n = idx.by_name.find(name);
+    if (n != idx.by_name.end()) {
+      void* p = real_dlsym(handle, name);
+      if (p != nullptr) result = wrap(static_cast<Hook>(n->second), p);
+    }
+  }
+  t_in_dlsym = false;
+  return result;
+}
+
+extern "C" int rh_resolve_dir(CUdeviceptr dst, CUdeviceptr src) {
+  using Fn = CUresult(CUDAAPI*)(void*, CUpointer_attribute, CUdeviceptr);
+  static auto get = reinterpret_cast<Fn>(ripple::cuhook::driver_symbol("cuPointerGetAttribute"));
+  auto is_host = [&](CUdeviceptr p) {
+    unsigned int type = 0;
+    if (get == nullptr || get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS) return true;  // unregistered host memory
+    return type == CU_MEMORYTYPE_HOST;
+  };
+  const bool sh = is_host(src), dh = is_host(dst);
+  return sh && dh ? RH_DIR_H2H : sh ? RH_DIR_H2D : dh ? RH_DIR_D2H : RH_DIR_D2D;
+}

@@ -1,0 +1,50 @@
+// The interposed entry points (generated from cuhooks/hook_list.h) and the access to
+// the real driver the runtime needs. Internal to libripple-cuhook.so.
+#pragma once
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#include "cuhooks/op_info.h"
+#include "cuhooks/hook_list.h"
+
+namespace ripple::cuhook {
+
+enum class Hook : int {
+#define RH_ENUM(name, ...) name,
+  RIPPLE_CU_HOOKS(RH_ENUM)
+#undef RH_ENUM
+};
+inline constexpr int kHookCount = 0
+#define RH_COUNT(name, ...) +1
+    RIPPLE_CU_HOOKS(RH_COUNT)
+#undef RH_COUNT
+    ;
+extern const char* const kHookNames[kHookCount];
+
+// One intercepted call, as the runtime sees it.
+struct Op {
+  Hook hook;
+  int kind;          // RH_KERNEL ...
+  CUstream stream;
+  unsigned long long bytes;
+  int dir;           // RH_DIR_*
+  CUfunction func;
+  int slot;          // 0: the exported symbol; >0: a pointer from cuGetProcAddress
+  int end_unit = -1; // set by before(): this launch ends a profile unit
+  bool gated = false;
+};
+
+// The runtime (cuhooks/runtime.cc): before() may block the calling thread at a unit
+// boundary; after() sees the driver's result.
+void before(Op& op);
+void after(const Op& op, CUresult r);
+void count_passthrough();
+void count_unwrapped(const char* symbol);
+
+// A driver symbol from the real libcuda (never our own export), or nullptr.
+void* driver_symbol(const char* name);
+// The real dlsym (never the hook).
+void* real_dlsym(void* handle, const char* name);
+
+}  // namespace ripple::cuhook

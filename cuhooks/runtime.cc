@@ -1,0 +1,942 @@
+// The interposer's runtime: configuration (environment, read once), counters, unit
+// boundaries (NVTX ranges, the kernel-sequence profile, bare host<->device copies, CUDA
+// graph launches, the explicit C API), the gate (one engine session with the agent
+// through the engine client library, agent/engine/client.h), grant timing (event pairs
+// read by a watcher thread) and fork/exit handling. Documentation/cuhook.md.
+//
+// Threading: `gate_` (gm_) serialises unit boundaries: the thread at a boundary holds it
+// while it waits for a grant, so other launching threads of the engine wait too (they
+// belong to the same forward pass). Socket I/O is under cm_ only, so the watcher can
+// report Done while a boundary waits (the wait polls in short slices). The hot path of a
+// launch inside a granted unit takes no lock.
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/engine/client.h"
+#include "cuhooks/hooks.h"
+#include "cuhooks/profile.h"
+#include "include/ripple/cuhook.h"
+
+namespace ripple::cuhook {
+namespace {
+
+using engine::monotonic_ns;
+
+// --- messages: stderr only, never the application's stdout ------------------------
+void say(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void say(const char* fmt, ...) {
+  char buf[512];
+  int n = snprintf(buf, sizeof buf, "ripple-cuhook[%d]: ", static_cast<int>(getpid()));
+  va_list ap;
+  va_start(ap, fmt);
+  n += vsnprintf(buf + n, sizeof buf - static_cast<std::size_t>(n) - 1, fmt, ap);
+  va_end(ap);
+  n = std::min<int>(n, static_cast<int>(sizeof buf) - 2);
+  buf[n++] = '\n';
+  ssize_t w = write(2, buf, static_cast<std::size_t>(n));
+  (void)w;
+}
+
+// --- configuration -------------------------------------------------------------------
+enum class Fail { kUnset, kOpen, kClosed };
+
+struct Config {
+  bool off = false;
+  std::string engine = "cuda";
+  engine::Kind kind = engine::Kind::kBestEffort;
+  std::uint64_t period_ns = 0, deadline_ns = 0;
+  std::string socket = engine::kDefaultSocket;
+  Fail fail = Fail::kUnset;
+  std::string profile_path;
+  std::string nvtx_pattern = "(?:^|[^A-Za-z])(?:layers|layer|h|blocks)[._ ]?([0-9]+)";
+  bool b_nvtx = true, b_profile = true, b_copy = true, b_graph = true, b_api = true;
+  std::uint64_t copy_min_bytes = 1 << 20;
+  std::uint64_t unit_bytes = 0, graph_bytes = 0;
+  std::string comm_prefix = "nccl";
+  std::string stats_path, record_path;
+  int grant_timeout_ms = 0;  // 0: wait as long as the agent says
+  int reconnect_ms = 500;
+};
+
+std::string env_str(const char* k, const std::string& def) {
+  const char* v = getenv(k);
+  return v && *v ? std::string(v) : def;
+}
+std::uint64_t env_u64(const char* k, std::uint64_t def) {
+  const char* v = getenv(k);
+  if (!v || !*v) return def;
+  char* end = nullptr;
+  unsigned long long x = strtoull(v, &end, 0);
+  if (end == v || *end) {
+    say("ignoring %s=%s: not a number", k, v);
+    return def;
+  }
+  return x;
+}
+
+std::string program_name() {
+  char buf[64] = {};
+  FILE* f = fopen("/proc/self/comm", "re");
+  if (f) {
+    if (fgets(buf, sizeof buf, f) == nullptr) buf[0] = 0;
+    fclose(f);
+  }
+  std::string s(buf);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s.empty() ? "cuda" : s;
+}
+
+Config read_config() {
+  Config c;
+  c.off = env_str("RIPPLE_CUHOOK", "on") == "off";
+  c.engine = env_str("RIPPLE_ENGINE", program_name()).substr(0, engine::kNameBytes - 1);
+  const std::string kind = env_str("RIPPLE_KIND", "best-effort");
+  if (kind == "deadline-bound") c.kind = engine::Kind::kDeadlineBound;
+  else if (kind != "best-effort") say("RIPPLE_KIND=%s is neither best-effort nor deadline-bound: using best-effort", kind.c_str());
+  c.period_ns = env_u64("RIPPLE_PERIOD_MS", 0) * 1000000ull;
+  c.deadline_ns = env_u64("RIPPLE_DEADLINE_MS", 0) * 1000000ull;
+  c.socket = env_str("RIPPLE_SOCKET", c.socket);
+  const std::string fail = env_str("RIPPLE_FAIL", "");
+  if (fail == "open") c.fail = Fail::kOpen;
+  else if (fail == "closed") c.fail = Fail::kClosed;
+  else if (!fail.empty()) say("RIPPLE_FAIL=%s is neither open nor closed: the agent decides", fail.c_str());
+  c.profile_path = env_str("RIPPLE_PROFILE", "");
+  c.nvtx_pattern = env_str("RIPPLE_NVTX_PATTERN", c.nvtx_pattern);
+  const std::string b = env_str("RIPPLE_BOUNDARIES", "nvtx,profile,copy,graph,api");
+  auto has = [&](const char* w) { return ("," + b + ",").find(std::string(",") + w + ",") != std::string::npos; };
+  c.b_nvtx = has("nvtx"), c.b_profile = has("profile"), c.b_copy = has("copy"), c.b_graph = has("graph"), c.b_api = has("api");
+  c.copy_min_bytes = env_u64("RIPPLE_COPY_MIN_BYTES", c.copy_min_bytes);
+  c.unit_bytes = env_u64("RIPPLE_UNIT_BYTES", 0);
+  c.graph_bytes = env_u64("RIPPLE_GRAPH_BYTES", 0);
+  c.comm_prefix = env_str("RIPPLE_COMM_PREFIX", c.comm_prefix);
+  c.stats_path = env_str("RIPPLE_CUHOOK_STATS", "");
+  c.record_path = env_str("RIPPLE_RECORD", "");
+  c.grant_timeout_ms = static_cast<int>(env_u64("RIPPLE_GRANT_TIMEOUT_MS", 0));
+  c.reconnect_ms = static_cast<int>(env_u64("RIPPLE_RECONNECT_MS", 500));
+  return c;
+}
+
+// --- counters --------------------------------------------------------------------
+struct Counters {
+  std::atomic<std::uint64_t> launches{0}, copies{0}, h2d_bytes{0}, d2h_bytes{0};
+  std::atomic<std::uint64_t> units{0}, units_nvtx{0}, units_profile{0}, units_copy{0}, units_graph{0}, units_api{0};
+  std::atomic<std::uint64_t> grants{0}, grant_waits{0}, wait_ns{0}, done_reported{0}, unmanaged_units{0};
+  std::atomic<std::uint64_t> capture_skips{0}, comm_skips{0}, agent_connects{0}, agent_losses{0};
+  std::atomic<std::uint64_t> passthrough{0}, via_procaddr{0}, unwrapped{0}, errors{0};
+  std::atomic<std::uint64_t> profile_resyncs{0}, nvtx_pushes{0}, seq_mismatch{0};
+  std::atomic<std::uint64_t> calls[kHookCount]{}, bytes[kHookCount]{};
+};
+Counters g_c;
+
+enum class Source { kNvtx, kProfile, kCopy, kGraph, kApi };
+
+// --- driver functions the runtime itself uses ------------------------------------
+struct Driver {
+  CUresult(CUDAAPI* event_create)(CUevent*, unsigned int) = nullptr;
+  CUresult(CUDAAPI* event_record)(CUevent, CUstream) = nullptr;
+  CUresult(CUDAAPI* event_query)(CUevent) = nullptr;
+  CUresult(CUDAAPI* elapsed)(float*, CUevent, CUevent) = nullptr;
+  CUresult(CUDAAPI* is_capturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
+  CUresult(CUDAAPI* func_name)(const char**, CUfunction) = nullptr;
+  CUresult(CUDAAPI* ctx_get)(CUcontext*) = nullptr;
+  CUresult(CUDAAPI* ctx_set)(CUcontext) = nullptr;
+  CUresult(CUDAAPI* exchange_capture_mode)(CUstreamCaptureMode*) = nullptr;
+  void load() {
+    auto sym = [](const char* a, const char* b = nullptr) {
+      void* p = driver_symbol(a);
+      return p || !b ? p : driver_symbol(b);
+    };
+    event_create = reinterpret_cast<decltype(event_create)>(sym("cuEventCreate"));
+    event_record = reinterpret_cast<decltype(event_record)>(sym("cuEventRecord"));
+    event_query = reinterpret_cast<decltype(event_query)>(sym("cuEventQuery"));
+    elapsed = reinterpret_cast<decltype(elapsed)>(sym("cuEventElapsedTime_v2", "cuEventElapsedTime"));
+    is_capturing = reinterpret_cast<decltype(is_capturing)>(sym("cuStreamIsCapturing"));
+    func_name = reinterpret_cast<decltype(func_name)>(sym("cuFuncGetName"));
+    ctx_get = reinterpret_cast<decltype(ctx_get)>(sym("cuCtxGetCurrent"));
+    ctx_set = reinterpret_cast<decltype(ctx_set)>(sym("cuCtxSetCurrent"));
+    exchange_capture_mode = reinterpret_cast<decltype(exchange_capture_mode)>(sym("cuThreadExchangeStreamCaptureMode"));
+  }
+};
+
+// A grant handed to the watcher once closed.
+struct Timed {
+  engine::GrantMsg grant;
+  std::uint64_t gen;
+  CUevent start = nullptr, end = nullptr;
+  CUcontext ctx = nullptr;
+  std::string unit;  // record mode: the unit's name
+};
+
+struct ThreadState {
+  std::vector<char> nvtx_stack;  // per pushed range: 1 when it began a unit
+  CUstream last_stream = nullptr;
+  int api_depth = 0;
+};
+thread_local ThreadState t_state;
+
+class Runtime {
+ public:
+  Runtime();
+  void before(Op& op);
+  void after(const Op& op, CUresult r);
+  void range_push(const char* name);
+  void range_pop();
+  int api_begin(const char* name, std::uint64_t bytes);
+  int api_end();
+  void set_comm_stream(CUstream s) {
+    std::lock_guard<std::mutex> l(comm_m_);
+    comm_streams_.insert(s);
+    has_comm_.store(true);
+  }
+  void fork_child();
+  void write_stats();
+  const Config& cfg() const { return cfg_; }
+  void load_driver();
+
+ private:
+  std::once_flag drv_once_;
+  struct FuncInfo {
+    std::string name;
+    bool comm = false;
+  };
+  const FuncInfo& func_info(CUfunction f);
+  bool capturing(CUstream s);
+  bool is_comm(CUstream s);
+  // Boundaries.
+  int enter(const std::vector<std::uint32_t>& units, CUstream s, Source src, const std::string& label);
+  void exit_unit();
+  // Under gm_.
+  bool work_open() const { return pos_ < work_units_.size(); }
+  void open_work_locked(const std::vector<std::uint32_t>& units);
+  bool acquire_locked(std::size_t pos);
+  bool connect_locked(bool quiet);
+  void lose_agent_locked(const std::string& why);
+  bool announce_locked();
+  void close_grant_locked();
+  void start_watcher_locked();
+  void watcher_loop();
+  CUevent take_event();
+  void record_line(const std::string& line);
+  std::vector<std::uint32_t> copy_units(std::uint64_t bytes) const;
+  bool fail_closed() const {
+    return cfg_.fail == Fail::kClosed || (cfg_.fail == Fail::kUnset && agent_fail_ == engine::FailMode::kClosed);
+  }
+
+  Config cfg_;
+  Driver drv_;
+  Profile profile_;
+  std::unique_ptr<SequenceMatcher> matcher_;
+  std::mutex matcher_m_;
+  std::vector<std::uint32_t> seq_;  // catalog indices of the profile's forward sequence
+  std::vector<engine::UnitInfo> catalog_;
+  std::uint32_t graph_unit_ = 0, generic_unit_ = 0, copy_base_ = 0;
+  static constexpr int kMinCopyShift = 12, kMaxCopyShift = 44;
+
+  // Function names (cuFuncGetName), cached.
+  std::mutex func_m_;
+  std::unordered_map<CUfunction, std::unique_ptr<FuncInfo>> funcs_;
+  std::mutex comm_m_;
+  std::set<CUstream> comm_streams_;
+  std::atomic<bool> has_comm_{false};
+
+  // NVTX: names seen, mapped to catalog units (-1: not a unit range).
+  std::mutex nvtx_m_;
+  std::unordered_map<std::string, int> nvtx_units_;
+  std::atomic<bool> nvtx_seen_{false};
+
+  // The gate.
+  std::mutex gm_;
+  std::mutex cm_;  // client I/O
+  std::unique_ptr<engine::Client> client_;
+  std::atomic<std::uint64_t> gen_{1};
+  engine::FailMode agent_fail_ = engine::FailMode::kOpen;
+  std::uint64_t next_connect_ns_ = 0;
+  bool warned_unmanaged_ = false, ever_connected_ = false;
+  std::uint64_t work_id_ = 0;
+  std::vector<std::uint32_t> work_units_;
+  std::size_t pos_ = 0;       // next position of the open work
+  std::size_t base_ = 0;      // position of the announced work's first unit
+  std::size_t cur_pos_ = 0;   // position of the unit in progress
+  std::optional<engine::GrantMsg> grant_;
+  std::size_t grant_end_ = 0;
+  std::atomic<bool> pending_start_{false};
+  CUevent start_ev_ = nullptr;
+  CUcontext start_ctx_ = nullptr;
+  CUstream last_stream_ = nullptr;
+  std::string grant_label_;
+  bool open_unit_ = false;
+
+  // Watcher.
+  std::mutex wm_;
+  std::condition_variable wcv_;
+  std::deque<Timed> wq_;
+  std::vector<CUevent> free_events_;
+  bool watcher_started_ = false;
+
+  // Record mode.
+  std::mutex rec_m_;
+  FILE* rec_ = nullptr;
+};
+
+Runtime::Runtime() : cfg_(read_config()) {
+  if (cfg_.off) return;
+  if (!cfg_.profile_path.empty()) {
+    auto p = load_profile(cfg_.profile_path);
+    if (!p) say("profile not used: %s", p.error().message.c_str());
+    else profile_ = std::move(*p);
+  }
+  // The catalog announced to the agent: the profile's units, then one unit for a whole
+  // CUDA graph, one generic unit, and power-of-two copy units (a copy of B bytes is the
+  // units of B's binary digits, so its bytes are exact to 4 KiB).
+  std::uint64_t graph = 0;
+  for (std::size_t i = 0; i < profile_.units.size(); ++i) {
+    const auto& u = profile_.units[i];
+    catalog_.push_back({u.name, u.bytes, u.gpu_ns});
+    if (u.kind != "graph") {
+      seq_.push_back(static_cast<std::uint32_t>(i));
+      graph += u.bytes;
+    }
+  }
+  const int pg = profile_.find("graph");
+  if (pg >= 0) {
+    graph_unit_ = static_cast<std::uint32_t>(pg);
+  } else {
+    graph_unit_ = static_cast<std::uint32_t>(catalog_.size());
+    catalog_.push_back({"graph", cfg_.graph_bytes ? cfg_.graph_bytes : graph, 0});
+  }
+  generic_unit_ = static_cast<std::uint32_t>(catalog_.size());
+  catalog_.push_back({"unit", cfg_.unit_bytes, 0});
+  copy_base_ = static_cast<std::uint32_t>(catalog_.size());
+  for (int s = kMinCopyShift; s <= kMaxCopyShift; ++s)
+    catalog_.push_back({"copy-2^" + std::to_string(s), 1ull << s, 0});
+  bool any_kernels = false;
+  for (const auto& u : profile_.units) any_kernels |= !u.kernels.empty();
+  if (any_kernels && cfg_.b_profile) matcher_ = std::make_unique<SequenceMatcher>(profile_);
+}
+
+// The driver is touched only once the process calls it (a preloaded shell never does).
+void Runtime::load_driver() {
+  std::call_once(drv_once_, [&] {
+    drv_.load();
+    if (!cfg_.record_path.empty()) {
+      rec_ = fopen(cfg_.record_path.c_str(), "ae");
+      if (!rec_) say("cannot write the record file %s: %s", cfg_.record_path.c_str(), strerror(errno));
+    }
+  });
+}
+
+std::vector<std::uint32_t> Runtime::copy_units(std::uint64_t bytes) const {
+  std::vector<std::uint32_t> u;
+  std::uint64_t b = (bytes + (1ull << kMinCopyShift) - 1) >> kMinCopyShift << kMinCopyShift;
+  for (int s = kMaxCopyShift; s >= kMinCopyShift; --s) {
+    const std::uint64_t v = 1ull << s;
+    while (b >= v && u.size() < engine::kMaxWorkUnits) {  // beyond 2^44: repeated top units
+      u.push_back(copy_base_ + static_cast<std::uint32_t>(s - kMinCopyShift));
+      b -= v;
+      if (s != kMaxCopyShift) break;
+    }
+  }
+  return u;
+}
+
+const Runtime::FuncInfo& Runtime::func_info(CUfunction f) {
+  std::lock_guard<std::mutex> l(func_m_);
+  auto it = funcs_.find(f);
+  if (it != funcs_.end()) return *it->second;
+  auto info = std::make_unique<FuncInfo>();
+  const char* name = nullptr;
+  if (drv_.func_name && drv_.func_name(&name, f) == CUDA_SUCCESS && name) info->name = name;
+  else info->name = "?";
+  info->comm = !cfg_.comm_prefix.empty() && info->name.compare(0, cfg_.comm_prefix.size(), cfg_.comm_prefix) == 0;
+  return *funcs_.emplace(f, std::move(info)).first->second;
+}
+
+bool Runtime::capturing(CUstream s) {
+  if (!drv_.is_capturing) return false;
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (drv_.is_capturing(s, &st) != CUDA_SUCCESS) return false;
+  return st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+bool Runtime::is_comm(CUstream s) {
+  if (!has_comm_.load(std::memory_order_relaxed)) return false;
+  std::lock_guard<std::mutex> l(comm_m_);
+  return comm_streams_.count(s) != 0;
+}
+
+void Runtime::record_line(const std::string& line) {
+  if (!rec_) return;
+  std::lock_guard<std::mutex> l(rec_m_);
+  fputs(line.c_str(), rec_);
+  fputc('\n', rec_);
+}
+
+std::string json_str(const std::string& s) {
+  std::string o = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') o += '\\', o += ch;
+    else if (static_cast<unsigned char>(ch) < 0x20) o += ' ';
+    else o += ch;
+  }
+  return o + "\"";
+}
+
+// --- the hot path ---------------------------------------------------------------
+void Runtime::before(Op& op) {
+  const int h = static_cast<int>(op.hook);
+  g_c.calls[h].fetch_add(1, std::memory_order_relaxed);
+  g_c.bytes[h].fetch_add(op.bytes, std::memory_order_relaxed);
+  if (op.slot > 0) g_c.via_procaddr.fetch_add(1, std::memory_order_relaxed);
+  if (cfg_.off) return;
+  load_driver();
+  if (op.kind == RH_KERNEL || op.kind == RH_GRAPH) g_c.launches.fetch_add(1, std::memory_order_relaxed);
+  else if (op.kind == RH_COPY || op.kind == RH_SET || op.kind == RH_PREFETCH) {
+    g_c.copies.fetch_add(1, std::memory_order_relaxed);
+    if (op.dir == RH_DIR_H2D) g_c.h2d_bytes.fetch_add(op.bytes, std::memory_order_relaxed);
+    if (op.dir == RH_DIR_D2H) g_c.d2h_bytes.fetch_add(op.bytes, std::memory_order_relaxed);
+  }
+  if (op.kind == RH_HOSTFN) return;
+  if (op.kind == RH_KERNEL) {
+    const FuncInfo& fi = func_info(op.func);
+    if (fi.comm) {
+      set_comm_stream(op.stream);
+      g_c.comm_skips.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    if (is_comm(op.stream)) {
+      g_c.comm_skips.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    if (rec_) record_line("{\"k\":" + json_str(fi.name) + "}");
+    if (matcher_ && !nvtx_seen_.load(std::memory_order_relaxed) && t_state.api_depth == 0) {
+      SequenceMatcher::Step st;
+      {
+        std::lock_guard<std::mutex> l(matcher_m_);
+        const auto r0 = matcher_->resyncs();
+        st = matcher_->on_kernel(fi.name);
+        if (matcher_->resyncs() != r0) g_c.profile_resyncs.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (st.begin_unit >= 0)
+        enter({static_cast<std::uint32_t>(st.begin_unit)}, op.stream, Source::kProfile,
+              profile_.units[static_cast<std::size_t>(st.begin_unit)].name);
+      op.end_unit = st.end_unit;
+    }
+  } else if (op.kind == RH_GRAPH && cfg_.b_graph) {
+    bool bare;
+    {
+      std::lock_guard<std::mutex> l(gm_);
+      bare = !work_open() && !open_unit_;
+    }
+    if (bare && enter({graph_unit_}, op.stream, Source::kGraph, "graph") >= 0) op.gated = true;
+  } else if (op.kind == RH_COPY && cfg_.b_copy && (op.dir == RH_DIR_H2D || op.dir == RH_DIR_D2H) &&
+             op.bytes >= cfg_.copy_min_bytes) {
+    bool bare;
+    {
+      std::lock_guard<std::mutex> l(gm_);
+      bare = !work_open() && !open_unit_;
+    }
+    if (bare && enter(copy_units(op.bytes), op.stream, Source::kCopy, "copy") >= 0) op.gated = true;
+  }
+  t_state.last_stream = op.stream;
+  // The grant's start event goes on the first operation it covers.
+  if (pending_start_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> l(gm_);
+    if (pending_start_.load() && drv_.event_record && !capturing(op.stream)) {
+      start_ev_ = take_event();
+      if (start_ev_ && drv_.event_record(start_ev_, op.stream) != CUDA_SUCCESS) start_ev_ = nullptr;
+      if (drv_.ctx_get) drv_.ctx_get(&start_ctx_);
+      pending_start_.store(false);
+    }
+    last_stream_ = op.stream;
+  } else if (grant_label_.size()) {
+    last_stream_ = op.stream;  // racy by design: only the stream of the grant's end event
+  }
+}
+
+void Runtime::after(const Op& op, CUresult r) {
+  if (r != CUDA_SUCCESS) g_c.errors.fetch_add(1, std::memory_order_relaxed);
+  if (cfg_.off) return;
+  if (op.end_unit >= 0 || op.gated) exit_unit();
+}
+
+// --- boundaries ----------------------------------------------------------------------
+// The calling thread blocks until a grant covers every unit in `units` (one unit, or the
+// copy units of one copy). Returns 0 when granted, -1 when the units run unmanaged or
+// were not gated (capture).
+int Runtime::enter(const std::vector<std::uint32_t>& units, CUstream s, Source src, const std::string& label) {
+  if (capturing(s)) {
+    g_c.capture_skips.fetch_add(1, std::memory_order_relaxed);
+    return -1;
+  }
+  g_c.units.fetch_add(1, std::memory_order_relaxed);
+  switch (src) {
+    case Source::kNvtx: g_c.units_nvtx.fetch_add(1, std::memory_order_relaxed); break;
+    case Source::kProfile: g_c.units_profile.fetch_add(1, std::memory_order_relaxed); break;
+    case Source::kCopy: g_c.units_copy.fetch_add(1, std::memory_order_relaxed); break;
+    case Source::kGraph: g_c.units_graph.fetch_add(1, std::memory_order_relaxed); break;
+    case Source::kApi: g_c.units_api.fetch_add(1, std::memory_order_relaxed); break;
+  }
+  if (rec_) {
+    // Record mode: no agent; each unit is timed by its own event pair.
+    std::lock_guard<std::mutex> l(gm_);
+    close_grant_locked();
+    record_line("{\"u\":" + json_str(label) + "}");
+    grant_ = engine::GrantMsg{};
+    grant_label_ = label;
+    open_unit_ = true;
+    pending_start_.store(true);
+    return 0;
+  }
+  std::lock_guard<std::mutex> l(gm_);
+  open_unit_ = true;
+  if (!work_open()) {
+    // A new work: the profile's forward sequence from this unit on, or just these units.
+    std::vector<std::uint32_t> w = units;
+    if (units.size() == 1 && src != Source::kCopy) {
+      auto it = std::find(seq_.begin(), seq_.end(), units[0]);
+      if (it != seq_.end()) w.assign(it, seq_.end());
+    }
+    open_work_locked(w);
+  } else if (units.size() == 1 && work_units_[pos_] != units[0]) {
+    // The engine went another way than the profile: positions advance regardless.
+    g_c.seq_mismatch.fetch_add(1, std::memory_order_relaxed);
+  }
+  const std::size_t first = pos_;
+  const std::size_t last = std::min(work_units_.size(), pos_ + (src == Source::kCopy ? units.size() : 1)) - 1;
+  pos_ = last + 1;
+  cur_pos_ = last;
+  int rc = 0;
+  for (std::size_t p = first; p <= last; ++p) {
+    if (grant_ && p < grant_end_) continue;  // covered by the grant in hand: no round trip
+    close_grant_locked();
+    if (!acquire_locked(p)) {
+      g_c.unmanaged_units.fetch_add(1, std::memory_order_relaxed);
+      rc = -1;
+      break;
+    }
+    grant_label_ = label;
+  }
+  return rc;
+}
+
+void Runtime::exit_unit() {
+  std::lock_guard<std::mutex> l(gm_);
+  open_unit_ = false;
+  if (rec_) {
+    close_grant_locked();
+    return;
+  }
+  if (grant_ && cur_pos_ + 1 >= grant_end_) close_grant_locked();
+  if (!work_open()) {
+    work_units_.clear();
+    pos_ = base_ = 0;
+  }
+}
+
+void Runtime::open_work_locked(const std::vector<std::uint32_t>& units) {
+  work_units_ = units;
+  pos_ = base_ = 0;
+  if (client_ && !announce_locked()) lose_agent_locked("failed to announce work");
+}
+
+bool Runtime::announce_locked() {
+  engine::WorkMsg w;
+  w.work_id = ++work_id_;
+  w.units.assign(work_units_.begin() + static_cast<std::ptrdiff_t>(pos_), work_units_.end());
+  base_ = pos_;
+  std::lock_guard<std::mutex> c(cm_);
+  return client_ && client_->announce(w).ok();
+}
+
+bool Runtime::connect_locked(bool quiet) {
+  const std::uint64_t now = monotonic_ns();
+  if (now < next_connect_ns_) return false;
+  engine::Hello hello;
+  hello.name = cfg_.engine;
+  hello.kind = cfg_.kind;
+  hello.period_ns = cfg_.period_ns;
+  hello.deadline_ns = cfg_.deadline_ns;
+  hello.units = catalog_;
+  auto c = engine::Client::connect(cfg_.socket, hello, 1000);
+  if (!c) {
+    next_connect_ns_ = now + static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull;
+    if (!warned_unmanaged_ && !quiet) {
+      warned_unmanaged_ = true;
+      say("no agent at %s (%s): %s", cfg_.socket.c_str(), c.error().message.c_str(),
+          fail_closed() ? "waiting for it (fail-closed)" : "running UNMANAGED (fail-open); will retry");
+    }
+    return false;
+  }
+  {
+    std::lock_guard<std::mutex> cl(cm_);
+    client_ = std::move(*c);
+    agent_fail_ = client_->welcome().fail_mode;
+  }
+  g_c.agent_connects.fetch_add(1, std::memory_order_relaxed);
+  if (ever_connected_ || warned_unmanaged_) say("connected to the agent at %s: managed again", cfg_.socket.c_str());
+  ever_connected_ = true;
+  warned_unmanaged_ = false;
+  // Re-announce what is left of the open work under a new id.
+  if (work_open() && !announce_locked()) {
+    lose_agent_locked("failed to announce work");
+    return false;
+  }
+  return true;
+}
+
+void Runtime::lose_agent_locked(const std::string& why) {
+  g_c.agent_losses.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> c(cm_);
+    client_.reset();  // sends Bye if the socket still works; never blocks
+  }
+  gen_.fetch_add(1);
+  grant_.reset();
+  grant_end_ = 0;
+  pending_start_.store(false);
+  next_connect_ns_ = fail_closed() ? 0 : monotonic_ns() + static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull;
+  say("lost the agent (%s): %s", why.c_str(),
+      fail_closed() ? "waiting for it (fail-closed)" : "running UNMANAGED (fail-open) until it is back");
+  warned_unmanaged_ = true;
+}
+
+bool Runtime::acquire_locked(std::size_t pos) {
+  const std::uint64_t t0 = monotonic_ns();
+  const std::uint64_t limit = cfg_.grant_timeout_ms ? t0 + std::uint64_t(cfg_.grant_timeout_ms) * 1000000ull : 0;
+  for (;;) {
+    if (!client_ && !connect_locked(false)) {
+      if (!fail_closed()) return false;
+      // Fail-closed: this thread (and the engine) waits for the agent.
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    Result<engine::GrantMsg> g = make_error("no client");
+    {
+      std::lock_guard<std::mutex> c(cm_);
+      if (client_) g = client_->acquire(work_id_, static_cast<std::uint32_t>(pos - base_), 5);
+    }
+    if (g) {
+      grant_ = *g;
+      grant_end_ = base_ + g->first + g->count;
+      {
+        std::lock_guard<std::mutex> c(cm_);
+        if (client_) (void)client_->started(*g);
+      }
+      pending_start_.store(true);
+      g_c.grants.fetch_add(1, std::memory_order_relaxed);
+      g_c.grant_waits.fetch_add(1, std::memory_order_relaxed);
+      g_c.wait_ns.fetch_add(monotonic_ns() - t0, std::memory_order_relaxed);
+      return true;
+    }
+    if (g.error().code == engine::kErrTimeout) {
+      if (limit && monotonic_ns() > limit) return false;
+      continue;
+    }
+    lose_agent_locked(g.error().message);
+  }
+}
+
+CUevent Runtime::take_event() {
+  {
+    std::lock_guard<std::mutex> l(wm_);
+    if (!free_events_.empty()) {
+      CUevent e = free_events_.back();
+      free_events_.pop_back();
+      return e;
+    }
+  }
+  CUevent e = nullptr;
+  if (!drv_.event_create || drv_.event_create(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS) return nullptr;
+  return e;
+}
+
+void Runtime::close_grant_locked() {
+  if (!grant_) return;
+  Timed t;
+  t.grant = *grant_;
+  t.gen = gen_.load();
+  t.unit = grant_label_;
+  if (!pending_start_.load() && start_ev_) {
+    t.start = start_ev_;
+    t.ctx = start_ctx_;
+    t.end = take_event();
+    if (t.end && drv_.event_record(t.end, last_stream_) != CUDA_SUCCESS) t.end = nullptr;
+  }
+  start_ev_ = nullptr;
+  pending_start_.store(false);
+  grant_.reset();
+  grant_end_ = 0;
+  grant_label_.clear();
+  start_watcher_locked();
+  {
+    std::lock_guard<std::mutex> l(wm_);
+    wq_.push_back(std::move(t));
+  }
+  wcv_.notify_one();
+}
+
+void Runtime::start_watcher_locked() {
+  std::lock_guard<std::mutex> l(wm_);
+  if (watcher_started_) return;
+  watcher_started_ = true;
+  std::thread([this] { watcher_loop(); }).detach();
+}
+
+// Reads each closed grant's event pair once the GPU has passed its end and reports the
+// elapsed time. Polls cuEventQuery: it never synchronises the application's streams.
+void Runtime::watcher_loop() {
+  if (drv_.exchange_capture_mode) {
+    // Relaxed, so this thread's event calls cannot invalidate another thread's capture.
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+    drv_.exchange_capture_mode(&m);
+  }
+  for (;;) {
+    std::deque<Timed> batch;
+    {
+      std::unique_lock<std::mutex> l(wm_);
+      wcv_.wait(l, [&] { return !wq_.empty(); });
+      batch.swap(wq_);
+    }
+    std::deque<Timed> later;
+    for (Timed& t : batch) {
+      std::uint64_t ns = 0;
+      if (t.start && t.end) {
+        if (t.ctx && drv_.ctx_set) drv_.ctx_set(t.ctx);
+        const CUresult q = drv_.event_query(t.end);
+        if (q == CUDA_ERROR_NOT_READY) {
+          later.push_back(std::move(t));
+          continue;
+        }
+        float ms = 0;
+        if (q == CUDA_SUCCESS && drv_.elapsed(&ms, t.start, t.end) == CUDA_SUCCESS && ms > 0)
+          ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
+      }
+      if (rec_) {
+        record_line("{\"g\":" + json_str(t.unit) + ",\"ns\":" + std::to_string(ns) + "}");
+      } else {
+        std::lock_guard<std::mutex> c(cm_);
+        if (client_ && t.gen == gen_.load() && client_->done(t.grant, ns).ok())
+          g_c.done_reported.fetch_add(1, std::memory_order_relaxed);
+      }
+      std::lock_guard<std::mutex> l(wm_);
+      if (t.start) free_events_.push_back(t.start);
+      if (t.end) free_events_.push_back(t.end);
+    }
+    if (!later.empty()) {
+      {
+        std::lock_guard<std::mutex> l(wm_);
+        for (auto& t : later) wq_.push_front(std::move(t));
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+}
+
+// --- NVTX and the explicit API ------------------------------------------------------
+void Runtime::range_push(const char* name) {
+  load_driver();
+  g_c.nvtx_pushes.fetch_add(1, std::memory_order_relaxed);
+  int unit = -1;
+  std::string uname;
+  if (!cfg_.off && cfg_.b_nvtx && name) {
+    std::lock_guard<std::mutex> l(nvtx_m_);
+    auto it = nvtx_units_.find(name);
+    if (it == nvtx_units_.end()) {
+      bool is_unit = false;
+      uname = unit_name_for_range(name, cfg_.nvtx_pattern, &is_unit);
+      int u = -1;
+      if (is_unit) {
+        u = profile_.find(uname);
+        if (u < 0) u = static_cast<int>(generic_unit_);
+      }
+      it = nvtx_units_.emplace(name, u).first;
+    }
+    unit = it->second;
+    if (unit >= 0 && uname.empty()) {
+      uname = unit < static_cast<int>(catalog_.size()) ? catalog_[static_cast<std::size_t>(unit)].name : "unit";
+      if (unit == static_cast<int>(generic_unit_)) uname = std::string(name).substr(0, 23);
+    }
+  }
+  // A unit range inside a unit range (nested layer markers) is part of the outer unit.
+  bool inside = false;
+  for (char c : t_state.nvtx_stack) inside |= c != 0;
+  if (unit >= 0 && !inside) {
+    nvtx_seen_.store(true, std::memory_order_relaxed);
+    enter({static_cast<std::uint32_t>(unit)}, t_state.last_stream, Source::kNvtx, uname);
+    t_state.nvtx_stack.push_back(1);
+  } else {
+    t_state.nvtx_stack.push_back(0);
+  }
+}
+
+void Runtime::range_pop() {
+  if (t_state.nvtx_stack.empty()) return;
+  const bool unit = t_state.nvtx_stack.back() != 0;
+  t_state.nvtx_stack.pop_back();
+  if (unit) exit_unit();
+}
+
+int Runtime::api_begin(const char* name, std::uint64_t bytes) {
+  if (cfg_.off || !cfg_.b_api) return -1;
+  load_driver();
+  ++t_state.api_depth;
+  const int u = name ? profile_.find(name) : -1;
+  if (u >= 0) return enter({static_cast<std::uint32_t>(u)}, t_state.last_stream, Source::kApi, name);
+  if (bytes > 0) return enter(copy_units(bytes), t_state.last_stream, Source::kCopy, name ? name : "unit");
+  return enter({generic_unit_}, t_state.last_stream, Source::kApi, name ? name : "unit");
+}
+
+int Runtime::api_end() {
+  if (cfg_.off || !cfg_.b_api) return -1;
+  if (t_state.api_depth > 0) --t_state.api_depth;
+  exit_unit();
+  return 0;
+}
+
+// --- fork and exit -------------------------------------------------------------------
+// In the child only the forking thread exists: every lock may be held by a thread that is
+// gone, and the agent session is the parent's. Start afresh: new locks, no session (the
+// child connects as its own engine at its first boundary), no watcher, no open work.
+void Runtime::fork_child() {
+  new (&gm_) std::mutex();
+  new (&cm_) std::mutex();
+  new (&wm_) std::mutex();
+  new (&wcv_) std::condition_variable();
+  new (&matcher_m_) std::mutex();
+  new (&func_m_) std::mutex();
+  new (&comm_m_) std::mutex();
+  new (&nvtx_m_) std::mutex();
+  new (&rec_m_) std::mutex();
+  if (client_) {
+    ::close(client_->fd());
+    (void)client_.release();  // the parent's session: neither Bye nor close again
+  }
+  gen_.fetch_add(1);
+  wq_.clear();
+  watcher_started_ = false;
+  work_units_.clear();
+  pos_ = base_ = cur_pos_ = 0;
+  grant_.reset();
+  grant_end_ = 0;
+  pending_start_.store(false);
+  start_ev_ = nullptr;
+  open_unit_ = false;
+  next_connect_ns_ = 0;
+  warned_unmanaged_ = false;
+  ever_connected_ = false;
+  t_state = ThreadState{};
+}
+
+void Runtime::write_stats() {
+  if (cfg_.stats_path.empty()) return;
+  std::string path = cfg_.stats_path;
+  if (auto at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(getpid()));
+  FILE* f = fopen(path.c_str(), "we");
+  if (!f) return;
+  auto v = [](const std::atomic<std::uint64_t>& a) { return static_cast<unsigned long long>(a.load()); };
+  fprintf(f, "{\"pid\":%d,\"launches\":%llu,\"copies\":%llu,\"h2d_bytes\":%llu,\"d2h_bytes\":%llu,", static_cast<int>(getpid()),
+          v(g_c.launches), v(g_c.copies), v(g_c.h2d_bytes), v(g_c.d2h_bytes));
+  fprintf(f, "\"units\":%llu,\"units_nvtx\":%llu,\"units_profile\":%llu,\"units_copy\":%llu,\"units_graph\":%llu,\"units_api\":%llu,",
+          v(g_c.units), v(g_c.units_nvtx), v(g_c.units_profile), v(g_c.units_copy), v(g_c.units_graph), v(g_c.units_api));
+  fprintf(f, "\"grants\":%llu,\"grant_waits\":%llu,\"wait_ns\":%llu,\"done_reported\":%llu,\"unmanaged_units\":%llu,",
+          v(g_c.grants), v(g_c.grant_waits), v(g_c.wait_ns), v(g_c.done_reported), v(g_c.unmanaged_units));
+  fprintf(f, "\"capture_skips\":%llu,\"comm_skips\":%llu,\"agent_connects\":%llu,\"agent_losses\":%llu,", v(g_c.capture_skips),
+          v(g_c.comm_skips), v(g_c.agent_connects), v(g_c.agent_losses));
+  fprintf(f, "\"passthrough\":%llu,\"via_procaddr\":%llu,\"unwrapped\":%llu,\"errors\":%llu,\"profile_resyncs\":%llu,",
+          v(g_c.passthrough), v(g_c.via_procaddr), v(g_c.unwrapped), v(g_c.errors), v(g_c.profile_resyncs));
+  fprintf(f, "\"nvtx_pushes\":%llu,\"seq_mismatch\":%llu,\"calls\":{", v(g_c.nvtx_pushes), v(g_c.seq_mismatch));
+  bool first = true;
+  for (int i = 0; i < kHookCount; ++i) {
+    if (!g_c.calls[i].load()) continue;
+    fprintf(f, "%s\"%s\":[%llu,%llu]", first ? "" : ",", kHookNames[i], v(g_c.calls[i]), v(g_c.bytes[i]));
+    first = false;
+  }
+  fprintf(f, "}}\n");
+  fclose(f);
+}
+
+// --- the singleton -----------------------------------------------------------------
+Runtime* g_rt = nullptr;
+pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+void on_fork_child() {
+  if (g_rt) g_rt->fork_child();
+}
+void at_exit() {
+  if (g_rt) g_rt->write_stats();
+}
+
+void init_once() {
+  // Never destroyed: hooks may run from other libraries' destructors after ours.
+  g_rt = new Runtime();
+  pthread_atfork(nullptr, nullptr, on_fork_child);
+  atexit(at_exit);
+}
+
+Runtime& rt() {
+  if (__builtin_expect(g_rt == nullptr, 0)) pthread_once(&g_once, init_once);
+  return *g_rt;
+}
+
+
+}  // namespace
+
+void before(Op& op) { rt().before(op); }
+void after(const Op& op, CUresult r) { rt().after(op, r); }
+void count_passthrough() { g_c.passthrough.fetch_add(1, std::memory_order_relaxed); }
+void count_unwrapped(const char* symbol) {
+  if (g_c.unwrapped.fetch_add(1) == 0)
+    say("more distinct driver pointers for %s than wrapper slots: later ones are not intercepted", symbol);
+}
+
+// Called by the NVTX injection (cuhooks/nvtx.cc).
+void nvtx_push(const char* name) { rt().range_push(name); }
+void nvtx_pop() { rt().range_pop(); }
+
+}  // namespace ripple::cuhook
+
+// --- the explicit C API (include/ripple/cuhook.h) -------------------------------------
+#define RH_API extern "C" __attribute__((visibility("default")))
+
+RH_API int ripple_cuhook_unit_begin(const char* name, uint64_t bytes) {
+  return ripple::cuhook::rt().api_begin(name, bytes);
+}
+RH_API int ripple_cuhook_unit_end(void) { return ripple::cuhook::rt().api_end(); }
+RH_API int ripple_cuhook_set_comm_stream(void* stream) {
+  ripple::cuhook::rt().set_comm_stream(static_cast<CUstream>(stream));
+  return 0;
+}
+RH_API int ripple_cuhook_get_stats(struct ripple_cuhook_stats* out, size_t size) {
+  using ripple::cuhook::g_c;
+  ripple_cuhook_stats s{};
+  s.launches = g_c.launches, s.copies = g_c.copies, s.h2d_bytes = g_c.h2d_bytes, s.d2h_bytes = g_c.d2h_bytes;
+  s.units = g_c.units, s.units_nvtx = g_c.units_nvtx, s.units_profile = g_c.units_profile;
+  s.units_copy = g_c.units_copy, s.units_graph = g_c.units_graph, s.units_api = g_c.units_api;
+  s.grants = g_c.grants, s.grant_waits = g_c.grant_waits, s.wait_ns = g_c.wait_ns;
+  s.done_reported = g_c.done_reported, s.unmanaged_units = g_c.unmanaged_units;
+  s.capture_skips = g_c.capture_skips, s.comm_skips = g_c.comm_skips;
+  s.agent_connects = g_c.agent_connects, s.agent_losses = g_c.agent_losses;
+  s.passthrough = g_c.passthrough, s.via_procaddr = g_c.via_procaddr;
+  if (out) memcpy(out, &s, std::min<std::size_t>(size, sizeof s));
+  return 0;
+}

@@ -1,0 +1,382 @@
+/* fake libcuda.so.1 — a TEST DOUBLE of the CUDA driver, not a model of a GPU.
+ *
+ * It lets the interposer's tests run on machines without a GPU: the test programs
+ * (tests/cuhooks/driver_app.c) link against it (or dlopen it) as "libcuda.so.1" and the
+ * hook is preloaded in front of it, exactly as on a real machine.
+ *
+ * What it does:
+ *  - exports every entry point of cuhooks/hook_list.h (generated from the same list)
+ *    plus the handful of context/module/stream/event/graph calls the tests and the hook
+ *    need; "device memory" is host memory it allocated, and it remembers which;
+ *  - "executes" each kernel synchronously as a memory stream of its declared bytes:
+ *    the first kernel parameter is a uint64 byte count, streamed from a scratch buffer;
+ *    copies and sets really copy/set the bytes; a graph launch streams
+ *    FAKE_CUDA_GRAPH_BYTES;
+ *  - cuGetProcAddress(_v2) honours version and flags like the real driver: the base
+ *    name, the ABI for the requested cudaVersion, the _ptsz/_ptds variant when the
+ *    per-thread flag is set; it returns *internal* pointers (not the exported symbols),
+ *    as the real driver does, so a hook that only interposes symbols misses them;
+ *  - counts every call per entry point and per path (exported symbol vs pointer from
+ *    cuGetProcAddress) and writes the counts at exit to $FAKE_CUDA_LOG
+ *    ("name calls bytes via_symbol via_procaddr" lines); with $FAKE_CUDA_TRACE each
+ *    executed operation is appended as "monotonic_ns name bytes".
+ *
+ * Faults armed by environment variables (read once):
+ *   FAKE_CUDA_CAPTURING=1     every stream reports an active capture
+ *   FAKE_CUDA_FAIL_LAUNCH=N   the N-th kernel launch (1-based) fails with LAUNCH_FAILED
+ *   FAKE_CUDA_EVENT_DELAY_US  an event completes only this long after its record
+ *   FAKE_CUDA_NO_FUNC_NAME=1  cuFuncGetName is not supported (old drivers)
+ */
+#define _GNU_SOURCE
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuhooks/op_info.h"
+#include "cuhooks/hook_list.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum {
+#define FK_ENUM(name, ...) FK_##name,
+  RIPPLE_CU_HOOKS(FK_ENUM) FK_cuMemcpyHtoD_v1, FK_COUNT
+};
+static const char* const fk_names[FK_COUNT] = {
+#define FK_NAME(name, ...) #name,
+    RIPPLE_CU_HOOKS(FK_NAME) "cuMemcpyHtoD(v1)"};
+
+static pthread_mutex_t fk_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long long fk_calls[FK_COUNT], fk_bytes[FK_COUNT], fk_via_sym[FK_COUNT], fk_via_pa[FK_COUNT];
+static unsigned long long fk_launches;
+static int fk_capturing, fk_fail_launch, fk_no_func_name;
+static long fk_event_delay_ns;
+static unsigned long long fk_graph_bytes;
+static FILE* fk_trace;
+static volatile unsigned long long fk_sink;
+static unsigned char* fk_scratch;
+enum { kScratch = 1 << 20 };
+
+static unsigned long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+__attribute__((constructor)) static void fk_init(void) {
+  const char* v;
+  fk_capturing = (v = getenv("FAKE_CUDA_CAPTURING")) && atoi(v) != 0;
+  fk_fail_launch = (v = getenv("FAKE_CUDA_FAIL_LAUNCH")) ? atoi(v) : 0;
+  fk_event_delay_ns = (v = getenv("FAKE_CUDA_EVENT_DELAY_US")) ? atol(v) * 1000 : 0;
+  fk_graph_bytes = (v = getenv("FAKE_CUDA_GRAPH_BYTES")) ? strtoull(v, NULL, 0) : 0;
+  fk_no_func_name = (v = getenv("FAKE_CUDA_NO_FUNC_NAME")) && atoi(v) != 0;
+  if ((v = getenv("FAKE_CUDA_TRACE")) && *v) fk_trace = fopen(v, "a");
+  if (fk_trace) setvbuf(fk_trace, NULL, _IOLBF, 0);
+  fk_scratch = calloc(1, kScratch);
+}
+
+__attribute__((destructor)) static void fk_fini(void) {
+  const char* path = getenv("FAKE_CUDA_LOG");
+  if (!path || !*path) return;
+  char p[4096];
+  snprintf(p, sizeof p, "%s.%d", path, (int)getpid()); /* one file per process (fork tests) */
+  FILE* f = fopen(p, "w");
+  if (!f) return;
+  for (int i = 0; i < FK_COUNT; ++i)
+    if (fk_calls[i])
+      fprintf(f, "%s %llu %llu %llu %llu\n", fk_names[i], fk_calls[i], fk_bytes[i], fk_via_sym[i], fk_via_pa[i]);
+  fclose(f);
+}
+
+/* Streams `bytes` through the scratch buffer: the "execution" of a kernel. */
+static void fk_stream(unsigned long long bytes) {
+  unsigned long long sum = 0;
+  while (bytes > 0) {
+    size_t n = bytes < kScratch ? (size_t)bytes : kScratch;
+    for (size_t i = 0; i < n; i += 64) sum += fk_scratch[i];
+    bytes -= n;
+  }
+  fk_sink += sum;
+}
+
+/* --- memory registry: which addresses are "device" memory ------------------------ */
+struct fk_alloc { uintptr_t base; size_t size; int device; };
+static struct fk_alloc fk_allocs[4096];
+static int fk_nallocs;
+
+static int fk_is_device(uintptr_t p) {
+  int dev = 0;
+  pthread_mutex_lock(&fk_lock);
+  for (int i = 0; i < fk_nallocs; ++i)
+    if (p >= fk_allocs[i].base && p < fk_allocs[i].base + fk_allocs[i].size) { dev = fk_allocs[i].device; break; }
+  pthread_mutex_unlock(&fk_lock);
+  return dev;
+}
+int rh_resolve_dir(CUdeviceptr dst, CUdeviceptr src) {
+  int d = fk_is_device(dst), s = fk_is_device(src);
+  return s && d ? RH_DIR_D2D : s ? RH_DIR_D2H : d ? RH_DIR_H2D : RH_DIR_H2H;
+}
+static void* fk_alloc(size_t n, int device) {
+  void* p = calloc(1, n ? n : 1);
+  pthread_mutex_lock(&fk_lock);
+  if (fk_nallocs < 4096) fk_allocs[fk_nallocs++] = (struct fk_alloc){(uintptr_t)p, n, device};
+  pthread_mutex_unlock(&fk_lock);
+  return p;
+}
+static void fk_free(void* p) {
+  pthread_mutex_lock(&fk_lock);
+  for (int i = 0; i < fk_nallocs; ++i)
+    if (fk_allocs[i].base == (uintptr_t)p) { fk_allocs[i] = fk_allocs[--fk_nallocs]; break; }
+  pthread_mutex_unlock(&fk_lock);
+  free(p);
+}
+
+/* --- objects ------------------------------------------------------------------ */
+struct CUfunc_st { char name[128]; };
+struct CUevent_st { unsigned long long ns; int recorded; };
+struct CUgraphExec_st { int dummy; };
+struct CUgraph_st { int dummy; };
+struct CUctx_st { int dummy; };
+struct CUmod_st { int dummy; };
+struct CUstream_st { int dummy; };
+static struct CUctx_st fk_ctx;
+static __thread CUcontext fk_current;
+
+/* --- the generic operation ----------------------------------------------------- */
+static CUresult fk_op(int id, int via_pa, int kind, unsigned long long bytes, CUfunction f, void** kparams) {
+  CUresult r = CUDA_SUCCESS;
+  if (kind == RH_KERNEL) {
+    bytes = kparams && kparams[0] ? *(const unsigned long long*)kparams[0] : 0;
+    pthread_mutex_lock(&fk_lock);
+    unsigned long long n = ++fk_launches;
+    pthread_mutex_unlock(&fk_lock);
+    if (fk_fail_launch && n == (unsigned long long)fk_fail_launch) return CUDA_ERROR_LAUNCH_FAILED;
+    if (f == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  } else if (kind == RH_GRAPH) {
+    bytes = fk_graph_bytes;
+  }
+  if (kind == RH_KERNEL || kind == RH_GRAPH) fk_stream(bytes);
+  pthread_mutex_lock(&fk_lock);
+  fk_calls[id]++;
+  fk_bytes[id] += bytes;
+  if (via_pa) fk_via_pa[id]++; else fk_via_sym[id]++;
+  pthread_mutex_unlock(&fk_lock);
+  if (fk_trace) fprintf(fk_trace, "%llu %s %llu %s\n", now_ns(), fk_names[id], bytes, f ? f->name : "-");
+  return r;
+}
+
+/* Copies and sets really move their bytes (the first pointer-ish args decide). */
+static void fk_copy(CUdeviceptr dst, const void* src, size_t n) { if (dst && src && n) memmove((void*)dst, src, n); }
+
+/* The exported hook-list entry points and their procaddr twins. Copies of plain
+ * linear form do the memmove; the rest only count (the tests check bytes and calls). */
+#define FK_DEFINE(name, base, ptds, minver, maxver, kind, params, args, stream, bytes, dir, func, kparams) \
+  static CUresult fk_impl_##name params;                                                               \
+  EXPORT CUresult CUDAAPI name params {                                                                \
+    (void)(stream); (void)(dir);                                                                       \
+    CUresult r = fk_op(FK_##name, 0, kind, bytes, func, kparams);                                      \
+    return r == CUDA_SUCCESS ? fk_impl_##name args : r;                                                \
+  }                                                                                                    \
+  static CUresult CUDAAPI fk_pa_##name params {                                                        \
+    CUresult r = fk_op(FK_##name, 1, kind, bytes, func, kparams);                                      \
+    return r == CUDA_SUCCESS ? fk_impl_##name args : r;                                                \
+  }
+RIPPLE_CU_HOOKS(FK_DEFINE)
+
+/* Bodies: linear copies move memory; everything else has nothing more to do. */
+#define FK_NOOP(name, base, ptds, minver, maxver, kind, params, args, ...) \
+  static CUresult fk_impl_##name params { return CUDA_SUCCESS; }
+#define FK_LIN(name) static CUresult fk_impl_##name
+FK_LIN(cuMemcpy)(CUdeviceptr d, CUdeviceptr s, size_t n) { fk_copy(d, (void*)s, n); return CUDA_SUCCESS; }
+FK_LIN(cuMemcpy_ptds)(CUdeviceptr d, CUdeviceptr s, size_t n) { fk_copy(d, (void*)s, n); return CUDA_SUCCESS; }
+FK_LIN(cuMemcpyAsync)(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { (void)st; fk_copy(d, (void*)s, n); return CUDA_SUCCESS; }
+FK_LIN(cuMemcpyAsync_ptsz)(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { (void)st; fk_copy(d, (void*)s, n); return CUDA_SUCCESS; }
+FK_LIN(cuMemcpyHtoD_v2)(CUdeviceptr d, const void* s, size_t n) { fk_copy(d, s, n); return CUDA_SUCCESS; }
+FK_LIN(cuMemcpyHtoD_v2_ptds)(CUdeviceptr d, const void* s, size_t n) { fk_copy(d, s, n); return CUDA_SUCCESS; }
+FK_LIN(cuMemcpyDtoH_v2)(void* d, CUdeviceptr s, size_t n) { fk_copy((CUdeviceptr)d, (void*)s, n); return CUDA_SUCCESS; }
+FK_LIN(cuMemcpyDtoH_v2_ptds)(void* d, CUdeviceptr s, size_t n) { fk_copy((CUdeviceptr)d, (void*)s, n); return CUDA_SUCCESS; }
+FK_LIN(cuMemcpyDtoD_v2)(CUdeviceptr d, CUdeviceptr s, size_t n) { fk_copy(d, (void*)s, n); return CUDA_SUCCESS; }
+FK_LIN(cuMemcpyDtoD_v2_ptds)(CUdeviceptr d, CUdeviceptr s, size_t n) { fk_copy(d, (void*)s, n); return CUDA_SUCCESS; }
+FK_LIN(cuMemcpyHtoDAsync_v2)(CUdeviceptr d, const void* s, size_t n, CUstream st) { (void)st; fk_copy(d, s, n); return CUDA_SUCCESS; }
+FK_LIN(cuMemcpyHtoDAsync_v2_ptsz)(CUdeviceptr d, const void* s, size_t n, CUstream st) { (void)st; fk_copy(d, s, n); return CUDA_SUCCESS; }
+FK_LIN(cuMemcpyDtoHAsync_v2)(void* d, CUdeviceptr s, size_t n, CUstream st) { (void)st; fk_copy((CUdeviceptr)d, (void*)s, n); return CUDA_SUCCESS; }
+FK_LIN(cuMemcpyDtoHAsync_v2_ptsz)(void* d, CUdeviceptr s, size_t n, CUstream st) { (void)st; fk_copy((CUdeviceptr)d, (void*)s, n); return CUDA_SUCCESS; }
+FK_LIN(cuMemcpyDtoDAsync_v2)(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { (void)st; fk_copy(d, (void*)s, n); return CUDA_SUCCESS; }
+FK_LIN(cuMemcpyDtoDAsync_v2_ptsz)(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { (void)st; fk_copy(d, (void*)s, n); return CUDA_SUCCESS; }
+/* The remaining entries: no-op bodies. */
+#define FK_REST_LAUNCH(X) RIPPLE_CU_HOOK_LAUNCHES(X)
+FK_REST_LAUNCH(FK_NOOP)
+RIPPLE_CU_HOOK_SETS(FK_NOOP)
+FK_NOOP(cuMemcpyPeer, 0, 0, 0, 0, 0, (CUdeviceptr a, CUcontext b, CUdeviceptr c, CUcontext d, size_t n), 0)
+FK_NOOP(cuMemcpyPeer_ptds, 0, 0, 0, 0, 0, (CUdeviceptr a, CUcontext b, CUdeviceptr c, CUcontext d, size_t n), 0)
+FK_NOOP(cuMemcpyPeerAsync, 0, 0, 0, 0, 0, (CUdeviceptr a, CUcontext b, CUdeviceptr c, CUcontext d, size_t n, CUstream s), 0)
+FK_NOOP(cuMemcpyPeerAsync_ptsz, 0, 0, 0, 0, 0, (CUdeviceptr a, CUcontext b, CUdeviceptr c, CUcontext d, size_t n, CUstream s), 0)
+FK_NOOP(cuMemcpy2D_v2, 0, 0, 0, 0, 0, (const CUDA_MEMCPY2D* p), 0)
+FK_NOOP(cuMemcpy2D_v2_ptds, 0, 0, 0, 0, 0, (const CUDA_MEMCPY2D* p), 0)
+FK_NOOP(cuMemcpy2DUnaligned_v2, 0, 0, 0, 0, 0, (const CUDA_MEMCPY2D* p), 0)
+FK_NOOP(cuMemcpy2DUnaligned_v2_ptds, 0, 0, 0, 0, 0, (const CUDA_MEMCPY2D* p), 0)
+FK_NOOP(cuMemcpy2DAsync_v2, 0, 0, 0, 0, 0, (const CUDA_MEMCPY2D* p, CUstream s), 0)
+FK_NOOP(cuMemcpy2DAsync_v2_ptsz, 0, 0, 0, 0, 0, (const CUDA_MEMCPY2D* p, CUstream s), 0)
+FK_NOOP(cuMemcpy3D_v2, 0, 0, 0, 0, 0, (const CUDA_MEMCPY3D* p), 0)
+FK_NOOP(cuMemcpy3D_v2_ptds, 0, 0, 0, 0, 0, (const CUDA_MEMCPY3D* p), 0)
+FK_NOOP(cuMemcpy3DAsync_v2, 0, 0, 0, 0, 0, (const CUDA_MEMCPY3D* p, CUstream s), 0)
+FK_NOOP(cuMemcpy3DAsync_v2_ptsz, 0, 0, 0, 0, 0, (const CUDA_MEMCPY3D* p, CUstream s), 0)
+FK_NOOP(cuMemcpy3DPeer, 0, 0, 0, 0, 0, (const CUDA_MEMCPY3D_PEER* p), 0)
+FK_NOOP(cuMemcpy3DPeer_ptds, 0, 0, 0, 0, 0, (const CUDA_MEMCPY3D_PEER* p), 0)
+FK_NOOP(cuMemcpy3DPeerAsync, 0, 0, 0, 0, 0, (const CUDA_MEMCPY3D_PEER* p, CUstream s), 0)
+FK_NOOP(cuMemcpy3DPeerAsync_ptsz, 0, 0, 0, 0, 0, (const CUDA_MEMCPY3D_PEER* p, CUstream s), 0)
+FK_NOOP(cuMemcpyBatchAsync, 0, 0, 0, 0, 0, (CUdeviceptr* d, CUdeviceptr* s, size_t* z, size_t c, CUmemcpyAttributes* a, size_t* i, size_t n, size_t* f, CUstream st), 0)
+FK_NOOP(cuMemcpyBatchAsync_ptsz, 0, 0, 0, 0, 0, (CUdeviceptr* d, CUdeviceptr* s, size_t* z, size_t c, CUmemcpyAttributes* a, size_t* i, size_t n, size_t* f, CUstream st), 0)
+FK_NOOP(cuMemcpyBatchAsync_v2, 0, 0, 0, 0, 0, (CUdeviceptr* d, CUdeviceptr* s, size_t* z, size_t c, CUmemcpyAttributes* a, size_t* i, size_t n, CUstream st), 0)
+FK_NOOP(cuMemcpyBatchAsync_v2_ptsz, 0, 0, 0, 0, 0, (CUdeviceptr* d, CUdeviceptr* s, size_t* z, size_t c, CUmemcpyAttributes* a, size_t* i, size_t n, CUstream st), 0)
+FK_NOOP(cuMemcpy3DBatchAsync_v2, 0, 0, 0, 0, 0, (size_t n, CUDA_MEMCPY3D_BATCH_OP* o, unsigned long long f, CUstream s), 0)
+FK_NOOP(cuMemcpy3DBatchAsync_v2_ptsz, 0, 0, 0, 0, 0, (size_t n, CUDA_MEMCPY3D_BATCH_OP* o, unsigned long long f, CUstream s), 0)
+FK_NOOP(cuMemPrefetchAsync_v2, 0, 0, 0, 0, 0, (CUdeviceptr p, size_t n, CUmemLocation l, unsigned int f, CUstream s), 0)
+FK_NOOP(cuMemPrefetchAsync_v2_ptsz, 0, 0, 0, 0, 0, (CUdeviceptr p, size_t n, CUmemLocation l, unsigned int f, CUstream s), 0)
+
+/* The CUDA 3.0 ABI of cuMemcpyHtoD (32-bit sizes): what cuGetProcAddress returns for
+ * cudaVersion < 3020. The hook must pass it through untouched. */
+#undef cuMemcpyHtoD
+EXPORT CUresult CUDAAPI cuMemcpyHtoD(unsigned int dst, const void* src, unsigned int n) {
+  (void)dst; (void)src;
+  pthread_mutex_lock(&fk_lock);
+  fk_calls[FK_cuMemcpyHtoD_v1]++;
+  fk_bytes[FK_cuMemcpyHtoD_v1] += n;
+  fk_via_sym[FK_cuMemcpyHtoD_v1]++;
+  pthread_mutex_unlock(&fk_lock);
+  return CUDA_SUCCESS;
+}
+
+/* --- the rest of the driver the tests and the hook use ---------------------------- */
+EXPORT CUresult CUDAAPI cuInit(unsigned int flags) { (void)flags; return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuDriverGetVersion(int* v) { *v = 13000; return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice* d, int ordinal) { *d = ordinal; return ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; }
+EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) { (void)d; *c = &fk_ctx; return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext c) { fk_current = c; return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext* c) { *c = fk_current; return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule* m, const void* image) { (void)image; static struct CUmod_st mod; *m = &mod; return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
+  (void)m;
+  struct CUfunc_st* fn = calloc(1, sizeof *fn);
+  snprintf(fn->name, sizeof fn->name, "%s", name);
+  *f = fn;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction f) {
+  if (fk_no_func_name) return CUDA_ERROR_NOT_SUPPORTED;
+  *name = f ? f->name : NULL;
+  return f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+EXPORT CUresult CUDAAPI cuStreamCreate(CUstream* s, unsigned int flags) { (void)flags; *s = calloc(1, sizeof(struct CUstream_st)); return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) { (void)s; return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
+  (void)s; *st = fk_capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE; return CUDA_SUCCESS;
+}
+EXPORT CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* st) { return cuStreamIsCapturing(s, st); }
+EXPORT CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* m) { (void)m; return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuEventCreate(CUevent* e, unsigned int flags) { (void)flags; *e = calloc(1, sizeof(struct CUevent_st)); return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent e) { free(e); return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) { (void)s; e->ns = now_ns(); e->recorded = 1; return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) { return cuEventRecord(e, s); }
+EXPORT CUresult CUDAAPI cuEventQuery(CUevent e) {
+  if (!e->recorded) return CUDA_SUCCESS;
+  return now_ns() >= e->ns + (unsigned long long)fk_event_delay_ns ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent e) { (void)e; return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuEventElapsedTime_v2(float* ms, CUevent a, CUevent b) {
+  if (!a->recorded || !b->recorded) return CUDA_ERROR_INVALID_HANDLE;
+  *ms = (float)((double)(b->ns - a->ns) / 1e6);
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* p, size_t n) { *p = (CUdeviceptr)fk_alloc(n, 1); return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr p) { fk_free((void*)p); return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuMemAllocHost_v2(void** p, size_t n) { *p = fk_alloc(n, 0); return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuMemFreeHost(void* p) { fk_free(p); return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute a, CUdeviceptr p) {
+  if (a != CU_POINTER_ATTRIBUTE_MEMORY_TYPE) return CUDA_ERROR_NOT_SUPPORTED;
+  *(unsigned int*)data = fk_is_device(p) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult CUDAAPI cuGraphCreate(CUgraph* g, unsigned int flags) { (void)flags; *g = calloc(1, sizeof(struct CUgraph_st)); return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* e, CUgraph g, unsigned long long flags) {
+  (void)g; (void)flags; *e = calloc(1, sizeof(struct CUgraphExec_st)); return CUDA_SUCCESS;
+}
+EXPORT CUresult CUDAAPI cuGetErrorString(CUresult r, const char** s) { (void)r; *s = "fake libcuda error"; return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuGetErrorName(CUresult r, const char** s) { (void)r; *s = "CUDA_ERROR_FAKE"; return CUDA_SUCCESS; }
+
+/* --- cuGetProcAddress ------------------------------------------------------------ */
+struct fk_entry { const char* base; int ptds, minver, maxver; void* pa; };
+static const struct fk_entry fk_table[] = {
+#define FK_TABLE(name, base, ptds, minver, maxver, ...) {base, ptds, minver, maxver, (void*)fk_pa_##name},
+    RIPPLE_CU_HOOKS(FK_TABLE)};
+struct fk_plain { const char* name; void* fn; int minver; };
+EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                                            CUdriverProcAddressQueryResult* status);
+EXPORT CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags);
+static const struct fk_plain fk_plain[] = {
+    {"cuInit", (void*)cuInit, 2000},
+    {"cuDriverGetVersion", (void*)cuDriverGetVersion, 2020},
+    {"cuDeviceGet", (void*)cuDeviceGet, 2000},
+    {"cuDevicePrimaryCtxRetain", (void*)cuDevicePrimaryCtxRetain, 7000},
+    {"cuCtxSetCurrent", (void*)cuCtxSetCurrent, 4000},
+    {"cuCtxGetCurrent", (void*)cuCtxGetCurrent, 4000},
+    {"cuModuleLoadData", (void*)cuModuleLoadData, 2000},
+    {"cuModuleGetFunction", (void*)cuModuleGetFunction, 2000},
+    {"cuFuncGetName", (void*)cuFuncGetName, 12030},
+    {"cuStreamCreate", (void*)cuStreamCreate, 2000},
+    {"cuStreamSynchronize", (void*)cuStreamSynchronize, 2000},
+    {"cuStreamIsCapturing", (void*)cuStreamIsCapturing, 10000},
+    {"cuThreadExchangeStreamCaptureMode", (void*)cuThreadExchangeStreamCaptureMode, 10010},
+    {"cuEventCreate", (void*)cuEventCreate, 2000},
+    {"cuEventDestroy", (void*)cuEventDestroy_v2, 4000},
+    {"cuEventRecord", (void*)cuEventRecord, 2000},
+    {"cuEventQuery", (void*)cuEventQuery, 2000},
+    {"cuEventElapsedTime", (void*)cuEventElapsedTime_v2, 12080},
+    {"cuMemAlloc", (void*)cuMemAlloc_v2, 3020},
+    {"cuMemFree", (void*)cuMemFree_v2, 3020},
+    {"cuMemAllocHost", (void*)cuMemAllocHost_v2, 3020},
+    {"cuPointerGetAttribute", (void*)cuPointerGetAttribute, 4000},
+    {"cuGraphInstantiate", (void*)cuGraphInstantiateWithFlags, 11040},
+    {"cuGraphCreate", (void*)cuGraphCreate, 10000},
+    {"cuGetProcAddress", (void*)cuGetProcAddress_v2, 12000},
+    {"cuGetProcAddress", (void*)cuGetProcAddress, 11030},
+    {"cuMemcpyHtoD", (void*)cuMemcpyHtoD, 2000}, /* the v1 ABI, below 3020 */
+};
+
+EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                                            CUdriverProcAddressQueryResult* status) {
+  if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+  *pfn = NULL;
+  int per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+  int found_name = 0;
+  const struct fk_entry* legacy = NULL;
+  for (size_t i = 0; i < sizeof fk_table / sizeof fk_table[0]; ++i) {
+    const struct fk_entry* e = &fk_table[i];
+    if (strcmp(e->base, symbol) != 0) continue;
+    found_name = 1;
+    if (version < e->minver || version >= e->maxver) continue;
+    if (e->ptds == per_thread) { *pfn = e->pa; break; }
+    if (!e->ptds) legacy = e; /* per-thread asked, no per-thread version: the legacy one */
+  }
+  if (!*pfn && legacy) *pfn = legacy->pa;
+  if (!*pfn)
+    for (size_t i = 0; i < sizeof fk_plain / sizeof fk_plain[0]; ++i)
+      if (strcmp(fk_plain[i].name, symbol) == 0) {
+        found_name = 1;
+        if (version >= fk_plain[i].minver) { *pfn = fk_plain[i].fn; break; }
+      }
+  if (status)
+    *status = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS
+                   : found_name ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return *pfn || found_name ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
+  return cuGetProcAddress_v2(symbol, pfn, version, flags, NULL);
+}
