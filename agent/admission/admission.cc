@@ -320,26 +320,37 @@ Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos 
 }
 
 Status Admission::on_discard(EngineId engine, GrantId grant, Nanos now) {
+  EngineState* e = find(engine);
+  if (e == nullptr) return make_error("discard: unknown engine {}", engine);
+  // A grant already revoked with an earlier discard: the engine hands it back as well.
+  if (std::erase(e->revoked, grant) > 0) return Status::Ok();
   Outstanding* g = find_grant(engine, grant);
   if (g == nullptr) return make_error("discard: engine {} holds no grant {}", engine, grant);
   if (g->started >= 0) return make_error("discard: grant {} of engine {} already started", grant, engine);
-  EngineState& e = engines_[engine];
-  // Only the last grant decided can come back (the engine runs grants in order and
-  // holds at most a current and a successor), so its units go back to the front.
-  const bool is_last = std::none_of(grants_.begin(), grants_.end(), [&](const Outstanding& o) {
-    return o.plan.engine == engine && o.plan.id > grant;
-  });
-  if (!is_last) return make_error("discard: grant {} of engine {} is not its last grant", grant, engine);
-  ledger_.refund(g->plan.id);  // returned unexecuted: refunded (App. C, "Charging")
-  if (!e.queue.empty() && e.queue.front()->id == g->plan.work) {
-    e.cursor = g->plan.first;
-  } else {
-    RIPPLE_CHECK(e.cursor == 0);
-    e.queue.push_front(g->work);
-    e.cursor = g->plan.first;
+  // Grants decided after it follow it in the engine's order, so they are stale too:
+  // revoke them first, last one first, so each one's units go back in front in order.
+  for (;;) {
+    std::size_t last = grants_.size();
+    for (std::size_t i = 0; i < grants_.size(); ++i)
+      if (grants_[i].plan.engine == engine && (last == grants_.size() || grants_[i].plan.id > grants_[last].plan.id))
+        last = i;
+    RIPPLE_CHECK(last < grants_.size());
+    Outstanding& o = grants_[last];
+    if (o.started >= 0) return make_error("discard: a grant after {} of engine {} already started", grant, engine);
+    const GrantId id = o.plan.id;
+    ledger_.refund(id);  // returned unexecuted: refunded (App. C, "Charging")
+    if (!e->queue.empty() && e->queue.front()->id == o.plan.work) {
+      e->cursor = o.plan.first;
+    } else {
+      RIPPLE_CHECK(e->cursor == 0);
+      e->queue.push_front(o.work);
+      e->cursor = o.plan.first;
+    }
+    ++e->stats.stale;
+    finish_grant(last, now);
+    if (id == grant) break;
+    e->revoked.push_back(id);
   }
-  ++e.stats.stale;
-  finish_grant(static_cast<std::size_t>(g - grants_.data()), now);
   return Status::Ok();
 }
 

@@ -72,7 +72,8 @@ class Admission {
   Status on_start(EngineId engine, GrantId grant, Nanos now);
   // The engine finished it; `measured` is its GPU time.
   Status on_done(EngineId engine, GrantId grant, Nanos measured, Nanos now);
-  // The engine dropped a stale successor unexecuted: refunded, units back in queue.
+  // The engine dropped a stale successor unexecuted: refunded, units back in queue;
+  // grants decided after it are revoked with it (the engine will hand them back too).
   Status on_discard(EngineId engine, GrantId grant, Nanos now);
 
   const std::vector<EngineState>& engines() const { return engines_; }

@@ -34,6 +34,7 @@ struct EngineState {
   double scale = 1.0;          // measured / profiled duration, smoothed
   Nanos idle_since = -1;       // idle with work since (-1: not idle with work)
   WaitReason wait;             // the last reason it got no grant
+  std::vector<GrantId> revoked;  // refunded with an earlier discard, not yet handed back
   EngineStats stats;
 
   bool has_work() const { return !queue.empty() && cursor < queue.front()->units.size(); }

@@ -223,7 +223,8 @@ TEST(Admission, DiscardedSuccessorIsRefundedAndRequeued) {
   ASSERT_EQ(d.grants[1].count, 12u);
   f.adm->on_release(f.t, 1, 1 * kMs);  // inherits both grants in flight
   EXPECT_EQ(f.ledger.job(f.t, 1)->charged, 30 * kUnit);
-  ASSERT_FALSE(f.adm->on_discard(llm, d.grants[0].id, 2 * kMs).ok());  // not the last
+  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 1 * kMs));
+  ASSERT_FALSE(f.adm->on_discard(llm, d.grants[0].id, 2 * kMs).ok());  // already started
   ASSERT_TRUE(f.adm->on_discard(llm, d.grants[1].id, 2 * kMs));
   EXPECT_EQ(f.ledger.job(f.t, 1)->charged, 18 * kUnit);
   const EngineState& e = *f.adm->engine(llm);
@@ -236,6 +237,31 @@ TEST(Admission, DiscardedSuccessorIsRefundedAndRequeued) {
   ASSERT_EQ(d.grants.size(), 1u);
   EXPECT_EQ(d.grants[0].first, 18u);
   EXPECT_EQ(d.grants[0].count, 12u);
+}
+
+// Tests that discarding a successor also revokes the grant decided after it (the
+// engine holds both and will hand the later one back too): both refunded, the units
+// back from the discarded one's first, and the later hand-back accepted.
+TEST(Admission, DiscardRevokesLaterGrants) {
+  Fixture f(/*floor=*/100 * kUnit);
+  const EngineId llm = f.add(engine("llm"));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 54), 0));
+  Decision d = f.adm->decide(0);  // 18 + successor 18
+  ASSERT_EQ(d.grants.size(), 2u);
+  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 0));
+  ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, 18 * kMs, 18 * kMs));
+  const Decision d2 = f.adm->decide(18 * kMs);  // successor of the (not yet started) second
+  ASSERT_EQ(d2.grants.size(), 1u);
+  ASSERT_EQ(d2.grants[0].first, 36u);
+  f.adm->on_release(f.t, 1, 19 * kMs);  // inherits both outstanding grants: 36 units
+  EXPECT_EQ(f.ledger.job(f.t, 1)->charged, 36 * kUnit);
+  ASSERT_TRUE(f.adm->on_discard(llm, d.grants[1].id, 20 * kMs));
+  EXPECT_EQ(f.ledger.job(f.t, 1)->charged, 0);
+  EXPECT_EQ(f.adm->engine(llm)->cursor, 18u);
+  EXPECT_EQ(f.adm->engine(llm)->outstanding, 0);
+  EXPECT_TRUE(f.adm->on_discard(llm, d2.grants[0].id, 20 * kMs).ok());
+  EXPECT_FALSE(f.adm->on_discard(llm, d2.grants[0].id, 20 * kMs).ok());  // only once
+  EXPECT_EQ(f.adm->engine(llm)->stats.stale, 2u);
 }
 
 // Tests the fault rule: an engine that disconnects mid-grant has its grant settled as
