@@ -102,7 +102,7 @@ phase() { # name [ripple-llm args...]
   if [ -n "$lpid" ]; then kill -INT $lpid 2>/dev/null; sleep 1; kill $lpid 2>/dev/null; wait $lpid 2>/dev/null; fi
   grep -h RESULT "$OUT"/phase-$name-*.log | tee -a "$OUT/run.log"
 }
-phases=${PHASES:-idle device host spill}
+phases=${PHASES-idle device host spill}  # PHASES="" runs none
 for ph in $phases; do
   case $ph in
     idle) phase idle ;;
