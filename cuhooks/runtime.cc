@@ -447,7 +447,7 @@ void Runtime::before(Op& op) {
       std::lock_guard<std::mutex> l(gm_);
       bare = !work_open() && !open_unit_;
     }
-    if (bare && enter({graph_unit_}, op.stream, Source::kGraph, "graph") >= 0) op.gated = true;
+    if (bare && enter({graph_unit_}, op.stream, Source::kGraph, "graph") >= -1) op.gated = true;
   } else if (op.kind == RH_COPY && cfg_.b_copy && (op.dir == RH_DIR_H2D || op.dir == RH_DIR_D2H) &&
              op.bytes >= cfg_.copy_min_bytes) {
     bool bare;
@@ -455,7 +455,7 @@ void Runtime::before(Op& op) {
       std::lock_guard<std::mutex> l(gm_);
       bare = !work_open() && !open_unit_;
     }
-    if (bare && enter(copy_units(op.bytes), op.stream, Source::kCopy, "copy") >= 0) op.gated = true;
+    if (bare && enter(copy_units(op.bytes), op.stream, Source::kCopy, "copy") >= -1) op.gated = true;
   }
   t_state.last_stream = op.stream;
   // The grant's start event goes on the first operation it covers.
@@ -481,12 +481,12 @@ void Runtime::after(const Op& op, CUresult r) {
 
 // --- boundaries ----------------------------------------------------------------------
 // The calling thread blocks until a grant covers every unit in `units` (one unit, or the
-// copy units of one copy). Returns 0 when granted, -1 when the units run unmanaged or
-// were not gated (capture).
+// copy units of one copy). Returns 0 when granted, -1 when the units run unmanaged, -2
+// when they were not entered at all (stream capture).
 int Runtime::enter(const std::vector<std::uint32_t>& units, CUstream s, Source src, const std::string& label) {
   if (capturing(s)) {
     g_c.capture_skips.fetch_add(1, std::memory_order_relaxed);
-    return -1;
+    return -2;
   }
   g_c.units.fetch_add(1, std::memory_order_relaxed);
   switch (src) {

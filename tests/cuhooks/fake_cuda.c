@@ -275,6 +275,7 @@ EXPORT CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction f) {
 }
 EXPORT CUresult CUDAAPI cuStreamCreate(CUstream* s, unsigned int flags) { (void)flags; *s = calloc(1, sizeof(struct CUstream_st)); return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) { (void)s; return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) { (void)s; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
   (void)s; *st = fk_capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE; return CUDA_SUCCESS;
 }

@@ -1,0 +1,40 @@
+# tests/cuhooks: the interposer's tests (no GPU). A fake libcuda.so.1 (TEST DOUBLE),
+# driver-API test programs built against the real CUDA headers, a test-only grant server
+# (TEST DOUBLE of the agent's engine side) and the GoogleTest suite that runs them.
+ifneq ($(wildcard $(CUDA_INCLUDE)/cuda.h),)
+
+$(O)/tests/cuhooks/fake/libcuda.so.1: tests/cuhooks/fake_cuda.c cuhooks/hook_list.h cuhooks/op_info.h
+	@mkdir -p $(@D)
+	$(call msg,CC-SO,$@)$(CC) -std=gnu11 -O2 -g -Wall -Wno-unused-parameter -fPIC -shared -fvisibility=hidden \
+		-I. -isystem $(CUDA_INCLUDE) $< -o $@ -Wl,-soname,libcuda.so.1 -pthread
+
+DRIVER_APP_DEPS := tests/cuhooks/driver_app.c include/ripple/cuhook.h $(O)/tests/cuhooks/fake/libcuda.so.1
+$(O)/tests/cuhooks/driver_app: $(DRIVER_APP_DEPS)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)$(CC) -std=gnu11 -O2 -g -Wall -I. -isystem $(CUDA_INCLUDE) $< -o $@ \
+		-L$(O)/tests/cuhooks/fake -l:libcuda.so.1 -ldl
+$(O)/tests/cuhooks/driver_app_ptds: $(DRIVER_APP_DEPS)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)$(CC) -std=gnu11 -O2 -g -Wall -DCUDA_API_PER_THREAD_DEFAULT_STREAM -I. -isystem $(CUDA_INCLUDE) \
+		$< -o $@ -L$(O)/tests/cuhooks/fake -l:libcuda.so.1 -ldl
+
+CXXFLAGS_tests_cuhooks_cuhook_test += -isystem $(CUDA_INCLUDE)
+$(O)/tests/cuhooks/cuhook_test: $(call objs,tests/cuhooks/cuhook_test.cc tests/cuhooks/grant_server.cc) \
+	$(O)/lib/libripple_cuprofile.a $(O)/lib/libripple_engine.a $(O)/lib/libripple_common.a \
+	| $(O)/lib/libripple-cuhook.so $(O)/tests/cuhooks/driver_app $(O)/tests/cuhooks/driver_app_ptds \
+	  $(O)/bin/ripple-run $(O)/bin/ripple-profile
+$(O)/tests/cuhooks/cuhook_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_LOG)
+$(O)/tests/cuhooks/cuhook_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/cuhooks/fake/libcuda.so.1 $(O)/tests/cuhooks/driver_app $(O)/tests/cuhooks/driver_app_ptds \
+	$(O)/tests/cuhooks/cuhook_test
+GTEST_SUITES += $(O)/tests/cuhooks/cuhook_test
+
+endif
+
+# Pure unit tests: unit catalog, sequence matcher, model catalogs (ripple-profile).
+$(O)/tests/unit/cuhook_profile_test: $(call objs,tests/unit/cuhook_profile_test.cc) $(O)/lib/libripple_cuprofile.a \
+	$(O)/lib/libripple_modelcat.a $(O)/lib/libripple_common.a
+$(O)/tests/unit/cuhook_profile_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_LOG)
+$(O)/tests/unit/cuhook_profile_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/unit/cuhook_profile_test
+GTEST_SUITES += $(O)/tests/unit/cuhook_profile_test

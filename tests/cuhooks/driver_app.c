@@ -1,0 +1,334 @@
+/* driver_app: a CUDA driver-API program for the interposer's tests, built against the
+ * real <cuda.h> (twice: once with CUDA_API_PER_THREAD_DEFAULT_STREAM, which makes the
+ * header name the _ptsz/_ptds entry points). It knows nothing of Ripple; it runs on the
+ * test double libcuda (tests/cuhooks/fake_cuda.c) and prints one line to stdout at the
+ * end (the tests check the hook adds nothing to it).
+ *
+ *   driver_app PATH [MODE...]
+ *   PATH: direct                 functions taken by symbol (linked against libcuda)
+ *         dlsym                  dlopen("libcuda.so.1") + dlsym(handle, name)
+ *         procaddr VER FLAGS     dlsym(handle, "cuGetProcAddress_v2"), then every function
+ *                                by base name with cudaVersion VER and flags FLAGS
+ *         procaddr-v1 VER FLAGS  the same through the CUDA 11 cuGetProcAddress
+ *         legacy-abi             cuMemcpyHtoD asked with cudaVersion 3010 (the 32-bit ABI)
+ *                                and cuGetProcAddress asked for itself
+ *   MODE: ops                    the standard mix: every kind of launch, copy and set
+ *         layers P L K           P forward passes of L layers x K kernels
+ *                                ("attn_k", "mlp_k", ...; first param = bytes)
+ *         nvtx P L K             the same, each layer inside nvtxRangePushA("model.layers.N")
+ *         api P L K              the same, each layer inside ripple_cuhook_unit_begin/end
+ *         copies N BYTES         N host-to-device copies of BYTES (offload-style streaming)
+ *         graph N                N CUDA graph launches
+ *         fork                   fork; parent and child each run the ops mix
+ *         sleep MS               sleep between passes (layers/nvtx/copies)
+ *         comm N                 N launches of an "nccl" kernel
+ */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <dlfcn.h>
+#include <nvtx3/nvToolsExt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "include/ripple/cuhook.h"
+
+#define CHECK(x)                                                                     \
+  do {                                                                               \
+    CUresult r_ = (x);                                                               \
+    if (r_ != CUDA_SUCCESS) {                                                        \
+      fprintf(stderr, "driver_app: %s failed: %d (line %d)\n", #x, (int)r_, __LINE__); \
+      exit(3);                                                                       \
+    }                                                                                \
+  } while (0)
+
+typedef CUresult (*launch_t)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void**, void**);
+typedef CUresult (*launch_ex_t)(const CUlaunchConfig*, CUfunction, void**, void**);
+typedef CUresult (*coop_t)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                           CUstream, void**);
+typedef CUresult (*graph_t)(CUgraphExec, CUstream);
+typedef CUresult (*htod_t)(CUdeviceptr, const void*, size_t);
+typedef CUresult (*dtoh_t)(void*, CUdeviceptr, size_t);
+typedef CUresult (*dtod_t)(CUdeviceptr, CUdeviceptr, size_t);
+typedef CUresult (*htod_async_t)(CUdeviceptr, const void*, size_t, CUstream);
+typedef CUresult (*dtoh_async_t)(void*, CUdeviceptr, size_t, CUstream);
+typedef CUresult (*copy_t)(CUdeviceptr, CUdeviceptr, size_t);
+typedef CUresult (*copy_async_t)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+typedef CUresult (*set8_t)(CUdeviceptr, unsigned char, size_t);
+typedef CUresult (*set32_async_t)(CUdeviceptr, unsigned int, size_t, CUstream);
+typedef CUresult (*copy2d_t)(const CUDA_MEMCPY2D*);
+typedef CUresult (*batch_t)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*, size_t*, size_t, CUstream);
+typedef CUresult (*pa2_t)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+typedef CUresult (*pa1_t)(const char*, void**, int, cuuint64_t);
+
+struct api {
+  launch_t launch;
+  launch_ex_t launch_ex;
+  coop_t coop;
+  graph_t graph;
+  htod_t htod;
+  dtoh_t dtoh;
+  dtod_t dtod;
+  htod_async_t htod_async;
+  dtoh_async_t dtoh_async;
+  copy_t copy;
+  copy_async_t copy_async;
+  set8_t set8;
+  set32_async_t set32_async;
+  copy2d_t copy2d;
+  batch_t batch;
+};
+static struct api A;
+
+static void from_symbols(void) {
+  A.launch = cuLaunchKernel;
+  A.launch_ex = cuLaunchKernelEx;
+  A.coop = cuLaunchCooperativeKernel;
+  A.graph = cuGraphLaunch;
+  A.htod = cuMemcpyHtoD;
+  A.dtoh = cuMemcpyDtoH;
+  A.dtod = cuMemcpyDtoD;
+  A.htod_async = cuMemcpyHtoDAsync;
+  A.dtoh_async = cuMemcpyDtoHAsync;
+  A.copy = cuMemcpy;
+  A.copy_async = cuMemcpyAsync;
+  A.set8 = cuMemsetD8;
+  A.set32_async = cuMemsetD32Async;
+  A.copy2d = cuMemcpy2D;
+  A.batch = cuMemcpyBatchAsync;
+}
+
+/* The exported names the header maps each call to (legacy or per-thread). */
+#define NAME_OF(x) NAME_OF_(x)
+#define NAME_OF_(x) #x
+static void* must_dlsym(void* h, const char* name) {
+  void* p = dlsym(h, name);
+  if (!p) { fprintf(stderr, "driver_app: dlsym(%s) failed\n", name); exit(3); }
+  return p;
+}
+static void from_dlsym(void) {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) { fprintf(stderr, "driver_app: dlopen: %s\n", dlerror()); exit(3); }
+  A.launch = (launch_t)must_dlsym(h, NAME_OF(cuLaunchKernel));
+  A.launch_ex = (launch_ex_t)must_dlsym(h, NAME_OF(cuLaunchKernelEx));
+  A.coop = (coop_t)must_dlsym(h, NAME_OF(cuLaunchCooperativeKernel));
+  A.graph = (graph_t)must_dlsym(h, NAME_OF(cuGraphLaunch));
+  A.htod = (htod_t)must_dlsym(h, NAME_OF(cuMemcpyHtoD));
+  A.dtoh = (dtoh_t)must_dlsym(h, NAME_OF(cuMemcpyDtoH));
+  A.dtod = (dtod_t)must_dlsym(h, NAME_OF(cuMemcpyDtoD));
+  A.htod_async = (htod_async_t)must_dlsym(h, NAME_OF(cuMemcpyHtoDAsync));
+  A.dtoh_async = (dtoh_async_t)must_dlsym(h, NAME_OF(cuMemcpyDtoHAsync));
+  A.copy = (copy_t)must_dlsym(h, NAME_OF(cuMemcpy));
+  A.copy_async = (copy_async_t)must_dlsym(h, NAME_OF(cuMemcpyAsync));
+  A.set8 = (set8_t)must_dlsym(h, NAME_OF(cuMemsetD8));
+  A.set32_async = (set32_async_t)must_dlsym(h, NAME_OF(cuMemsetD32Async));
+  A.copy2d = (copy2d_t)must_dlsym(h, NAME_OF(cuMemcpy2D));
+  A.batch = (batch_t)must_dlsym(h, NAME_OF(cuMemcpyBatchAsync));
+}
+
+static pa2_t g_pa2;
+static pa1_t g_pa1;
+static void* by_procaddr(const char* base, int ver, cuuint64_t flags) {
+  void* p = NULL;
+  CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  CUresult r = g_pa2 ? g_pa2(base, &p, ver, flags, &st) : g_pa1(base, &p, ver, flags);
+  if (r != CUDA_SUCCESS || !p) { fprintf(stderr, "driver_app: cuGetProcAddress(%s, %d, %llu) failed\n", base, ver, (unsigned long long)flags); exit(3); }
+  return p;
+}
+static void from_procaddr(int v1, int ver, cuuint64_t flags) {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) { fprintf(stderr, "driver_app: dlopen: %s\n", dlerror()); exit(3); }
+  if (v1) g_pa1 = (pa1_t)must_dlsym(h, "cuGetProcAddress");
+  else g_pa2 = (pa2_t)must_dlsym(h, "cuGetProcAddress_v2");
+  A.launch = (launch_t)by_procaddr("cuLaunchKernel", ver, flags);
+  A.launch_ex = (launch_ex_t)by_procaddr("cuLaunchKernelEx", ver, flags);
+  A.coop = (coop_t)by_procaddr("cuLaunchCooperativeKernel", ver, flags);
+  A.graph = (graph_t)by_procaddr("cuGraphLaunch", ver, flags);
+  A.htod = (htod_t)by_procaddr("cuMemcpyHtoD", ver, flags);
+  A.dtoh = (dtoh_t)by_procaddr("cuMemcpyDtoH", ver, flags);
+  A.dtod = (dtod_t)by_procaddr("cuMemcpyDtoD", ver, flags);
+  A.htod_async = (htod_async_t)by_procaddr("cuMemcpyHtoDAsync", ver, flags);
+  A.dtoh_async = (dtoh_async_t)by_procaddr("cuMemcpyDtoHAsync", ver, flags);
+  A.copy = (copy_t)by_procaddr("cuMemcpy", ver, flags);
+  A.copy_async = (copy_async_t)by_procaddr("cuMemcpyAsync", ver, flags);
+  A.set8 = (set8_t)by_procaddr("cuMemsetD8", ver, flags);
+  A.set32_async = (set32_async_t)by_procaddr("cuMemsetD32Async", ver, flags);
+  A.copy2d = (copy2d_t)by_procaddr("cuMemcpy2D", ver, flags);
+  A.batch = (batch_t)by_procaddr("cuMemcpyBatchAsync", ver, flags);
+}
+
+static CUmodule g_mod;
+static CUstream g_stream;
+static CUgraphExec g_graph;
+static CUfunction func(const char* name) {
+  CUfunction f;
+  CHECK(cuModuleGetFunction(&f, g_mod, name));
+  return f;
+}
+static void kernel(CUfunction f, unsigned long long bytes) {
+  void* params[] = {&bytes};
+  CHECK(A.launch(f, 1, 1, 1, 32, 1, 1, 0, g_stream, params, NULL));
+}
+
+/* The standard mix: one of each kind, with known bytes (tests/cuhooks/cuhook_test.cc). */
+static void ops(void) {
+  enum { MB = 1 << 20 };
+  CUfunction f = func("stream_kernel");
+  unsigned long long bytes = MB;
+  void* params[] = {&bytes};
+  for (int i = 0; i < 3; ++i) kernel(f, MB);
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = 32, cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.hStream = g_stream;
+  CHECK(A.launch_ex(&cfg, f, params, NULL));
+  CHECK(A.coop(f, 1, 1, 1, 32, 1, 1, 0, g_stream, params));
+  CHECK(A.graph(g_graph, g_stream));
+  CUdeviceptr d1, d2;
+  CHECK(cuMemAlloc(&d1, 4 * MB));
+  CHECK(cuMemAlloc(&d2, 4 * MB));
+  char* h = malloc(4 * MB);
+  memset(h, 7, 4 * MB);
+  CHECK(A.htod(d1, h, 4 * MB));
+  CHECK(A.dtoh(h, d1, 2 * MB));
+  CHECK(A.dtod(d2, d1, MB));
+  CHECK(A.htod_async(d1, h, 3 * MB, g_stream));
+  CHECK(A.dtoh_async(h, d1, MB, g_stream));
+  CHECK(A.copy(d2, (CUdeviceptr)h, 512 * 1024));              /* unified: host -> device */
+  CHECK(A.copy_async((CUdeviceptr)h, d2, 256 * 1024, g_stream)); /* unified: device -> host */
+  CHECK(A.set8(d1, 0, 4096));
+  CHECK(A.set32_async(d1, 0, 1024, g_stream));
+  CUDA_MEMCPY2D c2;
+  memset(&c2, 0, sizeof c2);
+  c2.srcMemoryType = CU_MEMORYTYPE_HOST, c2.srcHost = h, c2.srcPitch = 1024;
+  c2.dstMemoryType = CU_MEMORYTYPE_DEVICE, c2.dstDevice = d2, c2.dstPitch = 1024;
+  c2.WidthInBytes = 1024, c2.Height = 64;
+  CHECK(A.copy2d(&c2));
+  CUdeviceptr dsts[2] = {d1, d2}, srcs[2] = {(CUdeviceptr)h, (CUdeviceptr)h};
+  size_t sizes[2] = {8192, 4096};
+  CUmemcpyAttributes attr;
+  memset(&attr, 0, sizeof attr);
+  size_t idx = 0;
+  CHECK(A.batch(dsts, srcs, sizes, 2, &attr, &idx, 1, g_stream));
+  if (h[0] != 7) { fprintf(stderr, "driver_app: copies lost data\n"); exit(4); }
+  free(h);
+  CHECK(cuMemFree(d1));
+  CHECK(cuMemFree(d2));
+}
+
+static int g_sleep_ms;
+static void nap(void) {
+  if (g_sleep_ms > 0) {
+    struct timespec ts = {g_sleep_ms / 1000, (long)(g_sleep_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* P passes of L layers x K kernels. how: 0 plain, 1 NVTX ranges, 2 explicit API. */
+static void layers(int passes, int L, int K, int how) {
+  static const char* names[] = {"attn_k", "mlp_k", "norm_k", "rope_k", "gemv_k", "act_k"};
+  CUfunction fs[6];
+  for (int k = 0; k < 6; ++k) fs[k] = func(names[k]);
+  CUfunction embed = func("embed_k"), head = func("head_k");
+  for (int p = 0; p < passes; ++p) {
+    kernel(embed, 4096);
+    for (int l = 0; l < L; ++l) {
+      char rn[64];
+      snprintf(rn, sizeof rn, "model.layers.%d", l);
+      if (how == 1) nvtxRangePushA(rn);
+      if (how == 2 && ripple_cuhook_unit_begin) ripple_cuhook_unit_begin(rn + 6, 0);
+      for (int k = 0; k < K; ++k) kernel(fs[k % 6], 65536);
+      if (how == 1) nvtxRangePop();
+      if (how == 2 && ripple_cuhook_unit_end) ripple_cuhook_unit_end();
+    }
+    kernel(head, 8192);
+    nap();
+  }
+}
+
+static void copies(int n, unsigned long long bytes) {
+  CUdeviceptr d;
+  CHECK(cuMemAlloc(&d, bytes));
+  char* h = calloc(1, bytes);
+  for (int i = 0; i < n; ++i) {
+    CHECK(A.htod_async(d, h, bytes, g_stream));
+    nap();
+  }
+  free(h);
+  CHECK(cuMemFree(d));
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) { fprintf(stderr, "usage: driver_app PATH [MODE...]\n"); return 2; }
+  int i = 1;
+  const char* path = argv[i++];
+  if (!strcmp(path, "direct")) from_symbols();
+  else if (!strcmp(path, "dlsym")) from_dlsym();
+  else if (!strcmp(path, "procaddr") || !strcmp(path, "procaddr-v1")) {
+    if (i + 2 > argc) { fprintf(stderr, "driver_app: %s needs VER FLAGS\n", path); return 2; }
+    from_procaddr(!strcmp(path, "procaddr-v1"), atoi(argv[i]), strtoull(argv[i + 1], NULL, 0));
+    i += 2;
+  } else if (strcmp(path, "legacy-abi") != 0) { fprintf(stderr, "driver_app: unknown path '%s'\n", path); return 2; }
+
+  CHECK(cuInit(0));
+  CUdevice dev;
+  CUcontext ctx;
+  CHECK(cuDeviceGet(&dev, 0));
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK(cuCtxSetCurrent(ctx));
+  CHECK(cuModuleLoadData(&g_mod, "fake image"));
+  CHECK(cuStreamCreate(&g_stream, 0));
+  CUgraph graph;
+  CHECK(cuGraphCreate(&graph, 0));
+  CHECK(cuGraphInstantiate(&g_graph, graph, 0));
+
+  if (!strcmp(path, "legacy-abi")) {
+    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    g_pa2 = (pa2_t)must_dlsym(h, "cuGetProcAddress_v2");
+    /* cudaVersion 3010: the driver returns the 32-bit-size ABI. */
+    CUresult (*htod_v1)(unsigned int, const void*, unsigned int) =
+        (CUresult(*)(unsigned int, const void*, unsigned int))by_procaddr("cuMemcpyHtoD", 3010, 0);
+    char buf[64] = {0};
+    CHECK(htod_v1(0, buf, sizeof buf));
+    /* cuGetProcAddress asked for itself, then used. */
+    g_pa2 = (pa2_t)by_procaddr("cuGetProcAddress", 12000, 0);
+    A.launch = (launch_t)by_procaddr("cuLaunchKernel", 12000, 0);
+    kernel(func("stream_kernel"), 1024);
+  }
+
+  for (; i < argc; ++i) {
+    const char* m = argv[i];
+    int a = i + 1 < argc ? atoi(argv[i + 1]) : 0;
+    int b = i + 2 < argc ? atoi(argv[i + 2]) : 0;
+    int c = i + 3 < argc ? atoi(argv[i + 3]) : 0;
+    if (!strcmp(m, "ops")) ops();
+    else if (!strcmp(m, "layers")) layers(a, b, c, 0), i += 3;
+    else if (!strcmp(m, "nvtx")) layers(a, b, c, 1), i += 3;
+    else if (!strcmp(m, "api")) layers(a, b, c, 2), i += 3;
+    else if (!strcmp(m, "copies")) copies(a, strtoull(argv[i + 2], NULL, 0)), i += 2;
+    else if (!strcmp(m, "graph")) { for (int k = 0; k < a; ++k) { CHECK(A.graph(g_graph, g_stream)); nap(); } i += 1; }
+    else if (!strcmp(m, "sleep")) g_sleep_ms = a, i += 1;
+    else if (!strcmp(m, "comm")) { CUfunction f = func("ncclAllReduce_k"); for (int k = 0; k < a; ++k) kernel(f, 1024); i += 1; }
+    else if (!strcmp(m, "fork")) {
+      fflush(stdout);
+      pid_t pid = fork();
+      if (pid < 0) { perror("fork"); return 3; }
+      ops();
+      if (pid == 0) _exit(0);
+      int st = 0;
+      if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "driver_app: child failed (status %d)\n", st);
+        return 5;
+      }
+    } else { fprintf(stderr, "driver_app: unknown mode '%s'\n", m); return 2; }
+  }
+  CHECK(cuStreamSynchronize(g_stream));
+  printf("driver_app: done\n");
+  return 0;
+}

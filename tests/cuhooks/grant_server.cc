@@ -1,0 +1,123 @@
+#include "tests/cuhooks/grant_server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "agent/engine/client.h"
+
+namespace ripple::testing {
+
+GrantServer::GrantServer(std::string path, Mode mode, engine::FailMode fail)
+    : path_(std::move(path)), mode_(mode), fail_(fail) {}
+
+GrantServer::~GrantServer() { stop(); }
+
+bool GrantServer::start() {
+  ::unlink(path_.c_str());
+  listen_fd_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path_.c_str(), sizeof a.sun_path - 1);
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listen_fd_, 16) != 0) return false;
+  if (::pipe2(wake_, O_CLOEXEC) != 0) return false;
+  thread_ = std::thread([this] { serve(); });
+  return true;
+}
+
+void GrantServer::stop() {
+  if (!thread_.joinable()) return;
+  char c = 'q';
+  (void)!::write(wake_[1], &c, 1);
+  thread_.join();
+  for (int fd : sessions_) ::close(fd);
+  sessions_.clear();
+  ::close(listen_fd_);
+  ::close(wake_[0]);
+  ::close(wake_[1]);
+  ::unlink(path_.c_str());
+}
+
+void GrantServer::release() {
+  std::lock_guard<std::mutex> l(m_);
+  released_ = true;
+  grant_pending_locked();
+}
+
+GrantServer::Seen GrantServer::seen() {
+  std::lock_guard<std::mutex> l(m_);
+  return seen_;
+}
+
+static void send_msg(int fd, const engine::Message& m) {
+  std::vector<std::uint8_t> out;
+  if (engine::encode(m, out)) (void)::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
+}
+
+void GrantServer::grant_pending_locked() {
+  for (auto& [fd, w] : pending_) {
+    engine::GrantMsg g;
+    g.grant_id = next_grant_++;
+    g.work_id = w.work_id;
+    g.first = 0;
+    g.count = static_cast<std::uint32_t>(w.units.size());
+    g.start_by_ns = engine::monotonic_ns() + 60'000'000'000ull;
+    g.sent_ns = engine::monotonic_ns();
+    send_msg(fd, g);
+    seen_.grants.push_back(g);
+    seen_.grant_sent_ns.push_back(g.sent_ns);
+  }
+  pending_.clear();
+}
+
+void GrantServer::handle(int fd, const engine::Message& m) {
+  std::lock_guard<std::mutex> l(m_);
+  if (auto* h = std::get_if<engine::Hello>(&m)) {
+    seen_.hellos.push_back(*h);
+    send_msg(fd, engine::Welcome{static_cast<std::uint32_t>(seen_.hellos.size()), "test-grant-server", 0, fail_});
+  } else if (auto* w = std::get_if<engine::WorkMsg>(&m)) {
+    seen_.works.push_back(*w);
+    pending_.emplace_back(fd, *w);
+    if (mode_ == Mode::kAuto || released_) grant_pending_locked();
+  } else if (std::get_if<engine::StartMsg>(&m)) {
+    ++seen_.starts;
+  } else if (auto* d = std::get_if<engine::DoneMsg>(&m)) {
+    seen_.dones.push_back(*d);
+  } else if (std::get_if<engine::ByeMsg>(&m)) {
+    ++seen_.byes;
+  }
+}
+
+void GrantServer::serve() {
+  std::vector<std::uint8_t> buf(engine::kMaxMessageBytes);
+  for (;;) {
+    std::vector<pollfd> p{{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+    for (int fd : sessions_) p.push_back({fd, POLLIN, 0});
+    if (::poll(p.data(), p.size(), -1) < 0) continue;
+    if (p[0].revents) return;
+    if (p[1].revents & POLLIN) {
+      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd >= 0) sessions_.push_back(fd);
+    }
+    for (std::size_t i = 2; i < p.size(); ++i) {
+      if (!p[i].revents) continue;
+      const int fd = p[i].fd;
+      ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+      if (n <= 0) {
+        ::close(fd);
+        std::erase(sessions_, fd);
+        std::lock_guard<std::mutex> l(m_);
+        std::erase_if(pending_, [&](const auto& pw) { return pw.first == fd; });
+        continue;
+      }
+      auto m = engine::decode(std::span<const std::uint8_t>(buf.data(), static_cast<std::size_t>(n)));
+      if (m) handle(fd, *m);
+    }
+  }
+}
+
+}  // namespace ripple::testing

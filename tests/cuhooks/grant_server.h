@@ -1,0 +1,64 @@
+// A test-only grant server — a TEST DOUBLE of ripple-agent's engine side, not a
+// scheduler. It speaks the real engine protocol (agent/engine/protocol.h encode/decode)
+// on a SOCK_SEQPACKET socket and grants every announced work whole, at once ("auto") or
+// only after release() ("hold"), recording what each engine said so the interposer's
+// tests can check it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/engine/protocol.h"
+
+namespace ripple::testing {
+
+class GrantServer {
+ public:
+  enum class Mode { kAuto, kHold };
+  struct Seen {
+    std::vector<engine::Hello> hellos;
+    std::vector<engine::WorkMsg> works;
+    std::vector<engine::GrantMsg> grants;
+    std::vector<std::uint64_t> grant_sent_ns;
+    std::vector<engine::DoneMsg> dones;
+    std::uint64_t starts = 0, byes = 0;
+  };
+
+  explicit GrantServer(std::string path, Mode mode = Mode::kAuto,
+                       engine::FailMode fail = engine::FailMode::kOpen);
+  ~GrantServer();
+  GrantServer(const GrantServer&) = delete;
+  GrantServer& operator=(const GrantServer&) = delete;
+
+  bool start();  // binds and serves on a thread
+  void stop();   // closes the socket and every session (an agent going away)
+  // Hold mode: grant every work announced so far (and later ones at once).
+  void release();
+  Seen seen();
+
+ private:
+  void serve();
+  void handle(int fd, const engine::Message& m);
+  void grant_pending_locked();
+
+  std::string path_;
+  Mode mode_;
+  engine::FailMode fail_;
+  int listen_fd_ = -1;
+  int wake_[2] = {-1, -1};
+  std::thread thread_;
+  std::mutex m_;
+  Seen seen_;
+  std::vector<std::pair<int, engine::WorkMsg>> pending_;
+  std::vector<int> sessions_;
+  bool released_ = false;
+  std::uint64_t next_grant_ = 1;
+};
+
+}  // namespace ripple::testing

@@ -1,0 +1,16 @@
+// Unit catalogs from a model directory (config.json + *.safetensors headers): the bytes
+// one batch-1 decode step moves through each unit — embeddings (one row), every dense or
+// MoE decoder layer (MoE: the shared weights plus top-k experts), the output head — and
+// the KV-cache bytes per context token. Pure: reads only the headers.
+#pragma once
+
+#include <string>
+
+#include "agent/common/status.h"
+#include "cuhooks/profile.h"
+
+namespace ripple::cuhook {
+
+Result<Profile> catalog_from_model_dir(const std::string& dir);
+
+}  // namespace ripple::cuhook
