@@ -74,8 +74,13 @@ TEST(PlantEngine, GatedEngineWaitsForGrants) {
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   EXPECT_EQ(eng.shm()->units_started.load(), 0u);
   eng.shm()->units_granted.fetch_add(2);
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  // Two 1 ms units; allow a loaded machine up to a second to run them, then check that
+  // the engine stopped at its grant.
+  for (int i = 0; i < 1000 && eng.shm()->units_completed.load() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(eng.shm()->units_completed.load(), 2u);
+  EXPECT_EQ(eng.shm()->units_started.load(), 2u);
   eng.shm()->units_granted.fetch_add(1);
   t.join();
   EXPECT_EQ(eng.shm()->units_completed.load(), 3u);
@@ -103,7 +108,9 @@ TEST(PlantMap, BadMagicIsRefused) {
 }
 
 // Tests that plant mode stretches a job to (base) / (1 - kappa * rate) while the engine
-// runs, and not at all while it is idle.
+// runs, and not at all while it is idle. Wall-clock checks on a shared 2-core machine: a
+// preempted spinner overshoots, so the identity must hold from below for every job and
+// closely for the best one, not closely for all.
 TEST(PlantMode, StretchFollowsKappaTimesBytes) {
   plant::Engine eng;
   std::string err;
@@ -111,36 +118,43 @@ TEST(PlantMode, StretchFollowsKappaTimesBytes) {
   cfg.shm_name = unique_name("stretch");
   cfg.rate_bytes_per_s = 50e9;
   cfg.unit_bytes = 50'000'000;  // 1 ms units
-  cfg.duration_s = 0.6;
+  cfg.duration_s = 0.8;
   ASSERT_TRUE(eng.open(cfg, &err)) << err;
   workloads::PlantMode pm;
   workloads::PlantModeConfig pc;
   pc.kappa_ms_per_gb = 10.0;  // kappa * rate = 0.5: jobs double
   ASSERT_TRUE(pm.open(cfg.shm_name, pc, &err)) << err;
-  // Idle engine: no stretch beyond the base.
-  int64_t t0 = workloads::monotonic_ns();
-  while (workloads::monotonic_ns() - t0 < 5'000'000) {
+  // Idle engine: no bytes, no stretch beyond the base (best of three).
+  int64_t best_idle = INT64_MAX;
+  for (int i = 0; i < 3; ++i) {
+    const int64_t t0 = workloads::monotonic_ns();
+    while (workloads::monotonic_ns() - t0 < 5'000'000) {
+    }
+    EXPECT_EQ(pm.stretch(t0, pm.bytes_now()), 0u);
+    best_idle = std::min(best_idle, workloads::monotonic_ns() - t0);
   }
-  uint64_t b = pm.stretch(t0, pm.bytes_now());
-  EXPECT_EQ(b, 0u);
-  EXPECT_LT(workloads::monotonic_ns() - t0, 6'000'000);
+  EXPECT_LT(best_idle, 6'000'000);
   std::thread t([&] { eng.run(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  std::vector<double> ratios;
-  for (int i = 0; i < 5; ++i) {
-    t0 = workloads::monotonic_ns();
+  std::vector<double> ratios, excess;
+  for (int i = 0; i < 7; ++i) {
+    const int64_t t0 = workloads::monotonic_ns();
     const uint64_t b0 = pm.bytes_now();
     while (workloads::monotonic_ns() - t0 < 20'000'000) {  // 20 ms of "work"
     }
-    b = pm.stretch(t0, b0);
+    const uint64_t b = pm.stretch(t0, b0);
     const double ms = static_cast<double>(workloads::monotonic_ns() - t0) / 1e6;
-    // The identity the plant promises: job = work + kappa * bytes (to a tick).
-    EXPECT_NEAR(ms, 20.0 + 10.0 * static_cast<double>(b) / 1e9, 1.0);
+    // The identity the plant promises: job = work + kappa * bytes; never shorter.
+    const double target = 20.0 + 10.0 * static_cast<double>(b) / 1e9;
+    EXPECT_GE(ms, target - 0.05);
+    excess.push_back(ms - target);
     ratios.push_back(ms / 20.0);
   }
   t.join();
+  EXPECT_LT(*std::min_element(excess.begin(), excess.end()), 1.0);
   std::sort(ratios.begin(), ratios.end());
-  EXPECT_NEAR(ratios[2], 2.0, 0.35);  // median of 5; a loaded CI core may delay the engine
+  EXPECT_GT(ratios[1], 1.6);  // no stretch would give 1.0
+  EXPECT_LT(ratios[1], 2.6);
 }
 
 // Tests that the Lomax noise has its documented mean scale / (alpha - 1).
