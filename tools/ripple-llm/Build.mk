@@ -16,3 +16,10 @@ $(O)/bin/ripple-llm: $(O)/obj/tools/ripple-llm/ripple_llm.o
 		-Xlinker -rpath=/usr/local/cuda/lib64
 BINS += $(O)/bin/ripple-llm
 endif
+
+# The byte model's unit test needs no CUDA.
+$(O)/tests/unit/ripple_llm_model_test: $(call objs,tests/unit/ripple_llm_model_test.cc)
+$(O)/tests/unit/ripple_llm_model_test: LDLIBS := $(LDLIBS_GTEST)
+$(O)/tests/unit/ripple_llm_model_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/unit/ripple_llm_model_test
+GTEST_SUITES += $(O)/tests/unit/ripple_llm_model_test
