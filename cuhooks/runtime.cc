@@ -210,6 +210,7 @@ class Runtime {
   }
   void fork_child();
   void write_stats();
+  void flush();
   const Config& cfg() const { return cfg_; }
   void load_driver();
 
@@ -229,9 +230,9 @@ class Runtime {
   bool work_open() const { return pos_ < work_units_.size(); }
   void open_work_locked(const std::vector<std::uint32_t>& units);
   bool acquire_locked(std::size_t pos);
-  bool connect_locked(bool quiet);
+  bool connect_locked(std::size_t from);
   void lose_agent_locked(const std::string& why);
-  bool announce_locked();
+  bool announce_locked(std::size_t from);
   void close_grant_locked();
   void start_watcher_locked();
   void watcher_loop();
@@ -261,7 +262,7 @@ class Runtime {
 
   // NVTX: names seen, mapped to catalog units (-1: not a unit range).
   std::mutex nvtx_m_;
-  std::unordered_map<std::string, int> nvtx_units_;
+  std::unordered_map<std::string, std::pair<int, std::string>> nvtx_units_;
   std::atomic<bool> nvtx_seen_{false};
 
   // The gate.
@@ -292,6 +293,7 @@ class Runtime {
   std::deque<Timed> wq_;
   std::vector<CUevent> free_events_;
   bool watcher_started_ = false;
+  std::atomic<int> inflight_{0};  // grants closed but not yet reported
 
   // Record mode.
   std::mutex rec_m_;
@@ -329,6 +331,13 @@ Runtime::Runtime() : cfg_(read_config()) {
   copy_base_ = static_cast<std::uint32_t>(catalog_.size());
   for (int s = kMinCopyShift; s <= kMaxCopyShift; ++s)
     catalog_.push_back({"copy-2^" + std::to_string(s), 1ull << s, 0});
+  // The protocol wants every unit to have bytes and a duration: unknown bytes count as
+  // one, unknown durations are estimated at RIPPLE_GPU_GBPS (default 200 GB/s).
+  const double gbps = static_cast<double>(env_u64("RIPPLE_GPU_GBPS", 200));
+  for (auto& u : catalog_) {
+    u.bytes = std::max<std::uint64_t>(u.bytes, 1);
+    if (u.duration_ns == 0) u.duration_ns = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(static_cast<double>(u.bytes) / gbps));
+  }
   bool any_kernels = false;
   for (const auto& u : profile_.units) any_kernels |= !u.kernels.empty();
   if (any_kernels && cfg_.b_profile) matcher_ = std::make_unique<SequenceMatcher>(profile_);
@@ -544,6 +553,7 @@ void Runtime::exit_unit() {
   open_unit_ = false;
   if (rec_) {
     close_grant_locked();
+    record_line("{\"e\":1}");
     return;
   }
   if (grant_ && cur_pos_ + 1 >= grant_end_) close_grant_locked();
@@ -556,19 +566,19 @@ void Runtime::exit_unit() {
 void Runtime::open_work_locked(const std::vector<std::uint32_t>& units) {
   work_units_ = units;
   pos_ = base_ = 0;
-  if (client_ && !announce_locked()) lose_agent_locked("failed to announce work");
+  if (client_ && !announce_locked(0)) lose_agent_locked("failed to announce work");
 }
 
-bool Runtime::announce_locked() {
+bool Runtime::announce_locked(std::size_t from) {
   engine::WorkMsg w;
   w.work_id = ++work_id_;
-  w.units.assign(work_units_.begin() + static_cast<std::ptrdiff_t>(pos_), work_units_.end());
-  base_ = pos_;
+  w.units.assign(work_units_.begin() + static_cast<std::ptrdiff_t>(from), work_units_.end());
+  base_ = from;
   std::lock_guard<std::mutex> c(cm_);
   return client_ && client_->announce(w).ok();
 }
 
-bool Runtime::connect_locked(bool quiet) {
+bool Runtime::connect_locked(std::size_t from) {
   const std::uint64_t now = monotonic_ns();
   if (now < next_connect_ns_) return false;
   engine::Hello hello;
@@ -580,7 +590,7 @@ bool Runtime::connect_locked(bool quiet) {
   auto c = engine::Client::connect(cfg_.socket, hello, 1000);
   if (!c) {
     next_connect_ns_ = now + static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull;
-    if (!warned_unmanaged_ && !quiet) {
+    if (!warned_unmanaged_) {
       warned_unmanaged_ = true;
       say("no agent at %s (%s): %s", cfg_.socket.c_str(), c.error().message.c_str(),
           fail_closed() ? "waiting for it (fail-closed)" : "running UNMANAGED (fail-open); will retry");
@@ -596,8 +606,8 @@ bool Runtime::connect_locked(bool quiet) {
   if (ever_connected_ || warned_unmanaged_) say("connected to the agent at %s: managed again", cfg_.socket.c_str());
   ever_connected_ = true;
   warned_unmanaged_ = false;
-  // Re-announce what is left of the open work under a new id.
-  if (work_open() && !announce_locked()) {
+  // Announce what is left of the open work (from the unit being acquired) under a new id.
+  if (from < work_units_.size() && !announce_locked(from)) {
     lose_agent_locked("failed to announce work");
     return false;
   }
@@ -624,7 +634,7 @@ bool Runtime::acquire_locked(std::size_t pos) {
   const std::uint64_t t0 = monotonic_ns();
   const std::uint64_t limit = cfg_.grant_timeout_ms ? t0 + std::uint64_t(cfg_.grant_timeout_ms) * 1000000ull : 0;
   for (;;) {
-    if (!client_ && !connect_locked(false)) {
+    if (!client_ && !connect_locked(pos)) {
       if (!fail_closed()) return false;
       // Fail-closed: this thread (and the engine) waits for the agent.
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -688,6 +698,7 @@ void Runtime::close_grant_locked() {
   grant_end_ = 0;
   grant_label_.clear();
   start_watcher_locked();
+  inflight_.fetch_add(1);
   {
     std::lock_guard<std::mutex> l(wm_);
     wq_.push_back(std::move(t));
@@ -741,6 +752,7 @@ void Runtime::watcher_loop() {
       std::lock_guard<std::mutex> l(wm_);
       if (t.start) free_events_.push_back(t.start);
       if (t.end) free_events_.push_back(t.end);
+      inflight_.fetch_sub(1);
     }
     if (!later.empty()) {
       {
@@ -763,19 +775,16 @@ void Runtime::range_push(const char* name) {
     auto it = nvtx_units_.find(name);
     if (it == nvtx_units_.end()) {
       bool is_unit = false;
-      uname = unit_name_for_range(name, cfg_.nvtx_pattern, &is_unit);
+      std::string n = unit_name_for_range(name, cfg_.nvtx_pattern, &is_unit);
       int u = -1;
       if (is_unit) {
-        u = profile_.find(uname);
-        if (u < 0) u = static_cast<int>(generic_unit_);
+        u = profile_.find(n);
+        if (u < 0) u = static_cast<int>(generic_unit_);  // a unit the catalog does not know
       }
-      it = nvtx_units_.emplace(name, u).first;
+      it = nvtx_units_.emplace(name, std::make_pair(u, n)).first;
     }
-    unit = it->second;
-    if (unit >= 0 && uname.empty()) {
-      uname = unit < static_cast<int>(catalog_.size()) ? catalog_[static_cast<std::size_t>(unit)].name : "unit";
-      if (unit == static_cast<int>(generic_unit_)) uname = std::string(name).substr(0, 23);
-    }
+    unit = it->second.first;
+    uname = it->second.second;
   }
   // A unit range inside a unit range (nested layer markers) is part of the outer unit.
   bool inside = false;
@@ -833,6 +842,7 @@ void Runtime::fork_child() {
   }
   gen_.fetch_add(1);
   wq_.clear();
+  inflight_.store(0);
   watcher_started_ = false;
   work_units_.clear();
   pos_ = base_ = cur_pos_ = 0;
@@ -845,6 +855,12 @@ void Runtime::fork_child() {
   warned_unmanaged_ = false;
   ever_connected_ = false;
   t_state = ThreadState{};
+}
+
+// At exit: give the watcher a moment (bounded) to report the last grants' GPU time.
+void Runtime::flush() {
+  for (int i = 0; i < 200 && inflight_.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (rec_) fflush(rec_);
 }
 
 void Runtime::write_stats() {
@@ -883,7 +899,9 @@ void on_fork_child() {
   if (g_rt) g_rt->fork_child();
 }
 void at_exit() {
-  if (g_rt) g_rt->write_stats();
+  if (!g_rt) return;
+  g_rt->flush();
+  g_rt->write_stats();
 }
 
 void init_once() {

@@ -19,7 +19,7 @@
  *         api P L K              the same, each layer inside ripple_cuhook_unit_begin/end
  *         copies N BYTES         N host-to-device copies of BYTES (offload-style streaming)
  *         graph N                N CUDA graph launches
- *         fork                   fork; parent and child each run the ops mix
+ *         fork                   ops, fork; the child runs the ops mix again
  *         sleep MS               sleep between passes (layers/nvtx/copies)
  *         comm N                 N launches of an "nccl" kernel
  */
@@ -316,11 +316,11 @@ int main(int argc, char** argv) {
     else if (!strcmp(m, "sleep")) g_sleep_ms = a, i += 1;
     else if (!strcmp(m, "comm")) { CUfunction f = func("ncclAllReduce_k"); for (int k = 0; k < a; ++k) kernel(f, 1024); i += 1; }
     else if (!strcmp(m, "fork")) {
+      ops(); /* the parent holds a live session (and a watcher thread) when it forks */
       fflush(stdout);
       pid_t pid = fork();
       if (pid < 0) { perror("fork"); return 3; }
-      ops();
-      if (pid == 0) _exit(0);
+      if (pid == 0) { ops(); exit(0); } /* an ordinary exit: atexit handlers (the hook's stats) run */
       int st = 0;
       if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         fprintf(stderr, "driver_app: child failed (status %d)\n", st);

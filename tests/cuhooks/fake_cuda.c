@@ -350,8 +350,10 @@ static const struct fk_plain fk_plain[] = {
     {"cuMemcpyHtoD", (void*)cuMemcpyHtoD, 2000}, /* the v1 ABI, below 3020 */
 };
 
-EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
-                                            CUdriverProcAddressQueryResult* status) {
+/* Internal: the exported entry points below must not call each other through the PLT
+ * (an interposer would see one request twice). */
+static CUresult fk_proc_address(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                                CUdriverProcAddressQueryResult* status) {
   if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
   *pfn = NULL;
   int per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
@@ -378,6 +380,10 @@ EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int 
   return *pfn || found_name ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
+EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                                            CUdriverProcAddressQueryResult* status) {
+  return fk_proc_address(symbol, pfn, version, flags, status);
+}
 EXPORT CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
-  return cuGetProcAddress_v2(symbol, pfn, version, flags, NULL);
+  return fk_proc_address(symbol, pfn, version, flags, NULL);
 }

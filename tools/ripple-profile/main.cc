@@ -95,7 +95,7 @@ int record(int argc, char** argv, int i) {
     unlink(trace);
     return 1;
   }
-  // The trace: {"u":unit} begins a unit, {"k":kernel} a launch, {"g":unit,"ns":N} a time.
+  // The trace: {"u":unit} begins a unit, {"e":1} ends it, {"k":kernel} a launch, {"g":unit,"ns":N} a time.
   std::ifstream in(trace);
   std::vector<std::string> order;
   std::map<std::string, std::vector<std::string>> kernels;
@@ -110,6 +110,9 @@ int record(int argc, char** argv, int i) {
       if (!cur.empty()) complete[cur] = true;
       cur = j["u"].get<std::string>();
       if (!kernels.count(cur)) order.push_back(cur), kernels[cur];
+    } else if (j.contains("e")) {
+      if (!cur.empty()) complete[cur] = true;
+      cur.clear();
     } else if (j.contains("k")) {
       if (cur.empty()) ++outside;
       else if (!complete[cur]) kernels[cur].push_back(j["k"].get<std::string>());

@@ -1,0 +1,489 @@
+// libripple-cuhook.so end to end, without a GPU: the driver-API test program
+// (driver_app.c, built against the real CUDA headers) runs on the fake libcuda.so.1
+// (a TEST DOUBLE) with the hook preloaded; the test-only grant server (a TEST DOUBLE of
+// the agent's engine side, grant_server.h) plays the agent. Each test reads what the
+// fake executed, what the hook counted (RIPPLE_CUHOOK_STATS) and what the server saw.
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <functional>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+
+#include "agent/engine/client.h"
+#include "cuhooks/hook_list.h"
+#include "cuhooks/op_info.h"
+#include "tests/cuhooks/grant_server.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ripple::testing::GrantServer;
+using nlohmann::json;
+
+std::string here() {
+  char exe[PATH_MAX] = {};
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  std::string s(exe, static_cast<std::size_t>(n > 0 ? n : 0));
+  return s.substr(0, s.find_last_of('/'));
+}
+const std::string kDir = here();                         // $O/tests/cuhooks
+const std::string kHook = kDir + "/../../lib/libripple-cuhook.so";
+const std::string kFakeDir = kDir + "/fake";
+
+struct Outcome {
+  int status = -1;
+  std::string out, err;
+  double seconds = 0;
+  std::vector<std::string> stats_files, fake_logs;
+};
+
+class CuhookTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/cuhook-test-XXXXXX";
+    tmp_ = mkdtemp(tmpl);
+    sock_ = tmp_ + "/engine.sock";
+  }
+  void TearDown() override { fs::remove_all(tmp_); }
+
+  // Runs driver_app with the hook preloaded; env adds/overrides variables.
+  Outcome run(std::vector<std::string> args, std::map<std::string, std::string> env = {}, bool ptds = false,
+          std::function<void()> meanwhile = nullptr) {
+    std::map<std::string, std::string> e = {
+        {"LD_PRELOAD", kHook},
+        {"LD_LIBRARY_PATH", kFakeDir},
+        {"NVTX_INJECTION64_PATH", kHook},
+        {"FAKE_CUDA_LOG", tmp_ + "/fake"},
+        {"FAKE_CUDA_GRAPH_BYTES", "65536"},
+        {"RIPPLE_CUHOOK_STATS", tmp_ + "/stats.%p.json"},
+        {"RIPPLE_SOCKET", sock_},
+        {"RIPPLE_ENGINE", "driver-app"},
+        {"RIPPLE_RECONNECT_MS", "50"},
+    };
+    for (auto& [k, v] : env) e[k] = v;
+    std::vector<std::string> envs;
+    for (auto& [k, v] : e) envs.push_back(k + "=" + v);
+    const std::string outp = tmp_ + "/out", errp = tmp_ + "/err";
+    const auto t0 = std::chrono::steady_clock::now();
+    pid_t pid = fork();
+    if (pid == 0) {
+      int o = open(outp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), r = open(errp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(o, 1), dup2(r, 2);
+      std::vector<char*> av, ev;
+      std::string prog = kDir + (ptds ? "/driver_app_ptds" : "/driver_app");
+      av.push_back(prog.data());
+      for (auto& a : args) av.push_back(a.data());
+      av.push_back(nullptr);
+      for (auto& s : envs) ev.push_back(s.data());
+      ev.push_back(nullptr);
+      execve(prog.c_str(), av.data(), ev.data());
+      _exit(127);
+    }
+    if (meanwhile) meanwhile();
+    Outcome r;
+    // Bounded wait: a hang is a failure, not a stuck suite.
+    for (int i = 0; i < 3000; ++i) {
+      if (waitpid(pid, &r.status, WNOHANG) == pid) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (i == 2999) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &r.status, 0);
+        r.status = -2;
+      }
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.out = slurp(outp);
+    r.err = slurp(errp);
+    for (auto& f : fs::directory_iterator(tmp_)) {
+      const std::string n = f.path().filename().string();
+      if (n.rfind("stats.", 0) == 0) r.stats_files.push_back(f.path().string());
+      if (n.rfind("fake.", 0) == 0) r.fake_logs.push_back(f.path().string());
+    }
+    return r;
+  }
+
+  static std::string slurp(const std::string& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  static json stats_of(const Outcome& r, std::size_t i = 0) {
+    if (i >= r.stats_files.size()) return json::object();
+    return json::parse(slurp(r.stats_files[i]), nullptr, false);
+  }
+  // The fake's per-entry-point counts: name -> {calls, bytes, via_symbol, via_procaddr}.
+  static std::map<std::string, std::vector<unsigned long long>> fake_counts(const Outcome& r, std::size_t i = 0) {
+    std::map<std::string, std::vector<unsigned long long>> m;
+    if (i >= r.fake_logs.size()) return m;
+    std::istringstream in(slurp(r.fake_logs[i]));
+    std::string name;
+    unsigned long long c, b, s, p;
+    while (in >> name >> c >> b >> s >> p) m[name] = {c, b, s, p};
+    return m;
+  }
+  static bool exited_ok(const Outcome& r) { return r.status >= 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0; }
+
+  void write_profile() {
+    json p = {{"format", "ripple-unit-catalog/1"}, {"model", "test"}, {"units", json::array()}};
+    p["units"].push_back({{"name", "embed"}, {"bytes", 4096}, {"kernels", {"embed_k"}}});
+    for (int l = 0; l < 4; ++l)
+      p["units"].push_back({{"name", "layers." + std::to_string(l)}, {"bytes", 196608},
+                            {"kernels", {"attn_k", "mlp_k", "norm_k"}}});
+    p["units"].push_back({{"name", "head"}, {"bytes", 8192}, {"kernels", {"head_k"}}});
+    std::ofstream(tmp_ + "/profile.json") << p.dump();
+  }
+
+  std::string tmp_, sock_;
+};
+
+// --- resolution paths ----------------------------------------------------------------
+
+struct PathCase {
+  std::vector<std::string> args;
+  bool ptds_binary;
+  bool per_thread;  // the _ptsz/_ptds entry points must be the ones executed
+  bool procaddr;
+};
+
+class ResolutionPath : public CuhookTest, public ::testing::WithParamInterface<PathCase> {};
+
+// Tests that every launch and copy the program makes is seen by the hook, with the same
+// entry point and bytes the driver executed, whichever way the program resolved it, and
+// that the per-thread variant is kept when the program asked for it.
+TEST_P(ResolutionPath, HookSeesEveryCallTheDriverExecutes) {
+  const PathCase& c = GetParam();
+  std::vector<std::string> args = c.args;
+  args.push_back("ops");
+  Outcome r = run(args, {}, c.ptds_binary);
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_EQ(r.out, "driver_app: done\n") << "the hook wrote to the application's stdout";
+  auto fake = fake_counts(r);
+  json st = stats_of(r);
+  ASSERT_TRUE(st.contains("calls")) << r.err;
+  ASSERT_EQ(fake.size(), 15u) << "the ops mix uses 15 entry points";
+  unsigned long long total = 0;
+  for (auto& [name, v] : fake) {
+    ASSERT_TRUE(st["calls"].contains(name)) << name << " executed by the driver but not seen by the hook";
+    EXPECT_EQ(st["calls"][name][0].get<unsigned long long>(), v[0]) << name;
+    if (name.find("Launch") == std::string::npos) EXPECT_EQ(st["calls"][name][1].get<unsigned long long>(), v[1]) << name;
+    const bool pt = name.find("_ptsz") != std::string::npos || name.find("_ptds") != std::string::npos;
+    EXPECT_EQ(pt, c.per_thread) << name;
+    EXPECT_EQ(v[3] > 0, c.procaddr) << name << ": driver pointer from cuGetProcAddress used?";
+    total += v[0];
+  }
+  EXPECT_EQ(st["calls"].size(), fake.size());
+  EXPECT_EQ(st["via_procaddr"].get<unsigned long long>(), c.procaddr ? total : 0ull);
+  EXPECT_EQ(st["h2d_bytes"].get<unsigned long long>(), 4194304ull + 3145728 + 524288 + 65536 + 12288);
+  EXPECT_EQ(st["d2h_bytes"].get<unsigned long long>(), 2097152ull + 1048576 + 262144);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Paths, ResolutionPath,
+    ::testing::Values(PathCase{{"direct"}, false, false, false}, PathCase{{"direct"}, true, true, false},
+                      PathCase{{"dlsym"}, false, false, false}, PathCase{{"dlsym"}, true, true, false},
+                      PathCase{{"procaddr", "13000", "0"}, false, false, true},
+                      PathCase{{"procaddr", "13000", "1"}, false, false, true},
+                      PathCase{{"procaddr", "13000", "2"}, false, true, true},
+                      PathCase{{"procaddr-v1", "13000", "2"}, false, true, true}),
+    [](const auto& info) {
+      std::string n;
+      for (auto& a : info.param.args) n += a + "_";
+      n += info.param.ptds_binary ? "ptds" : "legacy";
+      for (auto& ch : n) if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return n;
+    });
+
+// Tests that an older ABI cuGetProcAddress returns for a low cudaVersion (the 32-bit
+// cuMemcpyHtoD) is passed through untouched, and that cuGetProcAddress asked for itself
+// returns a working wrapper whose results are intercepted.
+TEST_F(CuhookTest, LegacyAbiPassesThroughAndProcAddressOfItselfIsWrapped) {
+  Outcome r = run({"legacy-abi"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  auto fake = fake_counts(r);
+  json st = stats_of(r);
+  EXPECT_EQ(fake["cuMemcpyHtoD(v1)"].at(0), 1ull);
+  EXPECT_EQ(st["passthrough"].get<int>(), 1);
+  EXPECT_FALSE(st["calls"].contains("cuMemcpyHtoD_v2"));
+  EXPECT_EQ(st["calls"]["cuLaunchKernel"][0].get<int>(), 1);
+  EXPECT_EQ(st["via_procaddr"].get<int>(), 1);
+}
+
+// Tests that the library exports exactly the hook list (plus cuGetProcAddress, dlsym,
+// the NVTX entry and the C API) and nothing of its C++ internals.
+TEST_F(CuhookTest, ExportsOnlyTheHooks) {
+  std::set<std::string> want = {"cuGetProcAddress", "cuGetProcAddress_v2", "dlsym", "InitializeInjectionNvtx2",
+                                "ripple_cuhook_unit_begin", "ripple_cuhook_unit_end", "ripple_cuhook_set_comm_stream",
+                                "ripple_cuhook_get_stats"};
+#define NAME(name, ...) want.insert(#name);
+  RIPPLE_CU_HOOKS(NAME)
+#undef NAME
+  FILE* p = popen(("nm -D --defined-only " + kHook + " | awk '{print $3}'").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::set<std::string> got;
+  char line[512];
+  while (fgets(line, sizeof line, p)) {
+    std::string s(line);
+    while (!s.empty() && (s.back() == '\n')) s.pop_back();
+    if (!s.empty()) got.insert(s);
+  }
+  pclose(p);
+  EXPECT_EQ(got, want);
+}
+
+// --- unit boundaries -------------------------------------------------------------------
+
+// Tests that NVTX layer ranges received through NVTX injection become units: each
+// "model.layers.N" range is gated and its grant's GPU time is reported.
+TEST_F(CuhookTest, NvtxRangesAreUnitBoundaries) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "nvtx", "2", "4", "3"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto seen = srv.seen();
+  json st = stats_of(r);
+  EXPECT_EQ(st["units_nvtx"].get<int>(), 8);
+  EXPECT_EQ(st["units_profile"].get<int>(), 0);
+  ASSERT_EQ(seen.hellos.size(), 1u);
+  EXPECT_EQ(seen.hellos[0].name, "driver-app");
+  EXPECT_EQ(seen.works.size(), 8u);
+  EXPECT_EQ(seen.starts, 8u);
+  EXPECT_EQ(seen.dones.size(), 8u) << "every grant's GPU time reported by the watcher";
+  EXPECT_EQ(st["done_reported"].get<int>(), 8);
+}
+
+// Tests that with a recorded profile and no NVTX, the kernel sequence alone finds the
+// units, and a forward pass is announced as one work granted as one contiguous run.
+TEST_F(CuhookTest, ProfileKernelSequenceFindsUnits) {
+  write_profile();
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "layers", "3", "4", "3"}, {{"RIPPLE_PROFILE", tmp_ + "/profile.json"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto seen = srv.seen();
+  json st = stats_of(r);
+  EXPECT_EQ(st["units_profile"].get<int>(), 18);  // 3 passes x (embed + 4 layers + head)
+  ASSERT_EQ(seen.works.size(), 3u);
+  EXPECT_EQ(seen.works[0].units, (std::vector<std::uint32_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(seen.grants.size(), 3u) << "one grant covers the contiguous run of a pass";
+  EXPECT_EQ(seen.dones.size(), 3u);
+  ASSERT_EQ(seen.hellos.size(), 1u);
+  EXPECT_EQ(seen.hellos[0].units[1].name, "layers.0");
+  EXPECT_EQ(seen.hellos[0].units[1].bytes, 196608u);
+}
+
+// Tests that explicit ripple_cuhook_unit_begin/end calls are unit boundaries.
+TEST_F(CuhookTest, ExplicitApiMarksUnits) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "api", "1", "4", "2"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  json st = stats_of(r);
+  EXPECT_EQ(st["units_api"].get<int>(), 4);
+  EXPECT_EQ(srv.seen().works.size(), 4u);
+}
+
+// --- gating -------------------------------------------------------------------------
+
+// Tests that a host-to-device copy is a unit of its exact bytes and that the launching
+// thread does not issue it before the grant arrives.
+TEST_F(CuhookTest, GatingHoldsTheThreadUntilGranted) {
+  GrantServer srv(sock_, GrantServer::Mode::kHold);
+  ASSERT_TRUE(srv.start());
+  const std::string trace = tmp_ + "/trace";
+  std::uint64_t released_at = 0;
+  Outcome r = run({"direct", "copies", "1", "5000000"}, {{"FAKE_CUDA_TRACE", trace}}, false, [&] {
+    for (int i = 0; i < 400 && srv.seen().works.empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(slurp(trace).find("cuMemcpyHtoDAsync"), std::string::npos) << "copy issued before its grant";
+    released_at = ripple::engine::monotonic_ns();
+    srv.release();
+  });
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  auto seen = srv.seen();
+  ASSERT_EQ(seen.works.size(), 1u);
+  ASSERT_EQ(seen.hellos.size(), 1u);
+  std::uint64_t bytes = 0;
+  for (auto u : seen.works[0].units) bytes += seen.hellos[0].units[u].bytes;
+  EXPECT_EQ(bytes, (5000000ull + 4095) / 4096 * 4096) << "copy units carry the copy's bytes (4 KiB granules)";
+  std::istringstream in(slurp(trace));
+  std::uint64_t t = 0;
+  std::string name;
+  ASSERT_TRUE(in >> t >> name);
+  EXPECT_EQ(name, "cuMemcpyHtoDAsync_v2");
+  EXPECT_GE(t, released_at);
+  EXPECT_GE(r.seconds, 0.3);
+}
+
+// Tests that during stream capture nothing blocks even if the agent never grants.
+TEST_F(CuhookTest, NeverBlocksDuringStreamCapture) {
+  GrantServer srv(sock_, GrantServer::Mode::kHold);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "copies", "3", "4194304", "graph", "2"}, {{"FAKE_CUDA_CAPTURING", "1"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  json st = stats_of(r);
+  EXPECT_EQ(st["capture_skips"].get<int>(), 5);
+  EXPECT_EQ(st["grants"].get<int>(), 0);
+  EXPECT_LT(r.seconds, 5.0);
+}
+
+// Tests that launches of communication kernels (nccl*) are never gated.
+TEST_F(CuhookTest, NeverBlocksCommunicationKernels) {
+  GrantServer srv(sock_, GrantServer::Mode::kHold);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "comm", "5"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_EQ(stats_of(r)["comm_skips"].get<int>(), 5);
+  EXPECT_TRUE(srv.seen().works.empty());
+}
+
+// Tests that a CUDA graph launch is one unit whose bytes come from the profile (the sum
+// of its units: the replayed forward pass).
+TEST_F(CuhookTest, GraphLaunchIsOneUnitWithProfileBytes) {
+  write_profile();
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "graph", "3"}, {{"RIPPLE_PROFILE", tmp_ + "/profile.json"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  auto seen = srv.seen();
+  EXPECT_EQ(stats_of(r)["units_graph"].get<int>(), 3);
+  ASSERT_EQ(seen.works.size(), 3u);
+  ASSERT_EQ(seen.works[0].units.size(), 1u);
+  const auto& u = seen.hellos.at(0).units.at(seen.works[0].units[0]);
+  EXPECT_EQ(u.name, "graph");
+  EXPECT_EQ(u.bytes, 4096u + 4 * 196608u + 8192u);
+}
+
+// --- safety -----------------------------------------------------------------------
+
+// Tests that without an agent a fail-open process runs to completion, unmanaged, and
+// says so once on stderr.
+TEST_F(CuhookTest, FailOpenRunsUnmanagedWithOneWarning) {
+  write_profile();
+  Outcome r = run({"direct", "layers", "5", "4", "3"}, {{"RIPPLE_PROFILE", tmp_ + "/profile.json"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_EQ(r.out, "driver_app: done\n");
+  json st = stats_of(r);
+  EXPECT_GE(st["unmanaged_units"].get<int>(), 5);
+  std::size_t warnings = 0;
+  for (std::size_t at = 0; (at = r.err.find("UNMANAGED", at)) != std::string::npos; ++at) ++warnings;
+  EXPECT_EQ(warnings, 1u) << r.err;
+}
+
+// Tests that a fail-closed process waits for the agent and proceeds once it appears.
+TEST_F(CuhookTest, FailClosedWaitsForTheAgent) {
+  GrantServer srv(sock_);
+  Outcome r = run({"direct", "copies", "2", "2097152"}, {{"RIPPLE_FAIL", "closed"}}, false, [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    ASSERT_TRUE(srv.start());
+  });
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_GE(r.seconds, 0.4);
+  EXPECT_EQ(srv.seen().works.size(), 2u);
+  EXPECT_EQ(stats_of(r)["unmanaged_units"].get<int>(), 0);
+}
+
+// Tests that when the agent goes away and comes back the process neither crashes nor
+// deadlocks, and reconnects to the new agent.
+TEST_F(CuhookTest, AgentRestartReconnects) {
+  write_profile();
+  auto first = std::make_unique<GrantServer>(sock_);
+  ASSERT_TRUE(first->start());
+  GrantServer second(sock_);
+  Outcome r = run({"direct", "sleep", "20", "layers", "30", "4", "3"}, {{"RIPPLE_PROFILE", tmp_ + "/profile.json"}}, false,
+              [&] {
+                std::this_thread::sleep_for(std::chrono::milliseconds(150));
+                first->stop();
+                std::this_thread::sleep_for(std::chrono::milliseconds(150));
+                ASSERT_TRUE(second.start());
+              });
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  json st = stats_of(r);
+  EXPECT_GE(st["agent_losses"].get<int>(), 1);
+  EXPECT_GE(st["agent_connects"].get<int>(), 2);
+  EXPECT_GE(second.seen().hellos.size(), 1u);
+  EXPECT_GE(second.seen().grants.size(), 1u);
+}
+
+// Tests that fork works: parent and child both run their launches to completion, and
+// the child is its own engine session (it does not use the parent's).
+TEST_F(CuhookTest, ForkedChildRunsAsItsOwnSession) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "fork"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  ASSERT_EQ(r.stats_files.size(), 2u);
+  std::multiset<int> launches = {stats_of(r, 0)["launches"].get<int>(), stats_of(r, 1)["launches"].get<int>()};
+  EXPECT_EQ(launches, (std::multiset<int>{6, 12})) << "parent 6; child 6 inherited + 6 of its own";
+  EXPECT_EQ(srv.seen().hellos.size(), 2u) << r.err;
+}
+
+// Tests that with RIPPLE_CUHOOK=off the hook only counts: nothing is gated.
+TEST_F(CuhookTest, OffMeansPassThrough) {
+  GrantServer srv(sock_, GrantServer::Mode::kHold);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "ops"}, {{"RIPPLE_CUHOOK", "off"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_TRUE(srv.seen().hellos.empty());
+  EXPECT_EQ(stats_of(r)["calls"]["cuLaunchKernel"][0].get<int>(), 3);
+}
+
+// --- tools -----------------------------------------------------------------------
+
+// Tests that ripple-profile record writes each NVTX unit's kernel sequence, and that the
+// recorded profile then finds the units of an NVTX-free run by kernel sequence.
+TEST_F(CuhookTest, ProfileRecordThenMatch) {
+  const std::string out = tmp_ + "/rec.json";
+  std::string cmd = "LD_LIBRARY_PATH=" + kFakeDir + " " + kDir + "/../../bin/ripple-profile record -o " + out +
+                    " -- " + kDir + "/driver_app direct nvtx 2 3 3 >/dev/null 2>" + tmp_ + "/rec.err";
+  ASSERT_EQ(system(cmd.c_str()), 0) << slurp(tmp_ + "/rec.err");
+  json p = json::parse(slurp(out), nullptr, false);
+  ASSERT_FALSE(p.is_discarded());
+  ASSERT_EQ(p["units"].size(), 3u);
+  EXPECT_EQ(p["units"][0]["name"], "layers.0");
+  EXPECT_EQ(p["units"][0]["kernels"], json({"attn_k", "mlp_k", "norm_k"}));
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "layers", "2", "3", "3"}, {{"RIPPLE_PROFILE", out}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_EQ(stats_of(r)["units_profile"].get<int>(), 6);
+}
+
+// Tests that ripple-run sets the preload, NVTX injection and engine variables for the
+// command, and refuses a bad --kind naming it.
+TEST_F(CuhookTest, RippleRunSetsTheEnvironment) {
+  const std::string bin = kDir + "/../../bin/ripple-run";
+  std::string cmd = bin + " --engine llm --kind deadline-bound --socket /tmp/x.sock -- /usr/bin/env > " + tmp_ + "/env";
+  ASSERT_EQ(system(cmd.c_str()), 0);
+  const std::string env = slurp(tmp_ + "/env");
+  EXPECT_NE(env.find("LD_PRELOAD=" + fs::canonical(kHook).string()), std::string::npos) << env;
+  EXPECT_NE(env.find("NVTX_INJECTION64_PATH=" + fs::canonical(kHook).string()), std::string::npos);
+  EXPECT_NE(env.find("RIPPLE_ENGINE=llm\n"), std::string::npos);
+  EXPECT_NE(env.find("RIPPLE_KIND=deadline-bound\n"), std::string::npos);
+  EXPECT_NE(env.find("RIPPLE_SOCKET=/tmp/x.sock\n"), std::string::npos);
+  cmd = bin + " --engine llm --kind fast -- true 2>" + tmp_ + "/err";
+  EXPECT_NE(system(cmd.c_str()), 0);
+  EXPECT_NE(slurp(tmp_ + "/err").find("--kind 'fast'"), std::string::npos);
+}
+
+}  // namespace
