@@ -68,10 +68,13 @@ fi
 
 # Plant mode end to end: a running stand-in engine stretches jobs, and says it is a test double.
 shm=ripple-cli-$$
-$B/ripple-plant-engine --shm $shm --rate-gbps 20 --unit-mb 20 --duration-s 2 >"$tmp/engine" 2>&1 &
+$B/ripple-plant-engine --shm $shm --rate-gbps 20 --unit-mb 20 --duration-s 4 >"$tmp/engine" 2>&1 &
 epid=$!
 for _ in $(seq 50); do [ -e /dev/shm/$shm ] && break; sleep 0.02; done
-$B/ripple-control --jobs 20 --period-ms 5 --plant $shm --plant-kappa-ms-per-gb 25 --log "$tmp/plant.csv" >"$tmp/out" 2>&1
+sleep 0.05  # the engine publishes its header just after creating the object
+# Jobs of a few ms (costmap, 1024^2 cells), so each spans many engine publications (100 us).
+$B/ripple-costmap --size 1024 --beams 256 --jobs 20 --period-ms 12 --plant $shm --plant-kappa-ms-per-gb 25 \
+  --log "$tmp/plant.csv" >"$tmp/out" 2>&1
 kill -INT $epid 2>/dev/null; wait $epid
 # kappa 25 ms/GB at 20 GB/s (kappa x rate = 0.5): every job is stretched.
 if grep -q 'plant=test-double' "$tmp/out" && grep -q 'PLANT MODE (emulated interference, test double)' "$tmp/out" &&
@@ -81,6 +84,7 @@ else not_ok "plant mode counts engine bytes and labels itself a test double" "$(
 $B/ripple-plant-engine --shm $shm --rate-gbps 20 --duration-s 1 --quiet >/dev/null 2>&1 &
 epid=$!
 for _ in $(seq 50); do [ -e /dev/shm/$shm ] && break; sleep 0.02; done
+sleep 0.05
 expect_error "plant slope too steep" "too steep: kappa x engine rate = 2.00" $B/ripple-control --jobs 1 --plant $shm --plant-kappa-ms-per-gb 100
 kill -INT $epid 2>/dev/null; wait $epid
 if grep -q 'TEST DOUBLE' "$tmp/engine"; then ok "plant engine labels itself a test double"
