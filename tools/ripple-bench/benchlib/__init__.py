@@ -1,0 +1,1 @@
+"""ripple-bench's library: pure metrics (metrics.py) and the outputs (report.py)."""

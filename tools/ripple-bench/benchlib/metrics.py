@@ -1,0 +1,189 @@
+"""Pure metrics of ripple-bench: no I/O, no clocks. Unit-tested by tests/bench/metrics_test.py.
+
+Times are CLOCK_MONOTONIC nanoseconds (the robot tasks' ground-truth logs) unless a name
+says otherwise.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Job:
+    """One job of a periodic task, from its ground-truth log (tools/workloads/periodic.h)."""
+    seq: int
+    release_ns: int
+    start_ns: int
+    completion_ns: int
+    plant_bytes: int = 0
+
+    @property
+    def response_ms(self) -> float:
+        return (self.completion_ns - self.release_ns) / 1e6
+
+    @property
+    def work_ms(self) -> float:
+        return (self.completion_ns - self.start_ns) / 1e6
+
+
+def parse_log(text: str, source: str = "log") -> list[Job]:
+    """Parses a task's ground-truth CSV (`seq,release_ns,start_ns,completion_ns,plant_bytes`).
+
+    A header line is allowed; any other malformed line is an error naming the source and line.
+    """
+    jobs = []
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#") or line.startswith("seq"):
+            continue
+        parts = line.split(",")
+        if len(parts) < 4:
+            raise ValueError(f"{source}:{n}: expected seq,release_ns,start_ns,completion_ns[,plant_bytes]: {line!r}")
+        try:
+            vals = [int(p) for p in parts[:5]]
+        except ValueError:
+            raise ValueError(f"{source}:{n}: not an integer field: {line!r}") from None
+        jobs.append(Job(*vals))
+    return jobs
+
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile (p in [0, 100]); nan for no values."""
+    if not values:
+        return math.nan
+    v = sorted(values)
+    rank = max(1, min(len(v), math.ceil(p / 100.0 * len(v))))
+    return v[rank - 1]
+
+
+def in_window(jobs: list[Job], t0_ns: int, t1_ns: int) -> list[Job]:
+    """Jobs released inside the scored window [t0, t1)."""
+    return [j for j in jobs if t0_ns <= j.release_ns < t1_ns]
+
+
+@dataclass
+class Pooled:
+    """Jobs and misses of one task pooled over runs (the paper's Table 7 DMR)."""
+    jobs: int = 0
+    misses: int = 0
+    responses_ms: list[float] = field(default_factory=list)
+
+    def add(self, jobs: list[Job], deadline_ms: float) -> None:
+        for j in jobs:
+            r = j.response_ms
+            self.responses_ms.append(r)
+            self.jobs += 1
+            if r > deadline_ms:
+                self.misses += 1
+
+    @property
+    def dmr(self) -> float:
+        return self.misses / self.jobs if self.jobs else math.nan
+
+
+def worst_dmr(per_task: dict[str, Pooled]) -> float:
+    """The highest pooled DMR over tasks (nan if a task has no jobs: that is a failure, not a pass)."""
+    worst = 0.0
+    for p in per_task.values():
+        if p.jobs == 0:
+            return math.nan
+        worst = max(worst, p.dmr)
+    return worst
+
+
+def deadline_from_profile(responses_ms: list[float], k: float, period_ms: float) -> float:
+    """Deadline = k x the co-run p99 response time, capped at the period (a deadline may not
+    exceed the period: the agent refuses such a task)."""
+    p99 = percentile(responses_ms, 99)
+    if math.isnan(p99):
+        raise ValueError("no profile jobs to take a p99 from")
+    return min(k * p99, period_ms)
+
+
+def gap_breakdown(s0: dict, s1: dict, engine: str, scored_s: float) -> dict[str, float]:
+    """Paper Fig. 9: where the engine's scored time went, as fractions of the scored time.
+
+    From two `ripplectl status --json` snapshots (window start, end): busy (grants executing),
+    and the agent's wait-by-cause counters (budget wait, decision, delivery); `other` is the
+    rest of the gap (engine side: between a grant's end and its next request, no work).
+    """
+    def eng(s):
+        for e in s.get("engines", []):
+            if e.get("name") == engine:
+                return e
+        return None
+    e0, e1 = eng(s0), eng(s1)
+    if e0 is None or e1 is None or scored_s <= 0:
+        return {}
+    # busy is counted per grant, so a window can see a grant that began before it: cap it.
+    busy = min(scored_s, e1["busy_s"] - e0["busy_s"])
+    w = {c: (e1["wait_ms"][c] - e0["wait_ms"][c]) / 1e3 for c in ("budget", "decision", "delivery")}
+    gap = max(0.0, scored_s - busy)
+    other = max(0.0, gap - sum(w.values()))
+    out = {"busy": busy / scored_s, "gap": gap / scored_s}
+    out.update({k: v / scored_s for k, v in w.items()})
+    out["other"] = other / scored_s
+    return out
+
+
+def engine_delta(s0: dict, s1: dict, engine: str) -> dict[str, float]:
+    """Counters of one engine over the window: works done, bytes, deadline misses, grants."""
+    def eng(s):
+        for e in s.get("engines", []):
+            if e.get("name") == engine:
+                return e
+        return {}
+    e0, e1 = eng(s0), eng(s1)
+    keys = ("works_done", "bytes", "deadline_misses", "grants", "stale")
+    return {k: (e1.get(k, 0) - e0.get(k, 0)) if e1 else 0 for k in keys}
+
+
+@dataclass
+class FluidTask:
+    """Input of the throughput bound for one task."""
+    jobs: list[Job]          # a profile run (engines idle): releases and work
+    deadline_ms: float
+    kappa_ms_per_gb: float   # delay per GB of GPU traffic (exact on the plant)
+    eps: float               # miss tolerance
+
+
+def fluid_bound_gbps(tasks: list[FluidTask], peak_gbps: float, step_ms: float = 0.5) -> float:
+    """Theoretical throughput bound (paper §5.2, Fig. 6 diamonds), in GB/s of GPU traffic.
+
+    Every GPU unit is replaced by a fixed-rate stream of its bytes: no grants, no protocol,
+    no VLM due times. While no CPU job is active the stream runs at `peak_gbps`. While jobs
+    are active it runs at the lowest of their rates r_i, where r_i is the constant rate that
+    still lets task i's (1 - eps)-quantile response meet its deadline:
+    a stream at r stretches a job by 1/(1 - kappa r), so r_i = (1 - q_i / D_i) / kappa_i.
+    Job i is active from its start for work/(1 - kappa_i r_i). The timeline is the profile
+    run's (engines resident but idle), sampled every `step_ms`.
+    """
+    if not tasks:
+        return peak_gbps
+    t_lo = min(j.start_ns for t in tasks for j in t.jobs) if any(t.jobs for t in tasks) else 0
+    t_hi = max(j.completion_ns for t in tasks for j in t.jobs) if any(t.jobs for t in tasks) else 0
+    if t_hi <= t_lo:
+        return peak_gbps
+    step_ns = int(step_ms * 1e6)
+    nbins = (t_hi - t_lo) // step_ns + 1
+    cap = [peak_gbps] * nbins
+    for t in tasks:
+        q = percentile([j.response_ms for j in t.jobs], 100.0 * (1.0 - t.eps))
+        kappa_s_per_gb = t.kappa_ms_per_gb / 1e3
+        if kappa_s_per_gb <= 0:
+            continue
+        r = max(0.0, (1.0 - q / t.deadline_ms) / kappa_s_per_gb) if t.deadline_ms > 0 else 0.0
+        r = min(r, peak_gbps)
+        stretch = 1.0 / max(1e-9, 1.0 - kappa_s_per_gb * r)
+        for j in t.jobs:
+            end = j.start_ns + int((j.completion_ns - j.start_ns) * stretch)
+            for b in range((j.start_ns - t_lo) // step_ns, min(nbins, (end - t_lo) // step_ns + 1)):
+                if cap[b] > r:
+                    cap[b] = r
+    return sum(cap) / nbins
+
+
+def feasible(worst: float, eps: float, vlm_misses: int) -> bool:
+    """A point is feasible only if every CPU task meets eps and every VLM deadline is met."""
+    return not math.isnan(worst) and worst <= eps and vlm_misses == 0

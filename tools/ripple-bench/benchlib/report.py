@@ -1,0 +1,275 @@
+"""ripple-bench's outputs: the summary (pure), results.json / results.csv / responses.csv,
+the Table-7-style markdown table and the PNG plots (matplotlib, optional)."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+from . import metrics
+
+PLANT_NOTE = ("Backend: the emulated interference plant, a TEST DOUBLE (include/ripple/plant.h): "
+              "stand-in engines, plant-mode tasks stretched by kappa x bytes. Not a GPU measurement.")
+
+
+def _mean_sd(xs: list[float]) -> tuple[float, float]:
+    xs = [x for x in xs if not math.isnan(x)]
+    if not xs:
+        return math.nan, math.nan
+    return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
+
+
+def summarize(b, is_plant: bool) -> dict:
+    """Pools the runs of every (policy, k) point. `b` is the Bench (ripple-bench)."""
+    o = b.o
+    points = []
+    responses = []
+    for k in o.ks:
+        for pol in o.policies:
+            runs = [r for r in b.results if r.policy == pol and r.k == k]
+            if not runs:
+                continue
+            pooled = {t.name: metrics.Pooled() for t in b.tasks}
+            for r in runs:
+                for name, js in r.jobs.items():
+                    pooled[name].add(js, r.deadlines_ms[name])
+                    responses += [(pol, k, r.rep, name, j.release_ns, j.response_ms, r.deadlines_ms[name]) for j in js]
+            worst = metrics.worst_dmr(pooled)
+            vlm_misses = sum(r.vlm["deadline_misses"] for r in runs)
+            tok, tok_sd = _mean_sd([r.llm_tok_s for r in runs])
+            gaps = {}
+            for key in ("busy", "gap", "budget", "decision", "delivery", "other"):
+                gaps[key] = _mean_sd([r.gaps.get(key, math.nan) for r in runs])[0]
+            points.append({
+                "policy": pol, "k": k, "runs": len(runs),
+                "deadlines_ms": runs[0].deadlines_ms,
+                "tasks": {n: {"jobs": p.jobs, "misses": p.misses, "dmr": p.dmr,
+                              "p99_ms": metrics.percentile(p.responses_ms, 99)} for n, p in pooled.items()},
+                "worst_dmr": worst,
+                "vlm_misses": vlm_misses,
+                "vlm_frames": sum(r.vlm["works_done"] for r in runs),
+                "llm_tok_s": tok, "llm_tok_s_sd": tok_sd,
+                "llm_gbps": _mean_sd([r.llm_gbps for r in runs])[0],
+                "gaps": gaps,
+                "feasible": metrics.feasible(worst, o.eps, vlm_misses),
+            })
+    return {
+        "backend": "plant" if is_plant else "gpu",
+        "note": PLANT_NOTE if is_plant else "Backend: ripple-llm engines under ripple-run on a GPU.",
+        "command": "ripple-bench " + " ".join(sys.argv[1:]),
+        "mix": b.mix_name, "tasks": [t.name for t in b.tasks],
+        "periods_ms": {t.name: t.period_ms for t in b.tasks},
+        "eps": o.eps, "runs": o.runs, "prep_s": o.prep_s, "score_s": o.score_s, "layout": b.layout,
+        "profile": {n: {"jobs": len(js), "p50_ms": metrics.percentile([j.response_ms for j in js], 50),
+                        "p99_ms": metrics.percentile([j.response_ms for j in js], 99)}
+                    for n, js in b.profile.items()},
+        "bound_tok_s": {f"{k:g}": b.bound(k) for k in o.ks},
+        "points": points,
+        "_responses": responses,
+    }
+
+
+def _pct(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{100 * x:.2f}"
+
+
+def _row_name(pol: str) -> str:
+    return "cap-x" if pol.startswith("cap-") else pol
+
+
+def _table7_cells(s: dict) -> dict[str, dict[float, dict]]:
+    """policy row -> k -> point; cap-* levels fold into one cap-x row (paper Table 7: the
+    highest-throughput level meeting the targets, else the lowest-DMR level)."""
+    rows: dict[str, dict[float, dict]] = {}
+    for p in s["points"]:
+        row = rows.setdefault(_row_name(p["policy"]), {})
+        cur = row.get(p["k"])
+        if cur is None:
+            row[p["k"]] = p
+            continue
+        def key(q):
+            return (q["feasible"], q["llm_tok_s"] if q["feasible"] else -q["worst_dmr"])
+        if key(p) > key(cur):
+            row[p["k"]] = p
+    return rows
+
+
+def markdown_table(s: dict) -> str:
+    ks = sorted({p["k"] for p in s["points"]})
+    unit = "stand-in tokens/s" if s["backend"] == "plant" else "LLM tokens/s"
+    out = [f"### {s['mix']}: {unit} / worst-task DMR (%) by deadline factor k",
+           "", f"_{s['note']}_", "",
+           f"eps = {100 * s['eps']:g} %; {s['runs']} run(s) per point, {s['prep_s']:g} s preparation + "
+           f"{s['score_s']:g} s scored; ✗ = a CPU task above eps or a VLM deadline missed.", "",
+           "| policy | " + " | ".join(f"k = {k:g}" for k in ks) + " |",
+           "|---|" + "---|" * len(ks)]
+    for row, cells in _table7_cells(s).items():
+        vals = []
+        for k in ks:
+            p = cells.get(k)
+            if p is None:
+                vals.append("")
+                continue
+            name = f" ({p['policy']})" if row == "cap-x" else ""
+            mark = "" if p["feasible"] else " ✗"
+            vals.append(f"{p['llm_tok_s']:.2f} / {_pct(p['worst_dmr'])}{mark}{name}")
+        out.append(f"| {row} | " + " | ".join(vals) + " |")
+    out.append("| bound (fluid) | " + " | ".join(f"{s['bound_tok_s'].get(f'{k:g}', math.nan):.2f}" for k in ks) + " |")
+    out += ["", "Per point: per-task DMR (%), VLM misses/frames, LLM GB/s, and the LLM's scored time "
+            "(Fig. 9): busy, budget wait, decision, delivery, other gap (%).", "",
+            "| policy | k | " + " | ".join(f"{t} DMR" for t in s["tasks"]) +
+            " | VLM miss | tok/s | GB/s | busy | budget | decision | delivery | other |",
+            "|---|---|" + "---|" * (len(s["tasks"]) + 8)]
+    for p in s["points"]:
+        g = p["gaps"]
+        out.append(f"| {p['policy']} | {p['k']:g} | " +
+                   " | ".join(f"{_pct(p['tasks'][t]['dmr'])} ({p['tasks'][t]['misses']}/{p['tasks'][t]['jobs']})"
+                              for t in s["tasks"]) +
+                   f" | {p['vlm_misses']}/{p['vlm_frames']} | {p['llm_tok_s']:.2f} | {p['llm_gbps']:.3f} | " +
+                   " | ".join(_pct(g.get(c, math.nan)) for c in ("busy", "budget", "decision", "delivery", "other")) + " |")
+    out += ["", "Deadlines (ms, k x co-run p99 with engines idle): " + "; ".join(
+        f"k={p['k']:g}: " + ", ".join(f"{t} {v:.1f}" for t, v in p["deadlines_ms"].items())
+        for p in s["points"] if p["policy"] == s["points"][0]["policy"]),
+        "Co-run profile p99 (ms): " + ", ".join(f"{t} {v['p99_ms']:.2f}" for t, v in s["profile"].items()), ""]
+    return "\n".join(out)
+
+
+def check_claim(s: dict) -> tuple[bool, list[str]]:
+    """At every k: ripple meets eps (every task) and unmanaged does not."""
+    ok, lines = True, []
+    for k in sorted({p["k"] for p in s["points"]}):
+        by = {p["policy"]: p for p in s["points"] if p["k"] == k}
+        r, u = by.get("ripple"), by.get("unmanaged")
+        if r is None or u is None:
+            return False, [f"k={k:g}: ripple or unmanaged missing"]
+        r_ok = not math.isnan(r["worst_dmr"]) and r["worst_dmr"] <= s["eps"]
+        u_ok = not math.isnan(u["worst_dmr"]) and u["worst_dmr"] > s["eps"]
+        ok = ok and r_ok and u_ok
+        lines.append(f"{'ok' if r_ok and u_ok else 'FAIL'}: k={k:g}: ripple worst DMR {_pct(r['worst_dmr'])} % "
+                     f"{'<=' if r_ok else '>'} eps {100 * s['eps']:g} %, unmanaged {_pct(u['worst_dmr'])} % "
+                     f"{'>' if u_ok else '<='} eps; VLM misses ripple {r['vlm_misses']}, unmanaged {u['vlm_misses']}")
+    return ok, lines
+
+
+def write_all(s: dict, out: Path, plots: bool = True) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    responses = s.pop("_responses")
+    (out / "results.json").write_text(json.dumps(s, indent=1, default=lambda x: None) + "\n")
+    with open(out / "results.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["policy", "k", "runs", "task", "deadline_ms", "jobs", "misses", "dmr", "p99_ms",
+                    "worst_dmr", "vlm_misses", "vlm_frames", "llm_tok_s", "llm_tok_s_sd", "llm_gbps", "bound_tok_s",
+                    "feasible", "busy", "budget_wait", "decision", "delivery", "other_gap"])
+        for p in s["points"]:
+            g = p["gaps"]
+            for t, v in p["tasks"].items():
+                w.writerow([p["policy"], p["k"], p["runs"], t, f"{p['deadlines_ms'][t]:.3f}", v["jobs"], v["misses"],
+                            f"{v['dmr']:.5f}", f"{v['p99_ms']:.3f}", f"{p['worst_dmr']:.5f}", p["vlm_misses"],
+                            p["vlm_frames"], f"{p['llm_tok_s']:.4f}", f"{p['llm_tok_s_sd']:.4f}", f"{p['llm_gbps']:.4f}",
+                            f"{s['bound_tok_s'].get(format(p['k'], 'g'), math.nan):.4f}", int(p["feasible"]),
+                            *(f"{g.get(c, math.nan):.4f}" for c in ("busy", "budget", "decision", "delivery", "other"))])
+    with open(out / "responses.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["policy", "k", "run", "task", "release_ns", "response_ms", "deadline_ms"])
+        for r in responses:
+            w.writerow([r[0], r[1], r[2], r[3], r[4], f"{r[5]:.4f}", f"{r[6]:.3f}"])
+    (out / "table.md").write_text(markdown_table(s))
+    s["_responses"] = responses
+    if plots:
+        write_plots(s, out)
+
+
+def write_plots(s: dict, out: Path) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("ripple-bench: matplotlib not found (Debian: python3-matplotlib, run with /usr/bin/python3): "
+              "no PNG plots", file=sys.stderr)
+        return
+    ks = sorted({p["k"] for p in s["points"]})
+    pols = list(dict.fromkeys(p["policy"] for p in s["points"]))
+    title_sfx = " — emulated plant (TEST DOUBLE)" if s["backend"] == "plant" else ""
+    by = {(p["policy"], p["k"]): p for p in s["points"]}
+
+    def series(ax, key, scale=1.0, floor=None):
+        for pol in pols:
+            xs = [k for k in ks if (pol, k) in by]
+            ys = [by[(pol, k)][key] * scale for k in xs]
+            if floor is not None:
+                ys = [max(y, floor) for y in ys]
+            line, = ax.plot(xs, ys, "-", label=pol, alpha=0.8)
+            for x, y in zip(xs, ys):   # hollow marker: a target missed (paper Fig. 6)
+                f = by[(pol, x)]["feasible"]
+                ax.plot([x], [y], "o", color=line.get_color(), markerfacecolor=line.get_color() if f else "none")
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    series(ax, "worst_dmr", 100, floor=0.01)
+    ax.axhline(100 * s["eps"], color="k", ls="--", lw=1, label=f"eps {100 * s['eps']:g} %")
+    ax.set_yscale("log")
+    ax.set_xlabel("deadline factor k")
+    ax.set_ylabel("worst-task DMR (%)")
+    ax.set_title(f"{s['mix']}: DMR vs k{title_sfx}", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "dmr_vs_k.png", dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    series(ax, "llm_tok_s")
+    ax.plot(ks, [s["bound_tok_s"].get(f"{k:g}", math.nan) for k in ks], "D", color="k", label="bound (fluid)")
+    ax.set_xlabel("deadline factor k")
+    ax.set_ylabel("stand-in tokens/s" if s["backend"] == "plant" else "LLM tokens/s")
+    ax.set_title(f"{s['mix']}: throughput vs k (hollow: target missed){title_sfx}", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "throughput_vs_k.png", dpi=110)
+    plt.close(fig)
+
+    resp: dict = {}
+    dl: dict = {}
+    for pol, k, _, task, _, r, d in s["_responses"]:
+        resp.setdefault((k, task, pol), []).append(r)
+        dl[(k, task)] = d
+    for k in ks:
+        fig, axes = plt.subplots(1, len(s["tasks"]), figsize=(4 * len(s["tasks"]), 3.5), squeeze=False)
+        for ax, task in zip(axes[0], s["tasks"]):
+            for pol in pols:
+                v = sorted(resp.get((k, task, pol), []))
+                if v:
+                    ax.plot(v, [(i + 1) / len(v) for i in range(len(v))], label=pol)
+            if (k, task) in dl:
+                ax.axvline(dl[(k, task)], color="k", ls="--", lw=1)
+            ax.axhline(1 - s["eps"], color="grey", ls=":", lw=1)
+            ax.set_title(f"{task} (k = {k:g})", fontsize=9)
+            ax.set_xlabel("response time (ms)")
+            ax.set_ylabel("CDF")
+        axes[0][0].legend(fontsize=7)
+        fig.suptitle(f"{s['mix']}: response times, dashed = deadline{title_sfx}", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(out / f"cdf_k{k:g}.png", dpi=110)
+        plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    labels, bottoms = [], []
+    cats = ("budget", "decision", "delivery", "other")
+    pts = [p for p in s["points"] if p["gaps"].get("gap") is not None and not math.isnan(p["gaps"]["gap"])]
+    for i, p in enumerate(pts):
+        labels.append(f"{p['policy']}\nk={p['k']:g}")
+    bottom = [0.0] * len(pts)
+    for c in cats:
+        vals = [100 * (p["gaps"].get(c) or 0.0) for p in pts]
+        ax.bar(range(len(pts)), vals, bottom=bottom, label=c)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_xticks(range(len(pts)))
+    ax.set_xticklabels(labels, fontsize=6, rotation=90)
+    ax.set_ylabel("% of scored time without a grant running")
+    ax.set_title(f"LLM gap-time breakdown (Fig. 9){title_sfx}", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "gaps.png", dpi=110)
+    plt.close(fig)
