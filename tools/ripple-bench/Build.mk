@@ -5,3 +5,7 @@ $(O)/bin/ripple-bench: tools/ripple-bench/ripple-bench $(wildcard tools/ripple-b
 	$(call msg,GEN,$@)printf '#!/bin/sh\n# ripple-bench from the source tree (tools/ripple-bench)\nexec %s "$$@"\n' \
 		"$(abspath tools/ripple-bench/ripple-bench)" > $@ && chmod +x $@
 BINS += $(O)/bin/ripple-bench
+
+# Tests: the pure metrics and table (TAP), and the quick bench on the emulated plant (a
+# TEST DOUBLE): ripple meets eps where unmanaged does not (TAP, root, ~35 s).
+TAP_SUITES += tests/bench/metrics_test.py tests/bench/bench_quick.sh

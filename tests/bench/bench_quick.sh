@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# ripple-bench --quick on the emulated interference plant — a TEST DOUBLE
+# (include/ripple/plant.h): stand-in engines publish the bytes they "execute" and the
+# plant-mode robot tasks stretch each job by kappa x those bytes (CI machines have no real
+# CPU/GPU memory contention). The real agent, BPF tracer and unmodified tasks run end to end.
+# TAP:
+#   1  the bench finishes and writes results.json, results.csv, responses.csv, table.md
+#   2  ripple: every task's pooled DMR <= eps (5 %) and no VLM deadline missed, at k = 1.5
+#   3  unmanaged, same plant and deadlines: the worst task's DMR > eps
+#   4  throughput: 0.35 x unmanaged <= ripple < unmanaged (it admits work inside the slack,
+#      not only between jobs), and the fluid bound is positive
+#   5  the Table-7 markdown has the ripple, unmanaged and bound rows, ✗ only on unmanaged
+#   6  bad options are refused with one line naming the option, exit 2
+set -uo pipefail
+O=${O:-build}
+B=$(cd "$O" && pwd)
+[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root for BPF"; exit 0; }
+tmp=$(mktemp -d /tmp/ripple-bench-it.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); failed=1; echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
+echo "1..6"
+
+O=$B "$B/bin/ripple-bench" --quick --backend plant --policies ripple,unmanaged --k 1.5 --no-plots \
+  --check-claim --out "$tmp/out" > "$tmp/stdout" 2> "$tmp/stderr"
+rc=$?
+if [ -s "$tmp/out/results.json" ] && [ -s "$tmp/out/results.csv" ] && [ -s "$tmp/out/responses.csv" ] &&
+   [ -s "$tmp/out/table.md" ] && grep -q 'TEST DOUBLE' "$tmp/stderr"; then
+  ok "bench finished (rc $rc), outputs written, plant labelled a test double"
+else
+  not_ok "bench finished and wrote its outputs" "rc=$rc" "$(tail -5 "$tmp/stderr")"
+fi
+
+# Facts from results.json, one line per check.
+facts=$(python3 - "$tmp/out/results.json" <<'PY' 2>&1
+import json, sys
+s = json.load(open(sys.argv[1]))
+p = {x["policy"]: x for x in s["points"]}
+r, u = p["ripple"], p["unmanaged"]
+print("ripple", r["worst_dmr"], r["vlm_misses"], r["vlm_frames"], min(t["jobs"] for t in r["tasks"].values()),
+      ",".join(f"{n}={t['misses']}/{t['jobs']}" for n, t in r["tasks"].items()))
+print("unmanaged", u["worst_dmr"], ",".join(f"{n}={t['misses']}/{t['jobs']}" for n, t in u["tasks"].items()))
+print("tput", r["llm_tok_s"], u["llm_tok_s"], s["bound_tok_s"]["1.5"], s["eps"])
+PY
+)
+read -r _ r_worst r_vlm r_frames r_minjobs r_detail <<< "$(echo "$facts" | grep '^ripple')"
+read -r _ u_worst u_detail <<< "$(echo "$facts" | grep '^unmanaged')"
+read -r _ r_tok u_tok bound eps <<< "$(echo "$facts" | grep '^tput')"
+
+if awk -v d="${r_worst:-nan}" -v e="${eps:-0}" -v j="${r_minjobs:-0}" -v v="${r_vlm:-1}" -v f="${r_frames:-0}" \
+   'BEGIN { exit !(d != "nan" && d <= e && j >= 100 && v == 0 && f >= 5) }'; then
+  ok "ripple: worst DMR $r_worst <= eps $eps ($r_detail), VLM misses $r_vlm/$r_frames"
+else
+  not_ok "ripple: worst DMR <= eps and no VLM miss" "$facts" "$(grep -E 'ok:|FAIL' "$tmp/stdout")"
+fi
+if awk -v d="${u_worst:-nan}" -v e="${eps:-1}" 'BEGIN { exit !(d != "nan" && d > e) }'; then
+  ok "unmanaged: worst DMR $u_worst > eps $eps ($u_detail)"
+else
+  not_ok "unmanaged: worst DMR > eps" "$facts"
+fi
+if awk -v r="${r_tok:-0}" -v u="${u_tok:-0}" -v b="${bound:-0}" 'BEGIN { exit !(r >= 0.35 * u && r < u && b > 0) }'; then
+  ok "throughput: ripple $r_tok, unmanaged $u_tok stand-in tokens/s, fluid bound $bound"
+else
+  not_ok "throughput: 0.35 x unmanaged <= ripple < unmanaged, bound > 0" "$facts"
+fi
+t="$tmp/out/table.md"
+if grep -Eq '^\| ripple \| [0-9.]+ / [0-9.]+ \|$' "$t" && grep -Eq '^\| unmanaged \| [0-9.]+ / [0-9.]+ ✗ \|$' "$t" &&
+   grep -Eq '^\| bound \(fluid\) \| [0-9.]+ \|$' "$t" && grep -q 'TEST DOUBLE' "$t"; then
+  ok "Table-7 markdown: ripple feasible, unmanaged marked ✗, bound row"
+else
+  not_ok "Table-7 markdown rows" "$(head -14 "$t")"
+fi
+
+e1=$("$B/bin/ripple-bench" --backend plant --k 0.5 2>&1); c1=$?
+e2=$("$B/bin/ripple-bench" --backend plant --mix "$tmp/none.toml" 2>&1); c2=$?
+e3=$("$B/bin/ripple-bench" --backend plant --policies ripple,fifo 2>&1); c3=$?
+if [ "$c1" = 2 ] && [ "$e1" = "ripple-bench: error: --k: 0.5 outside [1, 10]" ] &&
+   [ "$c2" = 2 ] && echo "$e2" | grep -q "^ripple-bench: error: --mix: cannot read $tmp/none.toml" &&
+   [ "$c3" = 2 ] && echo "$e3" | grep -q "^ripple-bench: error: --policies: unknown policy 'fifo'"; then
+  ok "bad options refused: ${e1#ripple-bench: error: }; ${e3#ripple-bench: error: }"
+else
+  not_ok "bad options refused" "$c1 $e1" "$c2 $e2" "$c3 $e3"
+fi
+exit $failed

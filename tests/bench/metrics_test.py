@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+# Unit tests of ripple-bench's pure metrics and table (tools/ripple-bench/benchlib), TAP.
+import math
+import sys
+from pathlib import Path
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools/ripple-bench"))
+from benchlib import metrics, report  # noqa: E402
+
+cases = []
+
+
+def case(f):
+    cases.append(f)
+    return f
+
+
+def job(seq, release_ms, start_ms, end_ms):
+    return metrics.Job(seq, int(release_ms * 1e6), int(start_ms * 1e6), int(end_ms * 1e6))
+
+
+@case
+def parse_log_names_bad_line():
+    """Tests that a malformed ground-truth line is an error naming the file and line."""
+    assert metrics.parse_log("seq,release_ns,start_ns,completion_ns,plant_bytes\n0,10,20,30,5\n", "t.csv") == \
+        [metrics.Job(0, 10, 20, 30, 5)]
+    try:
+        metrics.parse_log("0,10,20,30,0\n1,x,2,3,0\n", "t.csv")
+    except ValueError as e:
+        assert str(e).startswith("t.csv:2: not an integer field"), e
+    else:
+        raise AssertionError("no error")
+
+
+@case
+def percentile_nearest_rank():
+    """Tests the nearest-rank percentile (p99 of 100 values is the 99th)."""
+    v = list(range(1, 101))
+    assert metrics.percentile(v, 99) == 99 and metrics.percentile(v, 100) == 100 and metrics.percentile(v, 50) == 50
+    assert math.isnan(metrics.percentile([], 99))
+
+
+@case
+def pooled_dmr_over_runs():
+    """Tests that DMR pools jobs over runs (misses / jobs, not a mean of per-run rates)."""
+    p = metrics.Pooled()
+    p.add([job(0, 0, 0, 5), job(1, 10, 10, 25)], 10.0)        # run 1: 1 of 2 late
+    p.add([job(i, 100 * i, 100 * i, 100 * i + 1) for i in range(8)], 10.0)   # run 2: 0 of 8
+    assert (p.jobs, p.misses) == (10, 1) and abs(p.dmr - 0.1) < 1e-12
+
+
+@case
+def worst_dmr_without_jobs_is_not_a_pass():
+    """Tests that a task with no scored jobs makes the worst DMR nan (infeasible), not 0."""
+    a, b = metrics.Pooled(), metrics.Pooled()
+    a.add([job(0, 0, 0, 1)], 10)
+    assert math.isnan(metrics.worst_dmr({"a": a, "b": b}))
+    assert not metrics.feasible(metrics.worst_dmr({"a": a, "b": b}), 0.05, 0)
+    assert not metrics.feasible(0.0, 0.05, 1)      # a VLM miss alone is infeasible
+
+
+@case
+def deadline_is_k_times_p99_capped_at_period():
+    """Tests deadline = k x co-run p99, never above the period."""
+    r = [10.0] * 99 + [20.0]
+    assert metrics.deadline_from_profile(r, 1.5, 100) == 15.0
+    assert metrics.deadline_from_profile(r, 2.0, 18) == 18
+
+
+@case
+def window_selects_by_release():
+    """Tests that the scored window keeps jobs released in [t0, t1)."""
+    js = [job(i, 10 * i, 10 * i, 10 * i + 3) for i in range(10)]
+    assert [j.seq for j in metrics.in_window(js, int(20e6), int(50e6))] == [2, 3, 4]
+
+
+@case
+def gap_breakdown_from_status():
+    """Tests the Fig. 9 breakdown from two status snapshots (fractions of scored time)."""
+    e = lambda busy, b, d, v: {"engines": [{"name": "llm", "busy_s": busy,
+                                            "wait_ms": {"budget": b, "decision": d, "delivery": v}}]}
+    g = metrics.gap_breakdown(e(1, 100, 10, 10), e(7, 2100, 110, 310), "llm", 10.0)
+    assert abs(g["busy"] - 0.6) < 1e-9 and abs(g["budget"] - 0.2) < 1e-9 and abs(g["decision"] - 0.01) < 1e-9
+    assert abs(g["delivery"] - 0.03) < 1e-9 and abs(g["other"] - 0.16) < 1e-9 and abs(g["gap"] - 0.4) < 1e-9
+    assert metrics.gap_breakdown(e(0, 0, 0, 0), {"engines": []}, "llm", 10.0) == {}
+
+
+@case
+def fluid_bound():
+    """Tests the fluid bound: peak rate between jobs, the slack rate r = (1 - q/D)/kappa
+    while a job runs (for its stretched duration), zero while a job has no slack."""
+    # One task, a 10 ms job every 100 ms, deadline 20 ms, kappa 500 ms/GB -> r = 1 GB/s
+    # (stretch 2: active 20 of every 100 ms); peak 4 GB/s -> 0.8 x 4 + 0.2 x 1 = 3.4 GB/s.
+    js = [job(i, 100 * i, 100 * i, 100 * i + 10) for i in range(50)]
+    b = metrics.fluid_bound_gbps([metrics.FluidTask(js, 20.0, 500.0, 0.02)], 4.0, step_ms=0.5)
+    assert abs(b - 3.4) < 0.05, b
+    # No slack (deadline = response): nothing may stream during jobs: 0.9 x 4 = 3.6 (jobs 10 ms).
+    b0 = metrics.fluid_bound_gbps([metrics.FluidTask(js, 10.0, 500.0, 0.02)], 4.0, step_ms=0.5)
+    assert abs(b0 - 3.6) < 0.05 and b0 < 4.0, b0
+
+
+@case
+def table7_folds_cap_levels():
+    """Tests that cap-x levels fold into one row: the best feasible level, else the lowest DMR."""
+    pt = lambda pol, tok, dmr, feas: {"policy": pol, "k": 1.5, "llm_tok_s": tok, "worst_dmr": dmr, "feasible": feas,
+                                     "tasks": {"a": {"dmr": dmr, "misses": 0, "jobs": 1}}, "vlm_misses": 0,
+                                     "vlm_frames": 1, "llm_gbps": 0, "gaps": {}, "deadlines_ms": {"a": 1.0}}
+    s = {"mix": "M", "backend": "plant", "note": "n", "eps": 0.02, "runs": 1, "prep_s": 1, "score_s": 1,
+         "tasks": ["a"], "profile": {"a": {"p99_ms": 1.0}}, "bound_tok_s": {"1.5": 9.0},
+         "points": [pt("cap-1/8", 5.0, 0.01, True), pt("cap-1/4", 7.0, 0.015, True), pt("cap-1/2", 8.0, 0.3, False)]}
+    md = report.markdown_table(s)
+    assert "| cap-x | 7.00 / 1.50 (cap-1/4) |" in md, md
+    s["points"] = [pt("cap-1/4", 7.0, 0.5, False), pt("cap-1/2", 8.0, 0.3, False)]
+    assert "| cap-x | 8.00 / 30.00 ✗ (cap-1/2) |" in report.markdown_table(s)
+
+
+print(f"1..{len(cases)}")
+failed = 0
+for i, f in enumerate(cases, 1):
+    try:
+        f()
+        print(f"ok {i} - {f.__name__}")
+    except Exception as e:  # noqa: BLE001
+        failed = 1
+        print(f"not ok {i} - {f.__name__}: {type(e).__name__}: {e}")
+sys.exit(failed)
