@@ -113,7 +113,8 @@ Admission::Outstanding* Admission::find_grant(EngineId engine, GrantId grant) {
 }
 
 Context Admission::context(Nanos now) const {
-  return Context{ledger_, engines_, now, opts_.gamma, opts_.horizon, opts_.pipelining && policy_->pipelines()};
+  return Context{ledger_, engines_, now, opts_.gamma, opts_.horizon, opts_.pipelining && policy_->pipelines(),
+                 opts_.lease};
 }
 
 void Admission::update_probe_unit() {
@@ -178,14 +179,29 @@ Status Admission::announce(EngineId id, Work work, Nanos now) {
   } else {
     work.deadline = kNever;
   }
+  if (e->spec.kind == EngineKind::kDeadlineBound) e->request_start = now;
   const bool was_idle = !e->has_work();
   e->queue.push_back(std::make_shared<const Work>(std::move(work)));
   if (was_idle && e->outstanding == 0 && e->idle_since < 0) e->idle_since = now;
   return Status::Ok();
 }
 
-pricing::Pricing Admission::on_release(TaskId task, JobSeq seq, Nanos now, pricing::Phase phase) {
-  pricing::Pricing p = ledger_.on_release(task, seq, now, phase);
+pricing::Phase Admission::phase_at(Nanos when) const {
+  // App. C: a release in the first head_fraction (10 %) of a deadline-bound engine's
+  // period is priced in the head phase (vision encoder and prefill stream the most
+  // bytes there). A period starts when the engine announces a request.
+  for (const auto& e : engines_) {
+    if (!e.connected || e.spec.kind != EngineKind::kDeadlineBound || e.request_start < 0) continue;
+    if (when < e.request_start) continue;
+    if (pricing::phase_of(when, e.request_start, e.spec.period, ledger_.params().vlm_head_fraction) ==
+        pricing::Phase::kVlmHead && when - e.request_start < e.spec.period)
+      return pricing::Phase::kVlmHead;
+  }
+  return pricing::Phase::kRest;
+}
+
+pricing::Pricing Admission::on_release(TaskId task, JobSeq seq, Nanos now, std::optional<pricing::Phase> phase) {
+  pricing::Pricing p = ledger_.on_release(task, seq, now, phase ? *phase : phase_at(now));
   policy_->on_release(task, seq, now);
   return p;
 }
@@ -228,7 +244,14 @@ Decision Admission::decide(Nanos now) {
     g.bytes = e.bytes_of(pick.count);
     g.decided = now;
     g.predicted_start = *start;
-    g.predicted_end = *start + e.duration_of(pick.count);
+    if (pick.not_before > 0) {
+      // Delivered ahead for the CPU release at not_before: it starts there (§4.3).
+      RIPPLE_CHECK(pick.not_before >= *start);
+      g.predicted_start = pick.not_before;
+      g.not_before = pick.not_before;
+      ++e.stats.for_release;
+    }
+    g.predicted_end = g.predicted_start + e.duration_of(pick.count);
     g.successor = e.outstanding > 0;
     // The engine may start it only while the checks that admitted it hold: within
     // the lease, and not so late that it would cross a release it was admitted not

@@ -58,8 +58,13 @@ class Admission {
   // New work. Ids must increase; a work with no units or an unknown unit is refused.
   Status announce(EngineId engine, Work work, Nanos now);
 
-  // PT job events: the ledger prices / learns, the policy is told.
-  pricing::Pricing on_release(TaskId task, JobSeq seq, Nanos now, pricing::Phase phase = pricing::Phase::kRest);
+  // PT job events: the ledger prices / learns, the policy is told. A release is
+  // priced in `phase`, by default the one phase_at(now) derives.
+  pricing::Pricing on_release(TaskId task, JobSeq seq, Nanos now, std::optional<pricing::Phase> phase = {});
+  // The VLM phase of a release at `when` (App. C): kVlmHead in the first
+  // vlm_head_fraction of a connected deadline-bound engine's period, which starts when
+  // it announces a request (and for one period at most); otherwise kRest.
+  pricing::Phase phase_at(Nanos when) const;
   std::optional<pricing::Completion> on_complete(TaskId task, JobSeq seq, Nanos now);
   std::optional<pricing::Completion> on_unfinished(TaskId task, JobSeq seq, Nanos now);
 

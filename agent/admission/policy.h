@@ -33,6 +33,7 @@ struct EngineState {
   Nanos last_done = 0;         // when the last grant finished
   double scale = 1.0;          // measured / profiled duration, smoothed
   Nanos idle_since = -1;       // idle with work since (-1: not idle with work)
+  Nanos request_start = -1;    // deadline-bound: when its latest request was announced
   WaitReason wait;             // the last reason it got no grant
   std::vector<GrantId> revoked;  // refunded with an earlier discard, not yet handed back
   EngineStats stats;
@@ -58,6 +59,7 @@ struct Context {
   double gamma;        // due-time fraction (App. D: 0.95)
   Nanos horizon;       // longest grant, H (App. D: 18 ms)
   bool pipelining;     // successors allowed (framework option and policy agree)
+  Nanos lease = 20 * kNsPerMs;  // how long ahead a grant may be delivered (App. D)
 
   // Earliest time a new grant of `e` could start: now, or after its outstanding
   // grant; nullopt when both slots are taken or it may not take a successor.
@@ -71,6 +73,8 @@ struct Context {
 struct Pick {
   std::optional<EngineId> engine;
   std::uint32_t count = 0;
+  // > 0: the grant is for the CPU release at this time and may not start before it.
+  Nanos not_before = 0;
   std::vector<std::pair<EngineId, WaitReason>> waits;
   Nanos wake_at = kNever;
 };

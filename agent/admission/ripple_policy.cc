@@ -1,6 +1,7 @@
 #include "agent/admission/ripple_policy.h"
 
 #include <algorithm>
+#include <optional>
 
 
 namespace ripple::admission {
@@ -12,6 +13,62 @@ struct Candidate {
   Nanos start;
   Nanos due;  // kNever for best-effort
 };
+
+// §4.3, "Grant pipelining": a grant delivered ahead for a CPU release. When every run
+// from `start` would cross the release at R and the crossing bound forbids it, the
+// engine would idle until the agent sees the release and decides; instead, decide now
+// the grant the job released at R can pay at entry, to start at R (it is in flight at
+// R, so that job inherits it, Eq. 6). Its entry budget is bounded below, from what is
+// known before pricing it: min(f, base (1 - rate limit) (1 - reduced cut)) minus the
+// bytes already in flight; no floor at all when the model is missing, the margin
+// unbounded or the tight-deadline guard trips (crossing_response() is then nullopt).
+// It must also fit B(now) (charged to the jobs active now), the horizon, every other
+// task's crossing bound, and end before R's task releases again.
+struct Ahead {
+  std::uint32_t count = 0;
+  Nanos release = 0;
+};
+
+Ahead ahead_for_release(const Context& ctx, const EngineState& e, Nanos start, Bytes budget) {
+  const pricing::Ledger& ledger = ctx.ledger;
+  const pricing::Params& params = ledger.params();
+  // The earliest future release a one-unit grant from `start` would cross.
+  std::optional<pricing::TaskId> task;
+  Nanos release = kNever;
+  for (pricing::TaskId k = 0; k < ledger.task_count(); ++k) {
+    if (ledger.task(k).exempt()) continue;
+    const auto next = ledger.next_release(k, ctx.now);
+    if (!next || *next <= ctx.now || *next < start || *next >= release) continue;
+    if (start + e.duration_of(1) <= *next) continue;
+    task = k;
+    release = *next;
+  }
+  if (!task) return {};
+  if (release - ctx.now > ctx.lease) return {0, release};  // too early to deliver it
+  const pricing::Estimator& est = ledger.task(*task);
+  if (!est.has_priced() || !est.crossing_response(1, 0)) return {};
+  const double lower = static_cast<double>(est.base_allowance()) * (1 - params.rate_limit) * (1 - params.reduced_cut);
+  Bytes entry = std::min(params.pacing_floor_bytes, static_cast<Bytes>(lower));
+  for (const pricing::Grant& g : ledger.grants_in_flight()) entry -= g.bytes;
+  const Bytes limit = std::min(entry, budget);
+  Ahead out;
+  out.release = release;
+  for (std::uint32_t n = 1; n <= e.remaining(); ++n) {
+    const Bytes bytes = e.bytes_of(n);
+    const Nanos dur = e.duration_of(n);
+    const Nanos end = release + dur;
+    if (bytes > limit || (n > 1 && dur > ctx.horizon) || end - release > est.spec().period) break;
+    bool crossing_ok = true;
+    for (pricing::TaskId k = 0; k < ledger.task_count() && crossing_ok; ++k) {
+      if (k == *task || ledger.task(k).exempt()) continue;
+      const auto next = ledger.next_release(k, ctx.now);
+      if (next && end > *next) crossing_ok = ledger.task(k).crossing_allowed(end - *next, bytes);
+    }
+    if (!crossing_ok) break;
+    out.count = n;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -80,6 +137,19 @@ Pick RipplePolicy::pick(const Context& ctx) {
       out.engine = e.id;
       out.count = n;
       return out;
+    }
+    if (fits_budget && !held_for_due && ctx.pipelining) {
+      const Ahead a = ahead_for_release(ctx, e, c.start, budget);
+      const bool before_due = c.due != kNever || waiting_bound == nullptr ||
+                              a.release + e.duration_of(a.count) <= waiting_bound->due;
+      if (a.count > 0 && before_due) {
+        out.engine = e.id;
+        out.count = a.count;
+        out.not_before = a.release;
+        return out;
+      }
+      // Not yet within a lease of the release: wake up to deliver it ahead then.
+      if (a.count == 0 && a.release > ctx.now + ctx.lease) out.wake_at = std::min(out.wake_at, a.release - ctx.lease);
     }
     // Structured only: the text is composed when someone asks (describe()), so the
     // decision path formats nothing.

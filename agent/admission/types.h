@@ -63,6 +63,9 @@ struct Work {
 // A grant admission has decided. `successor` grants are delivered ahead while the
 // engine's current grant runs (§4.3, grant pipelining); the engine starts one only if
 // its work position still equals (work, first) and it is not later than `start_by`.
+// A grant delivered ahead *for a CPU release* (`not_before` > 0) was admitted against
+// the entry budget of the job that release opens, so it waits until that release
+// before it can start (§4.3, "Grant pipelining").
 struct GrantPlan {
   GrantId id = 0;  // the ledger's grant id
   EngineId engine = 0;
@@ -74,6 +77,7 @@ struct GrantPlan {
   Nanos predicted_start = 0;
   Nanos predicted_end = 0;
   Nanos start_by = kNever;  // lease and CPU-release limit together
+  Nanos not_before = 0;     // the CPU release it waits for (0: none)
   bool successor = false;
 };
 
@@ -105,6 +109,7 @@ std::string describe(const WaitReason& why, Nanos now);
 // Per-engine counters, kept by admission for status/top.
 struct EngineStats {
   std::uint64_t grants = 0, units = 0, successors = 0, stale = 0, works_done = 0;
+  std::uint64_t for_release = 0;  // grants delivered ahead for a CPU release
   Bytes bytes = 0;           // granted bytes that executed
   Nanos busy = 0;            // measured GPU time reported in done messages
   Nanos wait_budget = 0;     // idle with work until a grant is decided

@@ -346,7 +346,8 @@ Status Agent::run() {
       Session& s = m.sessions.at(sid->second);
       const Nanos sent = monotonic_now();
       engine::GrantMsg msg{g.id, g.work, g.first, g.count, static_cast<std::uint64_t>(g.bytes),
-                           static_cast<std::uint64_t>(g.start_by), static_cast<std::uint64_t>(sent), g.successor};
+                           static_cast<std::uint64_t>(g.start_by), static_cast<std::uint64_t>(sent), g.successor,
+                           static_cast<std::uint64_t>(g.not_before)};
       if (!send_msg(s, msg)) {
         close_session(sid->second, fmt::format("failed to deliver grant: {}", std::strerror(errno)), false);
         continue;
@@ -607,6 +608,7 @@ json Agent::status_json(Nanos now) const {
     x["grants"] = s.grants;
     x["successors"] = s.successors;
     x["stale"] = s.stale;
+    x["for_release"] = s.for_release;
     x["units"] = s.units;
     x["bytes"] = s.bytes;
     x["works_done"] = s.works_done;

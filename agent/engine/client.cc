@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 
 namespace ripple::engine {
@@ -61,14 +62,31 @@ Status Client::send(const Message& m) {
 }
 
 Result<Message> Client::receive(int timeout_ms) {
-  pollfd p{fd_, POLLIN, 0};
-  int r;
-  do r = ::poll(&p, 1, timeout_ms);
-  while (r < 0 && errno == EINTR);
-  if (r < 0) return make_errno_error(-errno, "failed to poll agent socket: {}", std::strerror(errno));
-  if (r == 0) return make_errno_error(kErrTimeout, "no message from the agent within {} ms", timeout_ms);
+  return receive_until(timeout_ms < 0 ? 0 : monotonic_ns() + std::uint64_t(timeout_ms) * 1000000ull);
+}
+
+Result<Message> Client::receive_until(std::uint64_t until_ns) {
   buf_.resize(kMaxMessageBytes);
-  ssize_t n = ::recv(fd_, buf_.data(), buf_.size(), MSG_TRUNC);
+  ssize_t n = -1;
+  // A bounded spin first: a grant usually answers within microseconds, and a sleep in
+  // poll() costs a wake-up (tens of us on a VM) on every round trip.
+  const std::uint64_t spin_end = spin_ns_ ? monotonic_ns() + spin_ns_ : 0;
+  for (;;) {
+    n = ::recv(fd_, buf_.data(), buf_.size(), MSG_TRUNC | MSG_DONTWAIT);
+    if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) break;
+    const std::uint64_t now = monotonic_ns();
+    if (now < spin_end && (until_ns == 0 || now < until_ns)) continue;
+    if (until_ns != 0 && now >= until_ns) return make_errno_error(kErrTimeout, "no message from the agent in time");
+    pollfd p{fd_, POLLIN, 0};
+    timespec ts{};
+    if (until_ns != 0) {
+      const std::uint64_t left = until_ns - now;
+      ts.tv_sec = static_cast<time_t>(left / 1000000000ull);
+      ts.tv_nsec = static_cast<long>(left % 1000000000ull);
+    }
+    const int r = ::ppoll(&p, 1, until_ns != 0 ? &ts : nullptr, nullptr);
+    if (r < 0 && errno != EINTR) return make_errno_error(-errno, "failed to poll agent socket: {}", std::strerror(errno));
+  }
   if (n < 0) return make_errno_error(-errno, "failed to receive from agent: {}", std::strerror(errno));
   if (n == 0) {
     open_ = false;
@@ -86,22 +104,40 @@ Status Client::done(const GrantMsg& g, std::uint64_t measured_ns) { return send(
 Result<GrantMsg> Client::acquire(std::uint64_t work, std::uint32_t first, int timeout_ms) {
   const std::uint64_t deadline = timeout_ms < 0 ? 0 : monotonic_ns() + std::uint64_t(timeout_ms) * 1000000ull;
   for (;;) {
+    std::uint64_t hold_until = 0;  // a usable grant waits for its CPU release
     while (!cache_.empty()) {
-      GrantMsg g = cache_.front();
-      cache_.pop_front();
-      // The pipelining check (§4.3): work identity, then lease and release limit.
-      if (g.work_id == work && g.first == first && monotonic_ns() <= g.start_by_ns) return g;
-      ++discarded_;
-      if (Status s = send(DiscardMsg{g.grant_id}); !s) return s.error();
-    }
-    int wait_ms = -1;
-    if (timeout_ms >= 0) {
+      const GrantMsg& g = cache_.front();
       const std::uint64_t now = monotonic_ns();
-      if (now >= deadline) return make_errno_error(kErrTimeout, "no grant within {} ms", timeout_ms);
-      wait_ms = static_cast<int>((deadline - now + 999999) / 1000000);
+      // The pipelining check (§4.3): work identity, then lease and release limit.
+      if (g.work_id == work && g.first == first && now <= g.start_by_ns) {
+        // A grant delivered ahead for a CPU release waits until that release.
+        if (now >= g.not_before_ns) {
+          GrantMsg out = g;
+          cache_.pop_front();
+          return out;
+        }
+        hold_until = g.not_before_ns;
+        if (held_id_ != g.grant_id) {
+          held_id_ = g.grant_id;
+          ++held_;
+        }
+        break;
+      }
+      const std::uint64_t id = g.grant_id;
+      cache_.pop_front();
+      ++discarded_;
+      if (Status s = send(DiscardMsg{id}); !s) return s.error();
     }
-    auto m = receive(wait_ms);
-    if (!m) return m.error();
+    const std::uint64_t now = monotonic_ns();
+    if (deadline != 0 && now >= deadline && (hold_until == 0 || hold_until > deadline))
+      return make_errno_error(kErrTimeout, "no grant within {} ms", timeout_ms);
+    std::uint64_t until = deadline;
+    if (hold_until != 0) until = until == 0 ? hold_until : std::min(until, hold_until);
+    auto m = receive_until(until);
+    if (!m) {
+      if (m.error().code == kErrTimeout) continue;  // the release came, or the timeout
+      return m.error();
+    }
     if (auto* g = std::get_if<GrantMsg>(&*m)) {
       last_delivery_ns_ = monotonic_ns() - g->sent_ns;
       cache_.push_back(*g);

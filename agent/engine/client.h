@@ -10,7 +10,9 @@
 //   }
 // acquire() applies the pipelining check of paper §4.3: a successor delivered ahead is
 // used only if its work identity is the engine's position and start_by has not passed;
-// otherwise it is handed back (Discard) and the next grant is awaited.
+// otherwise it is handed back (Discard) and the next grant is awaited. A grant delivered
+// ahead for a CPU release (not_before_ns) is held until that release: acquire() returns
+// it no earlier, and keeps it cached if its own timeout ends first.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +47,11 @@ class Client {
   // Why the agent ended the session, once acquire() returned kErrAgentGone.
   const ByeMsg& agent_bye() const { return agent_bye_; }
   std::uint64_t discarded() const { return discarded_; }
+  // Times acquire() held a usable grant for its CPU release (not_before_ns).
+  std::uint64_t held_for_release() const { return held_; }
+  // Busy-polls the socket this long before sleeping in poll() (0: never spin). For an
+  // engine thread with a core of its own: trades CPU for the wake-up latency.
+  void set_spin_ns(std::uint64_t ns) { spin_ns_ = ns; }
   // Grant round trip of the last acquire that had to wait: agent send -> engine receive.
   std::uint64_t last_delivery_ns() const { return last_delivery_ns_; }
 
@@ -53,6 +60,8 @@ class Client {
   Status send(const Message& m);
   // Receives one message within timeout_ms (-1: forever).
   Result<Message> receive(int timeout_ms);
+  // Receives one message before CLOCK_MONOTONIC `until_ns` (0: forever).
+  Result<Message> receive_until(std::uint64_t until_ns);
 
   int fd_ = -1;
   Welcome welcome_;
@@ -61,6 +70,8 @@ class Client {
   ByeMsg agent_bye_;
   bool open_ = true;
   std::uint64_t discarded_ = 0;
+  std::uint64_t held_ = 0, held_id_ = 0;
+  std::uint64_t spin_ns_ = 0;
   std::uint64_t last_delivery_ns_ = 0;
 };
 

@@ -45,8 +45,9 @@ struct WireGrant {
   std::uint64_t sent_ns;
   std::uint8_t successor;
   std::uint8_t pad[7];
+  std::uint64_t not_before_ns;  // version 2
 };
-static_assert(sizeof(WireGrant) == 56);
+static_assert(sizeof(WireGrant) == 64);
 
 struct WireStart {
   std::uint64_t grant_id;
@@ -155,6 +156,7 @@ Status encode(const Message& m, std::vector<std::uint8_t>& out) {
     w.start_by_ns = x->start_by_ns;
     w.sent_ns = x->sent_ns;
     w.successor = x->successor ? 1 : 0;
+    w.not_before_ns = x->not_before_ns;
     start(out, Type::kGrant, w, 0);
     return Status::Ok();
   }
@@ -253,7 +255,10 @@ Result<Message> decode(std::span<const std::uint8_t> d) {
       if (!b) return b.error();
       if (b->count == 0) return make_error("grant: count is 0");
       if (b->successor > 1) return make_error("grant.successor: {} is not 0 or 1", b->successor);
-      GrantMsg m{b->grant_id, b->work_id, b->first, b->count, b->bytes, b->start_by_ns, b->sent_ns, b->successor == 1};
+      if (b->not_before_ns != 0 && b->not_before_ns > b->start_by_ns)
+        return make_error("grant.not_before_ns: {} is after start_by_ns {}", b->not_before_ns, b->start_by_ns);
+      GrantMsg m{b->grant_id, b->work_id, b->first,  b->count,       b->bytes,
+                 b->start_by_ns, b->sent_ns, b->successor == 1, b->not_before_ns};
       return Message(m);
     }
     case Type::kStart: {

@@ -13,7 +13,8 @@
 //   agent  -> engine  Welcome   engine id, policy, lease, fail mode
 //   engine -> agent   Work      work id, deadline (0: the engine's default), unit indices
 //   agent  -> engine  Grant     grant id, work id, first unit, count, bytes, start_by,
-//                               successor flag (delivered ahead: check it at the boundary)
+//                               successor flag (delivered ahead: check it at the boundary),
+//                               not_before (delivered ahead for a CPU release: wait for it)
 //   engine -> agent   Start     the grant began executing
 //   engine -> agent   Done      the grant ended; measured GPU time
 //   engine -> agent   Discard   a successor was stale (identity or start_by): unexecuted
@@ -32,7 +33,9 @@
 namespace ripple::engine {
 
 inline constexpr std::uint32_t kMagic = 0x454c5052;  // "RPLE" in memory order
-inline constexpr std::uint16_t kVersion = 1;
+// Version 2: Grant carries not_before (a successor delivered ahead for a CPU release
+// waits until that release, paper §4.3); version-1 peers are refused by decode().
+inline constexpr std::uint16_t kVersion = 2;
 inline constexpr const char* kDefaultSocket = "/run/ripple/engine.sock";
 inline constexpr std::size_t kNameBytes = 32;
 inline constexpr std::size_t kUnitNameBytes = 24;
@@ -119,6 +122,9 @@ struct GrantMsg {
   std::uint64_t start_by_ns = 0;  // CLOCK_MONOTONIC
   std::uint64_t sent_ns = 0;      // CLOCK_MONOTONIC at send (round-trip measurement)
   bool successor = false;
+  // CLOCK_MONOTONIC; 0: start at once. A grant delivered ahead for a CPU release was
+  // admitted against the budget that release opens: the engine may not start it earlier.
+  std::uint64_t not_before_ns = 0;
 };
 
 struct StartMsg {

@@ -368,5 +368,109 @@ TEST(Admission, ProbeUnitFromEngines) {
   (void)ia;
 }
 
+
+namespace ahead {
+
+// Prior slope 0.1 ns/B (10 ms per 100 MB), floor f = 20 MB; the task of task() with
+// D = 49 ms: slack D - a_hat = 9 ms, guard ceil(0.1 x 20 MB) = 2 ms <= 9 ms: not tight.
+struct AheadFixture {
+  AheadFixture() : ledger(make_params()) {
+    pricing::TaskSpec s = task();
+    s.deadline = 49 * kMs;
+    t = ledger.add_task(std::move(s));
+    adm = std::make_unique<Admission>(ledger, std::make_unique<RipplePolicy>());
+  }
+  static pricing::Params make_params() {
+    pricing::Params p = params(/*floor=*/20 * kMB);
+    p.prior_slope_ns_per_byte = 0.1;
+    return p;
+  }
+  pricing::Ledger ledger;
+  pricing::TaskId t = 0;
+  std::unique_ptr<Admission> adm;
+};
+
+}  // namespace ahead
+
+// Tests grant pipelining for a CPU release (§4.3). Probe unit 100 MB (engine "big"),
+// llm units 10 MB / 1 ms. Job 1 (base 25 MB) completes at 40 ms; at 99.5 ms any run
+// from now crosses the release at 100 ms by k - 0.5 ms with A_bar = 100 MB:
+// (k - 0.5) + 40 + 0.1 (100 - 10k) MB = 49.5 ms > 49 ms, so nothing may start now.
+// The grant is delivered ahead for the release instead: entry budget >= min(f = 20 MB,
+// 25 MB x 0.75 x 0.6 = 11.25 MB) = 11.25 MB -> one unit, not before 100 ms, start_by
+// 100 + 20 ms. Job 2 (A = 50 MB, 20 MB at entry) inherits it: B = 20 - 10 = 10 MB.
+TEST(Admission, SuccessorAheadForCpuReleaseWaitsForIt) {
+  ahead::AheadFixture f;
+  const EngineId big = f.adm->add_engine(engine("big"), 0).value();
+  const EngineId llm = f.adm->add_engine(engine("llm", EngineKind::kBestEffort, 10 * kMB, kMs), 0).value();
+  (void)big;
+  f.adm->on_release(f.t, 1, 0);
+  f.adm->on_complete(f.t, 1, 40 * kMs);
+  const Nanos now = 99 * kMs + 500 * kNsPerUs;
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 30), now));
+  const Decision d = f.adm->decide(now);
+  ASSERT_EQ(d.grants.size(), 1u);
+  const GrantPlan& g = d.grants[0];
+  EXPECT_EQ(g.count, 1u);
+  EXPECT_EQ(g.bytes, 10 * kMB);
+  EXPECT_EQ(g.not_before, 100 * kMs);
+  EXPECT_EQ(g.predicted_start, 100 * kMs);
+  EXPECT_EQ(g.predicted_end, 101 * kMs);
+  EXPECT_EQ(g.start_by, 120 * kMs);
+  EXPECT_FALSE(g.successor);
+  EXPECT_EQ(f.adm->engine(llm)->stats.for_release, 1u);
+  // Its successor would start at 101 ms, after the release: crossing, not ahead.
+  EXPECT_EQ(f.adm->explain(llm).cause, WaitCause::kCrossing);
+  f.adm->on_release(f.t, 2, 100 * kMs);
+  EXPECT_EQ(f.ledger.job(f.t, 2)->inherited, 10 * kMB);
+  EXPECT_EQ(f.ledger.job(f.t, 2)->allowance, 50 * kMB);
+  EXPECT_EQ(f.ledger.budget(100 * kMs), 10 * kMB);
+}
+
+// Tests that without pipelining (option off) the same engine just waits for the
+// release (crossing), so nothing is delivered ahead.
+TEST(Admission, NoAheadGrantWithoutPipelining) {
+  ahead::AheadFixture f;
+  Options o;
+  o.pipelining = false;
+  f.adm = std::make_unique<Admission>(f.ledger, std::make_unique<RipplePolicy>(), o);
+  (void)f.adm->add_engine(engine("big"), 0).value();
+  const EngineId llm = f.adm->add_engine(engine("llm", EngineKind::kBestEffort, 10 * kMB, kMs), 0).value();
+  f.adm->on_release(f.t, 1, 0);
+  f.adm->on_complete(f.t, 1, 40 * kMs);
+  const Nanos now = 99 * kMs + 500 * kNsPerUs;
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 30), now));
+  EXPECT_TRUE(f.adm->decide(now).grants.empty());
+  EXPECT_EQ(f.adm->explain(llm).cause, WaitCause::kCrossing);
+}
+
+// Tests the VLM phase split (App. C): a release within the first 10 % (100 ms) of a
+// deadline-bound engine's 1 s period, which starts at its announcement (200 ms), is
+// priced in the head phase; at 350 ms, after a full period (1250 ms), or with no
+// deadline-bound request it is kRest; an explicit phase wins.
+TEST(Admission, ReleasePhaseFromDeadlineBoundRequest) {
+  Fixture f;
+  const EngineId vlm = f.add(engine("vlm", EngineKind::kDeadlineBound));
+  EXPECT_EQ(f.adm->phase_at(250 * kMs), pricing::Phase::kRest);  // nothing announced
+  ASSERT_TRUE(f.adm->announce(vlm, work(1, 4), 200 * kMs));
+  EXPECT_EQ(f.adm->phase_at(199 * kMs), pricing::Phase::kRest);
+  f.adm->on_release(f.t, 1, 250 * kMs);
+  EXPECT_EQ(f.ledger.job(f.t, 1)->pricing.phase, pricing::Phase::kVlmHead);
+  f.adm->on_complete(f.t, 1, 290 * kMs);
+  f.adm->on_release(f.t, 2, 350 * kMs);
+  EXPECT_EQ(f.ledger.job(f.t, 2)->pricing.phase, pricing::Phase::kRest);
+  f.adm->on_complete(f.t, 2, 390 * kMs);
+  EXPECT_EQ(f.adm->phase_at(299 * kMs), pricing::Phase::kVlmHead);
+  EXPECT_EQ(f.adm->phase_at(300 * kMs), pricing::Phase::kRest);
+  EXPECT_EQ(f.adm->phase_at(1250 * kMs), pricing::Phase::kRest);
+  f.adm->on_release(f.t, 3, 450 * kMs, pricing::Phase::kVlmHead);
+  EXPECT_EQ(f.ledger.job(f.t, 3)->pricing.phase, pricing::Phase::kVlmHead);
+  // A disconnected engine no longer sets the phase.
+  f.adm->on_complete(f.t, 3, 490 * kMs);
+  ASSERT_TRUE(f.adm->announce(vlm, work(2, 4), 1000 * kMs));
+  f.adm->remove_engine(vlm, 1010 * kMs);
+  EXPECT_EQ(f.adm->phase_at(1020 * kMs), pricing::Phase::kRest);
+}
+
 }  // namespace
 }  // namespace ripple::admission

@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -65,6 +66,10 @@ TEST(EngineProtocol, RoundTripsEveryMessage) {
   EXPECT_EQ(gg.count, 3u);
   EXPECT_EQ(gg.start_by_ns, 4000u);
   EXPECT_TRUE(gg.successor);
+  EXPECT_EQ(gg.not_before_ns, 0u);
+  EXPECT_EQ(bytes_of(g).size(), 16u + 64u);  // version 2: not_before_ns added
+  EXPECT_EQ(std::get<GrantMsg>(*decode(bytes_of(GrantMsg{9, 7, 2, 3, 300, 4000, 5000, true, 3500}))).not_before_ns,
+            3500u);
   EXPECT_EQ(std::get<DoneMsg>(*decode(bytes_of(DoneMsg{9, 1234}))).measured_ns, 1234u);
   EXPECT_EQ(std::get<StartMsg>(*decode(bytes_of(StartMsg{9}))).grant_id, 9u);
   EXPECT_EQ(std::get<DiscardMsg>(*decode(bytes_of(DiscardMsg{9}))).grant_id, 9u);
@@ -110,6 +115,11 @@ TEST(EngineProtocol, RefusesMalformedDatagrams) {
   d = bytes_of(GrantMsg{1, 1, 0, 1, 1, 1, 1, false});
   std::memset(d.data() + 16 + 20, 0, 4);  // count = 0
   EXPECT_NE(decode_error(d).find("grant: count is 0"), std::string::npos);
+  EXPECT_NE(decode_error(bytes_of(GrantMsg{1, 1, 0, 1, 1, 100, 1, false, 101})).find("grant.not_before_ns: 101"),
+            std::string::npos);
+  d = bytes_of(GrantMsg{1, 1, 0, 1, 1, 1, 1, false});
+  d[4] = 1;  // a version-1 peer
+  EXPECT_NE(decode_error(d).find("version 1, this agent speaks 2"), std::string::npos);
   std::vector<std::uint8_t> out;
   Hello big = hello();
   big.name = std::string(40, 'n');
@@ -165,6 +175,55 @@ TEST(EngineClient, DiscardsStaleSuccessor) {
   ASSERT_EQ(seen.size(), 3u);
   EXPECT_EQ(std::get<DiscardMsg>(seen[1]).grant_id, 1u);
   EXPECT_TRUE(std::holds_alternative<ByeMsg>(seen[2]));
+}
+
+// Tests that a grant delivered ahead for a CPU release is held until its not_before:
+// an acquire with a 5 ms timeout ends before the release (30 ms ahead) and keeps the
+// grant; the next acquire returns the same grant no earlier than the release, with
+// nothing discarded.
+TEST(EngineClient, HoldsGrantUntilItsCpuRelease) {
+  char dir[] = "/tmp/ripple-proto-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/engine.sock";
+  int ls = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(ls, 1), 0);
+  std::atomic<std::uint64_t> release{0};
+  std::thread agent([&] {
+    int c = accept(ls, nullptr, nullptr);
+    std::vector<std::uint8_t> buf(kMaxMessageBytes);
+    recv(c, buf.data(), buf.size(), 0);  // hello
+    auto send_one = [&](const Message& m) {
+      auto d = bytes_of(m);
+      send(c, d.data(), d.size(), 0);
+    };
+    send_one(Welcome{0, "ripple", 20'000'000, FailMode::kOpen});
+    release = monotonic_ns() + 30'000'000;
+    send_one(GrantMsg{1, 5, 0, 1, 100, release + 20'000'000, monotonic_ns(), false, release.load()});
+    recv(c, buf.data(), buf.size(), 0);  // bye
+    close(c);
+  });
+  auto client = Client::connect(path, hello(), 2000);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  auto early = (*client)->acquire(5, 0, 5);
+  ASSERT_FALSE(early.ok());
+  EXPECT_EQ(early.error().code, kErrTimeout);
+  EXPECT_EQ((*client)->held_for_release(), 1u);
+  auto g = (*client)->acquire(5, 0, 2000);
+  const std::uint64_t got = monotonic_ns();
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->grant_id, 1u);
+  EXPECT_GE(got, release);
+  EXPECT_EQ((*client)->discarded(), 0u);
+  EXPECT_EQ((*client)->held_for_release(), 1u);
+  client->reset();
+  agent.join();
+  close(ls);
+  unlink(path.c_str());
+  rmdir(dir);
 }
 
 }  // namespace
