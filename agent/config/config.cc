@@ -79,8 +79,8 @@ Result<std::vector<T>> id_list(const Where& w, const toml::node& n, std::string_
 Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
   if (Status s = known_keys(w, t, "agent",
                             {"core", "policy", "fail_mode", "engine_socket", "control_socket", "allowed_uids",
-                             "allowed_gids", "log_level", "pin_dir", "tracer_wakeup", "poll_us", "lease_ms",
-                             "horizon_ms", "gamma", "pipelining"});
+                             "allowed_gids", "log_level", "pin_dir", "tracer_wakeup", "poll_us", "spin_us",
+                             "lease_ms", "horizon_ms", "gamma", "pipelining"});
       !s)
     return s;
   for (const auto& [kk, n] : t) {
@@ -129,6 +129,11 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
       if (!v) return v.error();
       if (*v < 10 || *v > 1e6) return error_at(w, n, key, fmt::format("{} us is not in [10, 1000000]", *v));
       a.poll = static_cast<Nanos>(*v * 1e3);
+    } else if (k == "spin_us") {
+      auto v = number(w, n, key);
+      if (!v) return v.error();
+      if (*v < 0 || *v > 10000) return error_at(w, n, key, fmt::format("{} us is not in [0, 10000]", *v));
+      a.spin = static_cast<Nanos>(*v * 1e3);
     } else if (k == "lease_ms" || k == "horizon_ms") {
       auto v = positive_ms(w, n, key);
       if (!v) return v.error();

@@ -1,8 +1,8 @@
 // ripple-agent's configuration: one TOML file (default /etc/ripple/ripple.toml).
 //
 //   [agent]      core, policy, fail_mode, engine_socket, control_socket, allowed_uids,
-//                allowed_gids, log_level, pin_dir, tracer_wakeup, poll_us, lease_ms,
-//                horizon_ms, gamma, pipelining
+//                allowed_gids, log_level, pin_dir, tracer_wakeup, poll_us, spin_us,
+//                lease_ms, horizon_ms, gamma, pipelining
 //   [pricing]    the pricing core's parameters (agent/pricing/config.h)
 //   [sereno]     target, kp, ki, max_pause_steps (the sereno baseline's PI controller)
 //   [[task]]     a protected task: name; exactly one of exe / pid / comm; mode
@@ -49,6 +49,10 @@ struct AgentSection {
   // loop drains the ring every poll_us instead.
   bool tracer_wakeup = false;
   admission::Nanos poll = 1 * admission::kNsPerMs;
+  // After handling events the loop busy-polls its completion queue this long before
+  // sleeping (0: never): an engine's next message (start, done, work) usually follows
+  // within microseconds, and a sleep costs a wake-up on each. Meant for a pinned core.
+  admission::Nanos spin = 0;
   admission::Options admission;
 };
 

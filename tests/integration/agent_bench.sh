@@ -3,6 +3,9 @@
 #   1. grant round trip engine -> agent -> engine: the stand-in engine announces a
 #      one-unit pass and times until the grant arrives (--rtt N), no PT job active;
 #      the agent's decision latency (scheduling point -> grant sent) over the same run.
+#      Agent pinned to AGENT_CORE (agent.core, default 1), engine to ENGINE_CORE
+#      (taskset, default 0); once sleeping between messages (spin 0) and once
+#      busy-polling SPIN_US (default 50) first, agent (agent.spin_us) and engine alike.
 #   2. agent CPU at ~1k job events/s: a 2 ms periodic task (ripple-control, 500 jobs/s =
 #      1000 release+completion events/s) traced by the real BPF tracer, beside a
 #      best-effort engine taking grants; CPU = utime+stime of the agent over the window.
@@ -11,17 +14,23 @@ set -uo pipefail
 O=${O:-build}
 B=$(cd "$O" && pwd)
 secs=${1:-10}
+AGENT_CORE=${AGENT_CORE:-1}
+ENGINE_CORE=${ENGINE_CORE:-0}
+SPIN_US=${SPIN_US:-50}
+N=${N:-20000}
 tmp=$(mktemp -d /tmp/ripple-agent-bench.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 task="$tmp/control-bench-$$"
 cp "$B/bin/ripple-control" "$task"
-config() { # tasks? wakeup
+config() { # tasks? wakeup [spin_us]
   cat > "$tmp/ripple.toml" <<EOC
 [agent]
 engine_socket = "$tmp/engine.sock"
 control_socket = "$tmp/control.sock"
 pin_dir = ""
 tracer_wakeup = $2
+core = $AGENT_CORE
+spin_us = ${3:-0}
 [pricing]
 peak_rate_gbps = 1.0
 EOC
@@ -41,22 +50,25 @@ start_agent() {
   for _ in $(seq 100); do [ -S "$tmp/control.sock" ] && return; sleep 0.05; done
 }
 latency() { "$B/bin/ripplectl" status --json --socket "$tmp/control.sock" |
-  python3 -c 'import json,sys; d=json.load(sys.stdin)["decision_latency_us"]; print("decision latency p50 %.1f us p99 %.1f us (n=%d)" % (d["p50"], d["p99"], d["count"]))'; }
+  python3 -c 'import json,sys; d=json.load(sys.stdin)["decision_latency_us"]; print("decision latency p50 %.1f us p99 %.1f us max %.1f us (n=%d)" % (d["p50"], d["p99"], d.get("max", 0), d["count"]))'; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 echo "== machine: $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== 1. grant round trip (no PT job), 20000 grants"
-config 0 false
-start_agent
-"$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name rtt --rtt 20000 --quiet
-latency
-kill -TERM "$agent"; wait "$agent"
+for spin in 0 "$SPIN_US"; do
+  echo "== 1. grant round trip (no PT job), $N grants, agent on CPU $AGENT_CORE, engine on CPU $ENGINE_CORE, spin $spin us"
+  config 0 false "$spin"
+  start_agent
+  taskset -c "$ENGINE_CORE" "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name rtt --rtt "$N" \
+    --spin-us "$spin" --quiet
+  latency
+  kill -TERM "$agent"; wait "$agent"
+done
 
 for wake in false true; do
   echo "== 2. agent CPU, ${secs} s at 1k events/s + engine grants (tracer_wakeup = $wake)"
   config 1 "$wake"
   start_agent
-  "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name llm --unit-mb 0.2 --rate-gbps 1 --units 8 \
+  taskset -c "$ENGINE_CORE" "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name llm --unit-mb 0.2 --rate-gbps 1 --units 8 \
     --duration-s $((secs + 4)) --quiet &
   "$task" --period-ms 2 --duration-s $((secs + 3)) --quiet > "$tmp/task.log" 2>&1 &
   sleep 1.5

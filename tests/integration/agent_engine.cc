@@ -37,7 +37,7 @@ void on_signal(int) { g_stop = 1; }
 
 struct Opts {
   std::string socket = "/run/ripple/engine.sock", name = "llm", kind = "best-effort", plant, plant_create;
-  double unit_mb = 2, rate_gbps = 1, period_ms = 0, deadline_ms = 0, duration_s = 10, tick_us = 200;
+  double unit_mb = 2, rate_gbps = 1, period_ms = 0, deadline_ms = 0, duration_s = 10, tick_us = 200, spin_us = 0;
   unsigned units = 8, rtt = 0, crash_after = 0;
   bool garbage = false, quiet = false;
 };
@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
   app.add_option("--deadline-ms", o.deadline_ms, "deadline-bound: relative deadline (default: period)");
   app.add_option("--duration-s", o.duration_s);
   app.add_option("--tick-us", o.tick_us);
+  app.add_option("--spin-us", o.spin_us, "busy-poll the agent socket this long before sleeping");
   app.add_option("--plant", o.plant, "attach to this plant shm and publish executed bytes");
   app.add_option("--plant-create", o.plant_create, "create this plant shm (rate = --rate-gbps) and publish to it");
   app.add_option("--rtt", o.rtt, "benchmark N grant round trips");
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
   hello.units = {{"layer", static_cast<std::uint64_t>(o.unit_mb * 1e6), std::max<std::uint64_t>(1, unit_ns)}};
   auto client = ripple::engine::Client::connect(o.socket, hello, 2000);
   bool managed = client.ok();
+  if (managed && o.spin_us > 0) (*client)->set_spin_ns(static_cast<std::uint64_t>(o.spin_us * 1e3));
   if (!managed) std::fprintf(stderr, "agent_engine %s: no agent (%s): running UNMANAGED (fail-open)\n",
                              o.name.c_str(), client.error().message.c_str());
   if (managed && o.garbage) {

@@ -20,6 +20,7 @@ control_socket = "/tmp/c.sock"
 allowed_uids = [0, 1000]
 tracer_wakeup = false
 poll_us = 500
+spin_us = 40
 lease_ms = 26
 horizon_ms = 12
 gamma = 0.9
@@ -63,6 +64,7 @@ TEST(AgentConfig, ParsesFullFile) {
   EXPECT_EQ(c.agent.fail_mode, engine::FailMode::kClosed);
   EXPECT_EQ(c.agent.allowed_uids, (std::vector<uid_t>{0, 1000}));
   EXPECT_EQ(c.agent.poll, 500'000);
+  EXPECT_EQ(c.agent.spin, 40'000);
   EXPECT_EQ(c.agent.admission.lease, 26'000'000);
   EXPECT_EQ(c.agent.admission.horizon, 12'000'000);
   EXPECT_DOUBLE_EQ(c.agent.admission.gamma, 0.9);
@@ -83,6 +85,7 @@ TEST(AgentConfig, ParsesFullFile) {
 // the [[table]] for whole-table errors) and the key.
 TEST(AgentConfig, ErrorsNameFileLineAndKey) {
   EXPECT_EQ(error_of("[agent]\ncores = 2\n"), "ripple.toml:2: agent.cores: unknown key");
+  EXPECT_EQ(error_of("[agent]\nspin_us = 20000\n"), "ripple.toml:2: agent.spin_us: 20000 us is not in [0, 10000]");
   EXPECT_EQ(error_of("[agent]\npolicy = \"fifo\"\n").rfind("ripple.toml:2: agent.policy: unknown policy 'fifo'", 0),
             0u);
   EXPECT_EQ(error_of("[[task]]\ncomm = \"a\"\nperiod_ms = 100\ndeadline_ms = 120\n"),
