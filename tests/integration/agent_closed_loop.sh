@@ -12,6 +12,9 @@
 #   5  a malformed message closes that session only; the agent stays up
 #   6  SIGTERM: the engines are told, BPF detached, exit 0
 #   7  a configuration with errors is refused, naming line and key
+#   8  (run third) ripple with a deadline-bound engine too (a VLM stand-in, one 4-unit (8 MB) pass every
+#      250 ms): it meets every deadline while the best-effort engine and the task share
+#      the plant, and the task's DMR stays <= eps
 set -uo pipefail
 O=${O:-build}
 B=$(cd "$O" && pwd)
@@ -29,7 +32,7 @@ trap cleanup EXIT
 n=0 failed=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); failed=1; echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
-echo "1..7"
+echo "1..8"
 
 # A private copy of the task binary: the tracer matches by exe, so concurrent runs of
 # other suites never look like ours.
@@ -55,9 +58,17 @@ deadline_ms = 40
 miss_tolerance = $EPS
 prior_slope_ms_per_gb = 1000   # pessimistic prior; the plant's kappa is 800 ms/GB
 EOF
+  if [ "${2:-}" = bound ]; then cat >> "$tmp/ripple.toml" <<EOF
+
+[[engine]]
+name = "vlm"
+kind = "deadline-bound"
+period_ms = 250
+EOF
+  fi
 }
-start_agent() { # policy -> $agent_pid
-  write_config "$1"
+start_agent() { # policy [bound] -> $agent_pid
+  write_config "$1" "${2:-}"
   "$B/bin/ripple-agent" -c "$tmp/ripple.toml" > "$tmp/agent-$1.log" 2>&1 &
   agent_pid=$!
   pids+=("$agent_pid")
@@ -103,6 +114,38 @@ if awk -v d="$d" 'BEGIN { exit !(d != "nan" && d >= 0.20) }'; then
   ok "unmanaged: kdnn DMR $d >= 0.20, ripple $ripple_dmr ($r)"
 else
   not_ok "unmanaged: kdnn DMR $d >= 0.20" "$r"
+fi
+
+# 8: a deadline-bound engine beside the best-effort one and the task, under ripple.
+run_bound() {
+  start_agent ripple bound || { echo "agent did not start"; return; }
+  engine --name llm --plant-create "$plant" --duration-s 10 --quiet > "$tmp/engine-bound.log" 2>&1 &
+  local e=$!
+  pids+=("$e")
+  wait_plant
+  engine --name vlm --kind deadline-bound --period-ms 250 --units 4 --plant "$plant" --duration-s 7 > "$tmp/vlm.log" 2>&1 &
+  local v=$!
+  pids+=("$v")
+  "$task" --period-ms 50 --deadline-ms 40 --duration-s 7 --points 8000 --queries 2500 \
+    --plant "$plant" --plant-kappa-ms-per-gb 800 --quiet 2>&1 | grep RESULT > "$tmp/task-bound.txt"
+  wait "$v"
+  "$B/bin/ripplectl" status --socket "$tmp/control.sock" > "$tmp/status-bound.txt" 2>&1
+  kill "$e" 2>/dev/null; wait "$e" 2>/dev/null
+  stop_agent
+}
+run_bound
+r=$(cat "$tmp/task-bound.txt")
+d=$(echo "$r" | dmr_of)
+v=$(grep RESULT "$tmp/vlm.log")
+passes=$(echo "$v" | sed -n 's/.* passes=\([0-9]*\).*/\1/p')
+late=$(echo "$v" | sed -n 's/.* late=\([0-9]*\).*/\1/p')
+# 7 s at one pass per 250 ms: 28 passes (>= 24 allows for start-up), none late, managed.
+if [ -n "$passes" ] && [ "$passes" -ge 24 ] && [ "$late" = 0 ] && echo "$v" | grep -q 'managed_at_end=1' &&
+   grep -q '^vlm .*deadline-bound' "$tmp/status-bound.txt" &&
+   awk -v d="$d" -v e="$EPS" 'BEGIN { exit !(d != "nan" && d <= e) }'; then
+  ok "deadline-bound engine: $passes passes, $late late; kdnn DMR $d <= eps $EPS beside it and llm"
+else
+  not_ok "deadline-bound engine meets its deadlines beside llm and kdnn" "$v" "$r" "$(cat "$tmp/status-bound.txt")"
 fi
 
 # 3-6 against one agent (ripple) with two engines and the task running.
