@@ -153,7 +153,11 @@ TEST(PlantMode, StretchFollowsKappaTimesBytes) {
   t.join();
   EXPECT_LT(*std::min_element(excess.begin(), excess.end()), 1.0);
   std::sort(ratios.begin(), ratios.end());
-  EXPECT_GT(ratios[1], 1.6);  // no stretch would give 1.0
+  // The identity above is the contract; this only guards that stretching
+  // happened at all (no stretch gives 1.0; kappa * rate = 0.5 gives 2.0 when
+  // the engine thread keeps its rate). On a loaded 2-core machine the engine
+  // thread wakes late and publishes fewer bytes per job, so the bound is low.
+  EXPECT_GT(ratios[1], 1.3);
   EXPECT_LT(ratios[1], 2.6);
 }
 
