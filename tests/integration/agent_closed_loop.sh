@@ -123,7 +123,8 @@ run_bound() {
   local e=$!
   pids+=("$e")
   wait_plant
-  engine --name vlm --kind deadline-bound --period-ms 250 --units 4 --plant "$plant" --duration-s 7 > "$tmp/vlm.log" 2>&1 &
+  "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --rate-gbps 1 --unit-mb 2 --units 4 \
+    --name vlm --kind deadline-bound --period-ms 250 --plant "$plant" --duration-s 7 > "$tmp/vlm.log" 2>&1 &
   local v=$!
   pids+=("$v")
   "$task" --period-ms 50 --deadline-ms 40 --duration-s 7 --points 8000 --queries 2500 \
