@@ -62,7 +62,9 @@ const char* cuda_library() {
 }  // namespace ripple::cuhook
 
 // The real dlsym, used by the trampoline's tail jump (dlsym_trampoline.S).
-extern "C" __attribute__((visibility("hidden"))) ripple::cuhook::DlsymFn ripple_real_dlsym_ptr = nullptr;
+extern "C" {
+__attribute__((visibility("hidden"))) ripple::cuhook::DlsymFn ripple_real_dlsym_ptr = nullptr;
+}
 
 namespace ripple::cuhook {
 namespace {

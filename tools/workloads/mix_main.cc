@@ -1,7 +1,7 @@
 // ripple-mix: starts the tasks of a workload mix (tools/workloads/mixes/*.toml) together,
 // each pinned to its core, waits for them, and exits non-zero if any failed.
-//   ripple-mix --mix tools/workloads/mixes/robotic1.toml --first-core 2 --duration-s 30 \
-//              [--log-dir DIR] [--dry-run] [-- ARGS for every task, e.g. --plant NAME]
+//   ripple-mix --mix tools/workloads/mixes/robotic1.toml --first-core 2 --duration-s 30
+//     [--log-dir DIR] [--dry-run] [-- ARGS for every task, e.g. --plant NAME]
 #include "tools/workloads/mix.h"
 
 #include <CLI/CLI.hpp>
