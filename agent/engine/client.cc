@@ -87,6 +87,11 @@ Result<Message> Client::receive_until(std::uint64_t until_ns) {
     const int r = ::ppoll(&p, 1, until_ns != 0 ? &ts : nullptr, nullptr);
     if (r < 0 && errno != EINTR) return make_errno_error(-errno, "failed to poll agent socket: {}", std::strerror(errno));
   }
+  if (n < 0 && errno == ECONNRESET) {  // the agent closed with our messages unread
+    open_ = false;
+    agent_bye_ = {ByeReason::kShutdown, "agent reset the connection"};
+    return make_errno_error(kErrAgentGone, "agent closed the session");
+  }
   if (n < 0) return make_errno_error(-errno, "failed to receive from agent: {}", std::strerror(errno));
   if (n == 0) {
     open_ = false;
