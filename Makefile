@@ -138,7 +138,7 @@ $(O)/lib/%.a:
 	@mkdir -p $(@D)
 	$(call msg,AR,$@)rm -f $@ && ar rcs $@ $^
 
--include $(shell find $(O)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(O)/obj $(O)/pic -name '*.d' 2>/dev/null)
 
 # Link recipes for fragments: set LDLIBS as a target-specific variable.
 define link_cxx
