@@ -12,7 +12,8 @@
 //   --spill-mb N       per layer, also copy N MB D2H into pinned memory (an emulation of
 //                      activation/KV spill at larger batch, labelled as such).
 // A unit is one layer (plus the LM head as the last unit); each unit is an NVTX range
-// "ripple.unit" so the interposer can find the boundaries. It counts the bytes each
+// named like its module ("model.layers.N", "lm_head", "visual.blocks.N") so the
+// interposer finds the boundaries with its default pattern. It counts the bytes each
 // unit moves and prints them beside the model's analytic weight + KV bytes.
 //
 // --frames runs a VLM-like deadline-bound request every period instead: a vision
@@ -435,6 +436,15 @@ struct Counters {
   double total() const { return weight + kv_read + kv_write + embed; }
 };
 
+// Each unit is an NVTX range named like the module it runs ("model.layers.3",
+// "lm_head", as PyTorch module hooks would name it), so the interposer finds
+// the layer boundaries with its default pattern, knowing nothing of this engine.
+static void nvtx_push(const char* fmt, int i) {
+  char name[64];
+  std::snprintf(name, sizeof(name), fmt, i);
+  nvtxRangePushA(name);
+}
+
 class Engine {
  public:
   Engine(const Preset& p, const Options& o) : p_(p), o_(o) {}
@@ -531,7 +541,7 @@ class Engine {
     c->embed += s.hidden * sizeof(bf16);
     for (int l = 0; l < s.layers; ++l) {
       Counters u;
-      nvtxRangePushA("ripple.unit");
+      nvtx_push("model.layers.%d", l);
       const bf16* w = fetch(layer_ptr(l), layer_elems_, unit_++);
       bf16* kc = kv_ + 2 * kv_layer_elems_ * l;
       layer(s, w, 1, pos, kc, kc + kv_layer_elems_, max_ctx_, true, &u);
@@ -541,7 +551,7 @@ class Engine {
       if (per_unit) (*per_unit)[l] = u;
       add(c, u);
     }
-    nvtxRangePushA("ripple.unit");
+    nvtxRangePushA("lm_head");
     Counters u;
     const bf16* w = fetch(weights_ + layer_elems_ * s.layers, head_elems_, unit_++);
     norm(x_, w + size_t(p_.vocab) * s.hidden, 1, s.hidden);
@@ -565,7 +575,7 @@ class Engine {
       fill_x(T * v.hidden);
       for (int l = 0; l < v.layers; ++l) {
         Counters u;
-        nvtxRangePushA("ripple.unit");
+        nvtx_push("visual.blocks.%d", l);
         const bf16* w = fetch(vweights_ + vlayer_elems_ * l, vlayer_elems_, unit_++);
         const size_t vk = size_t(v.kv_heads) * T * v.head_dim;
         layer(v, w, T, 0, vkv_, vkv_ + vk, T, false, &u);
@@ -578,7 +588,7 @@ class Engine {
     fill_x(T * s.hidden);
     for (int l = 0; l < s.layers; ++l) {
       Counters u;
-      nvtxRangePushA("ripple.unit");
+      nvtx_push("model.layers.%d", l);
       const bf16* w = fetch(layer_ptr(l), layer_elems_, unit_++);
       bf16* kc = kv_ + 2 * kv_layer_elems_ * l;
       layer(s, w, T, 0, kc, kc + kv_layer_elems_, max_ctx_, true, &u);
