@@ -11,6 +11,7 @@
 // launch inside a granted unit takes no lock.
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -641,10 +642,24 @@ bool Runtime::acquire_locked(std::size_t pos) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
+    // Look for the grant without waiting, then wait on the socket with cm_ released:
+    // the watcher needs cm_ to report Done, and the agent may grant again only after
+    // that report (its grant slots are full). Waiting inside acquire() with cm_ held
+    // starved the watcher and cost each unit up to the acquire timeout.
     Result<engine::GrantMsg> g = make_error("no client");
+    int fd = -1;
     {
       std::lock_guard<std::mutex> c(cm_);
-      if (client_) g = client_->acquire(work_id_, static_cast<std::uint32_t>(pos - base_), 5);
+      if (client_) {
+        g = client_->acquire(work_id_, static_cast<std::uint32_t>(pos - base_), 0);
+        fd = client_->fd();
+      }
+    }
+    if (!g && g.error().code == engine::kErrTimeout && fd >= 0) {
+      if (limit && monotonic_ns() > limit) return false;
+      pollfd p{fd, POLLIN, 0};
+      (void)::poll(&p, 1, 5);
+      continue;  // read what came (or look again after 5 ms) under cm_
     }
     if (g) {
       grant_ = *g;

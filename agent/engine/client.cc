@@ -134,14 +134,16 @@ Result<GrantMsg> Client::acquire(std::uint64_t work, std::uint32_t first, int ti
       if (Status s = send(DiscardMsg{id}); !s) return s.error();
     }
     const std::uint64_t now = monotonic_ns();
-    if (deadline != 0 && now >= deadline && (hold_until == 0 || hold_until > deadline))
-      return make_errno_error(kErrTimeout, "no grant within {} ms", timeout_ms);
+    // Past the deadline, messages already queued are still read (receive_until then
+    // only tries once, without waiting): acquire(..., 0) drains without blocking.
+    const bool expired = deadline != 0 && now >= deadline && (hold_until == 0 || hold_until > deadline);
     std::uint64_t until = deadline;
     if (hold_until != 0) until = until == 0 ? hold_until : std::min(until, hold_until);
     auto m = receive_until(until);
     if (!m) {
-      if (m.error().code == kErrTimeout) continue;  // the release came, or the timeout
-      return m.error();
+      if (m.error().code != kErrTimeout) return m.error();
+      if (expired) return make_errno_error(kErrTimeout, "no grant within {} ms", timeout_ms);
+      continue;  // the release came, or the timeout: look again
     }
     if (auto* g = std::get_if<GrantMsg>(&*m)) {
       last_delivery_ns_ = monotonic_ns() - g->sent_ns;
