@@ -55,6 +55,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define SIGKILL 9
+#define EEXIST 17
 #define ERESTARTSYS 512
 #define ERESTART_RESTARTBLOCK 516
 #define FUTEX_WAIT 0
@@ -444,15 +445,17 @@ static __always_inline void attach_thread(__u32 tid, __u32 tgid, __u32 pt)
 {
 	struct ripple_thread t = {};
 	struct ripple_pt_stats *st;
+	long err;
 
 	t.pt = pt;
 	t.tgid = tgid;
 	t.state = RIPPLE_TS_UNKNOWN;
-	if (bpf_map_update_elem(&pt_threads, &tid, &t, BPF_NOEXIST) == 0) {
-		st = stats_of(pt);
-		if (st)
-			__sync_fetch_and_add(&st->threads, 1);
-	}
+	err = bpf_map_update_elem(&pt_threads, &tid, &t, BPF_NOEXIST);
+	if (err == -EEXIST)
+		return;
+	st = stats_of(pt);
+	if (st)
+		__sync_fetch_and_add(err ? &st->attach_failures : &st->threads, 1);
 }
 
 static __always_inline void detach_thread(__u32 tid)

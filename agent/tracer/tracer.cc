@@ -25,7 +25,7 @@
 
 static_assert(sizeof(ripple_job_event) == 64, "ripple_job_event layout");
 static_assert(sizeof(ripple_pt_config) == 40, "ripple_pt_config layout");
-static_assert(sizeof(ripple_pt_stats) == 80, "ripple_pt_stats layout");
+static_assert(sizeof(ripple_pt_stats) == 88, "ripple_pt_stats layout");
 static_assert(sizeof(ripple_thread) == 80, "ripple_thread layout");
 static_assert(sizeof(ripple_exe_key) == 16, "ripple_exe_key layout");
 
@@ -439,10 +439,13 @@ Result<std::unique_ptr<Tracer>> Tracer::create(Options opts, Callback cb) {
             ts.state = RIPPLE_TS_WAITING;
       }
       __u32 tid = static_cast<__u32>(th.tid);
-      if (bpf_map_update_elem(threads_fd, &tid, &ts, BPF_NOEXIST) == 0) {
+      int err = bpf_map_update_elem(threads_fd, &tid, &ts, BPF_NOEXIST);
+      if (err == 0 || errno != EEXIST) {
         ripple_pt_stats st{};
         if (bpf_map_lookup_elem(stats_fd, &i, &st) == 0) {
-          st.threads++;  // only this loop writes the counter before events flow
+          // Seeding races with the BPF side's atomic adds only for threads
+          // forked meanwhile; those are counted there.
+          (err == 0 ? st.threads : st.attach_failures)++;
           bpf_map_update_elem(stats_fd, &i, &st, BPF_EXIST);
         }
       }

@@ -111,7 +111,7 @@ static int on_event(void *data, void *raw, size_t size)
 
 /* Opens and loads the object: unpinned maps, a ring of ring_bytes, the
  * consumer woken per event or not. */
-static int ctx_load_opts(struct ctx *c, size_t ring_bytes, bool wakeup)
+static int ctx_load_opts(struct ctx *c, size_t ring_bytes, bool wakeup, __u32 max_threads)
 {
 	struct bpf_program *prog;
 	struct bpf_map *map;
@@ -124,6 +124,8 @@ static int ctx_load_opts(struct ctx *c, size_t ring_bytes, bool wakeup)
 	bpf_object__for_each_map(map, c->skel->obj)
 		bpf_map__set_pin_path(map, NULL);
 	bpf_map__set_max_entries(c->skel->maps.events, (__u32)ring_bytes);
+	if (max_threads)
+		bpf_map__set_max_entries(c->skel->maps.pt_threads, max_threads);
 	c->skel->rodata->cfg_self_tgid = (__u32)getpid();
 	c->skel->rodata->cfg_wakeup = wakeup;
 	bpf_object__for_each_program(prog, c->skel->obj) {
@@ -145,7 +147,7 @@ static int ctx_load_opts(struct ctx *c, size_t ring_bytes, bool wakeup)
 /* The consumer polls (no wake-ups): what the timing tests measure. */
 static int ctx_load(struct ctx *c, size_t ring_bytes)
 {
-	return ctx_load_opts(c, ring_bytes, false);
+	return ctx_load_opts(c, ring_bytes, false, 0);
 }
 
 static void ctx_free(struct ctx *c)
@@ -473,7 +475,7 @@ TEST_F(tracer, wakeup_mode_wakes_consumer)
 	int n, status;
 	pid_t pid;
 
-	ASSERT_EQ(0, ctx_load_opts(&self->c, 256 * 1024, true));
+	ASSERT_EQ(0, ctx_load_opts(&self->c, 256 * 1024, true, 0));
 	ASSERT_EQ(0, configure(&self->c, 0, RIPPLE_WAIT_CLOCK_NANOSLEEP, 0, NULL));
 	pid = fork();
 	if (pid == 0) {
@@ -486,6 +488,25 @@ TEST_F(tracer, wakeup_mode_wakes_consumer)
 	waitpid(pid, &status, 0);
 	EXPECT_GT(n, 0);
 	EXPECT_LT(b.tv_sec - a.tv_sec, 2);
+}
+
+/* When pt_threads is full, a thread that cannot be followed is counted in
+ * attach_failures rather than lost silently. With room for one thread, the
+ * exec'ing main thread is followed and the job thread it creates is not
+ * (periodic's terminator thread is created by the untracked job thread, so
+ * it is never a candidate). */
+TEST_F(tracer, full_thread_map_is_counted)
+{
+	const char *args[] = { "--jobs", "10", "--period-us", "2000", "--thread", NULL };
+	struct ripple_pt_stats st;
+
+	ASSERT_EQ(0, ctx_load_opts(&self->c, 256 * 1024, false, 1));
+	ASSERT_EQ(0, configure(&self->c, 0, RIPPLE_WAIT_CLOCK_NANOSLEEP, 0, NULL));
+	ASSERT_EQ(0, run_periodic(&self->c, false, args));
+	st = pt_stats(&self->c, 0);
+	EXPECT_EQ(1, st.threads);
+	EXPECT_EQ(1, st.attach_failures);
+	EXPECT_EQ(0, st.jobs); /* the jobs ran on a thread that was not followed */
 }
 
 /* A traced thread's entry leaves pt_threads when it exits. */

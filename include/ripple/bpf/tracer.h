@@ -92,6 +92,7 @@ struct ripple_pt_stats {
 	__u64 next_seq;        /* last sequence number handed out */
 	__u64 threads;         /* threads ever attached to this PT */
 	__u64 last_release_ts;
+	__u64 attach_failures; /* threads not followed: pt_threads was full */
 };
 
 /* Per-thread state: pinned map "pt_threads", key = tid. */
