@@ -54,7 +54,7 @@ peak_rate_gbps = 1.0   # the stand-in engine's rate
 name = "kdnn"
 exe = "$task"
 period_ms = 50
-deadline_ms = 40
+deadline_ms = 45
 miss_tolerance = $EPS
 prior_slope_ms_per_gb = 1000   # pessimistic prior; the plant's kappa is 800 ms/GB
 EOF
@@ -87,11 +87,14 @@ wait_plant() { for _ in $(seq 100); do [ -e "/dev/shm/$plant" ] && return; sleep
 # One closed-loop run: 10 s of a 20 Hz task beside a greedy best-effort engine.
 run_loop() { # policy -> prints the task's RESULT line
   start_agent "$1" || { echo "agent did not start"; return; }
+  # A plant left by the previous run's engine (killed, so not unlinked) would let the
+  # task attach to a segment nobody updates any more: no bytes, no interference.
+  rm -f "/dev/shm/$plant"
   engine --name llm --plant-create "$plant" --duration-s 12 --quiet > "$tmp/engine-$1.log" 2>&1 &
   local e=$!
   pids+=("$e")
   wait_plant
-  "$task" --period-ms 50 --deadline-ms 40 --duration-s 10 --points 8000 --queries 2500 \
+  "$task" --period-ms 50 --deadline-ms 45 --duration-s 10 --points 16000 --queries 14000 \
     --plant "$plant" --plant-kappa-ms-per-gb 800 --quiet 2>&1 | grep RESULT
   "$B/bin/ripplectl" status --socket "$tmp/control.sock" > "$tmp/status-$1.txt" 2>&1
   kill "$e" 2>/dev/null; wait "$e" 2>/dev/null
@@ -127,7 +130,7 @@ run_bound() {
     --name vlm --kind deadline-bound --period-ms 250 --plant "$plant" --duration-s 7 > "$tmp/vlm.log" 2>&1 &
   local v=$!
   pids+=("$v")
-  "$task" --period-ms 50 --deadline-ms 40 --duration-s 7 --points 8000 --queries 2500 \
+  "$task" --period-ms 50 --deadline-ms 45 --duration-s 7 --points 16000 --queries 14000 \
     --plant "$plant" --plant-kappa-ms-per-gb 800 --quiet 2>&1 | grep RESULT > "$tmp/task-bound.txt"
   wait "$v"
   "$B/bin/ripplectl" status --socket "$tmp/control.sock" > "$tmp/status-bound.txt" 2>&1
@@ -154,7 +157,7 @@ start_agent ripple
 engine --name llm --plant-create "$plant" --duration-s 20 > "$tmp/llm.log" 2>&1 &
 llm=$!; pids+=("$llm")
 wait_plant
-"$task" --period-ms 50 --deadline-ms 40 --duration-s 20 --points 8000 --queries 2500 \
+"$task" --period-ms 50 --deadline-ms 45 --duration-s 20 --points 16000 --queries 14000 \
   --plant "$plant" --plant-kappa-ms-per-gb 800 --quiet > /dev/null 2>&1 &
 pids+=("$!")
 jobs_now() {
