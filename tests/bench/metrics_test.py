@@ -117,6 +117,28 @@ def table7_folds_cap_levels():
 
 print(f"1..{len(cases)}")
 failed = 0
+@case
+def frames_due_judges_by_deadline():
+    """Tests VLM frame scoring: frames whose deadline falls in the window; a late or unlogged one misses."""
+    P = 5_000_000_000
+    # releases at 0, P, 2P, 3P (the lattice), frame 1 late, frame 3 never logged
+    frames = [(0, 100), (P, P + P + 1), (2 * P, 2 * P + 10)]
+    # window [P, 4P + 1): deadlines P (frame 0), 2P (frame 1), 3P (frame 2), 4P (frame 3)
+    assert metrics.frames_due(frames, P, P, P, 4 * P + 1) == (4, 2)
+    # a window before the first release judges nothing before r0
+    assert metrics.frames_due(frames, P, P, -10 * P, P) == (0, 0)
+    # nothing logged: every period of the window is a miss
+    assert metrics.frames_due([], P, P, 0, 3 * P) == (3, 3)
+    # releases are matched to the lattice by rounding (a log taken late by a few us)
+    assert metrics.frames_due([(0, 10), (P + 3000, P + 20)], P, P, P, 2 * P + 1) == (2, 0)
+    try:
+        metrics.frames_due(frames, 0, P, 0, P)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("no error for a zero period")
+
+
 for i, f in enumerate(cases, 1):
     try:
         f()

@@ -187,3 +187,33 @@ def fluid_bound_gbps(tasks: list[FluidTask], peak_gbps: float, step_ms: float = 
 def feasible(worst: float, eps: float, vlm_misses: int) -> bool:
     """A point is feasible only if every CPU task meets eps and every VLM deadline is met."""
     return not math.isnan(worst) and worst <= eps and vlm_misses == 0
+
+
+def frames_due(frames: list[tuple[int, int]], period_ns: int, deadline_ns: int,
+               t0_ns: int, t1_ns: int) -> tuple[int, int]:
+    """Deadline-bound frames judged in a window: (frames whose deadline falls in [t0, t1), late).
+
+    `frames` are a periodic engine's logged (release_ns, end_ns), every frame from its first
+    (releases lie on the lattice r0 + i x period; r0 = the first logged release). A frame of
+    the lattice whose deadline passed with no log entry has missed it (still running or
+    never started). With nothing logged at all, every period of the window counts as missed.
+    """
+    if period_ns <= 0:
+        raise ValueError("period_ns must be > 0")
+    if not frames:
+        n = max(0, (t1_ns - t0_ns) // period_ns)
+        return n, n
+    r0 = min(r for r, _ in frames)
+    ends = {}
+    for rel, end in frames:
+        ends[round((rel - r0) / period_ns)] = end
+    i_lo = max(0, math.ceil((t0_ns - deadline_ns - r0) / period_ns))
+    i_hi = math.ceil((t1_ns - deadline_ns - r0) / period_ns) - 1
+    judged = late = 0
+    for i in range(i_lo, i_hi + 1):
+        r = r0 + i * period_ns
+        judged += 1
+        e = ends.get(i)
+        if e is None or e - r > deadline_ns:
+            late += 1
+    return judged, late

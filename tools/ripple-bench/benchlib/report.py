@@ -55,6 +55,10 @@ def summarize(b, is_plant: bool) -> dict:
                 "llm_gbps": _mean_sd([r.llm_gbps for r in runs])[0],
                 "gaps": gaps,
                 "feasible": metrics.feasible(worst, o.eps, vlm_misses),
+                "timelines": [{"run": r.rep, "scored_from_s": r.t0_rel_s, "perturbations_s": r.perturbations,
+                               "samples": [{k: v for k, v in row.items() if k != "_ns"} for row in r.timeline]}
+                              for r in runs],
+                "_jobs": [{n: [(j.release_ns, j.response_ms) for j in js] for n, js in r.jobs.items()} for r in runs],
             })
     return {
         "backend": "plant" if is_plant else "gpu",
@@ -157,7 +161,10 @@ def check_claim(s: dict) -> tuple[bool, list[str]]:
 def write_all(s: dict, out: Path, plots: bool = True) -> None:
     out.mkdir(parents=True, exist_ok=True)
     responses = s.pop("_responses")
+    jobs = [p.pop("_jobs", None) for p in s["points"]]
     (out / "results.json").write_text(json.dumps(s, indent=1, default=lambda x: None) + "\n")
+    for p, j in zip(s["points"], jobs):
+        p["_jobs"] = j
     with open(out / "results.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["policy", "k", "runs", "task", "deadline_ms", "jobs", "misses", "dmr", "p99_ms",
@@ -254,6 +261,8 @@ def write_plots(s: dict, out: Path) -> None:
         fig.savefig(out / f"cdf_k{k:g}.png", dpi=110)
         plt.close(fig)
 
+    write_adaptivity(s, out, plt, title_sfx)
+
     fig, ax = plt.subplots(figsize=(6, 4))
     labels, bottoms = [], []
     cats = ("budget", "decision", "delivery", "other")
@@ -273,3 +282,38 @@ def write_plots(s: dict, out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out / "gaps.png", dpi=110)
     plt.close(fig)
+
+
+def write_adaptivity(s: dict, out: Path, plt, title_sfx: str) -> None:
+    """adaptivity_<policy>_k<k>.png for every point whose runs had a perturbation: each task's
+    allowance over time (the agent's state, sampled) above its jobs' response / deadline,
+    the perturbations shaded."""
+    for p in s["points"]:
+        tl = [t for t in p.get("timelines", []) if t["perturbations_s"]]
+        if not tl:
+            continue
+        t = tl[0]
+        jobs = (p.get("_jobs") or [{}])[tl.index(t) if len(p.get("_jobs") or []) > tl.index(t) else 0]
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
+        base = t["scored_from_s"]
+        for task in s["tasks"]:
+            xs = [row["t_s"] - base for row in t["samples"] if task in row["tasks"]]
+            ys = [(row["tasks"][task].get("allowance_bytes") or 0) / 1e9 for row in t["samples"] if task in row["tasks"]]
+            a1.plot(xs, ys, label=task)
+        a1.set_ylabel("allowance (GB)")
+        a1.legend(fontsize=7)
+        js = [(n, rel, r) for n, v in jobs.items() for rel, r in v]
+        t0 = min((rel for _, rel, _ in js), default=0)
+        for task in s["tasks"]:
+            pts = [((rel - t0) / 1e9, r / p["deadlines_ms"][task]) for n, rel, r in js if n == task]
+            a2.plot([x for x, _ in pts], [y for _, y in pts], ".", ms=3, label=task)
+        a2.axhline(1.0, color="k", ls="--", lw=1)
+        a2.set_ylabel("response / deadline")
+        a2.set_xlabel("s from the scored window's start")
+        for on, off in t["perturbations_s"]:
+            for ax in (a1, a2):
+                ax.axvspan(on, off, color="orange", alpha=0.2)
+        fig.suptitle(f"{p['policy']} k={p['k']:g}: allowance and responses, perturbation shaded{title_sfx}", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(out / f"adaptivity_{p['policy'].replace('/', '_')}_k{p['k']:g}.png", dpi=110)
+        plt.close(fig)
