@@ -1,5 +1,7 @@
 #include "cuhooks/profile.h"
 
+#include <cctype>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -34,7 +36,8 @@ Result<Profile> parse_profile(std::string_view text, const std::string& origin) 
     if (!u.is_object() || !u.contains("name") || !u["name"].is_string() || u["name"].get<std::string>().empty())
       return make_error("{}: units[{}].name must be a non-empty string", origin, i);
     pu.name = u["name"].get<std::string>();
-    if (pu.name.size() > 23) return make_error("{}: units[{}].name '{}' is longer than 23 bytes", origin, i, pu.name);
+    if (pu.name.size() > kMaxUnitName)
+      return make_error("{}: units[{}].name '{}' is longer than {} bytes", origin, i, pu.name, kMaxUnitName);
     if (!u.contains("bytes") || !u["bytes"].is_number_unsigned())
       return make_error("{}: units[{}].bytes must be a non-negative integer", origin, i);
     pu.bytes = u["bytes"].get<std::uint64_t>();
@@ -124,6 +127,40 @@ SequenceMatcher::Step SequenceMatcher::on_kernel(std::string_view name) {
   return s;
 }
 
+namespace {
+
+bool is_word(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+// The tower a numbered range belongs to: the range before the keyword, without
+// leading/trailing separators and leading "model"/"transformer" roots.
+std::string tower_of(const std::string& range, std::size_t match_pos, const std::string& match) {
+  std::size_t end = match_pos;
+  for (std::size_t k = 0; k < match.size() && !is_alnum(match[k]); ++k) ++end;
+  std::string p = range.substr(0, end);
+  auto trim = [&] {
+    while (!p.empty() && !is_alnum(p.back())) p.pop_back();
+    std::size_t b = 0;
+    while (b < p.size() && !is_alnum(p[b])) ++b;
+    p.erase(0, b);
+  };
+  trim();
+  for (bool again = true; again;) {
+    again = false;
+    for (const char* root : {"model", "transformer"}) {
+      const std::size_t n = std::strlen(root);
+      if (p.compare(0, n, root) == 0 && (p.size() == n || !is_word(p[n]))) {
+        p.erase(0, n);
+        trim();
+        again = true;
+      }
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
 std::string unit_name_for_range(const std::string& range, const std::string& pattern, bool* is_unit) {
   *is_unit = false;
   std::regex re;
@@ -135,8 +172,21 @@ std::string unit_name_for_range(const std::string& range, const std::string& pat
   std::smatch m;
   if (!std::regex_search(range, m, re)) return {};
   *is_unit = true;
-  if (m.size() > 1 && m[1].matched) return "layers." + m[1].str();
-  return range.size() > 23 ? range.substr(0, 23) : range;
+  if (m.size() <= 1 || !m[1].matched) return range.substr(0, kMaxUnitName);
+  const std::string base = "layers." + m[1].str();
+  if (base.size() + 2 > kMaxUnitName) return base.substr(0, kMaxUnitName);  // no room for a tower
+  std::string tower = tower_of(range, static_cast<std::size_t>(m.position(0)), m[0].str());
+  if (tower.empty()) return base;
+  const std::size_t room = kMaxUnitName - base.size() - 1;
+  if (tower.size() > room) {
+    // Whole leading components that fit, else the first `room` characters.
+    std::size_t cut = 0;
+    for (std::size_t q = 1; q <= room && q < tower.size(); ++q)
+      if (!is_word(tower[q])) cut = q;
+    tower.resize(cut ? cut : room);
+    while (!tower.empty() && !is_alnum(tower.back())) tower.pop_back();
+  }
+  return tower.empty() ? base : tower + "." + base;
 }
 
 }  // namespace ripple::cuhook

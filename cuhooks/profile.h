@@ -16,10 +16,17 @@
 #include <vector>
 
 #include "agent/common/status.h"
+#include "agent/engine/protocol.h"
 
 namespace ripple::cuhook {
 
 inline constexpr const char* kCatalogFormat = "ripple-unit-catalog/1";
+// Unit names travel in the protocol's fixed field (NUL included).
+inline constexpr std::size_t kMaxUnitName = engine::kUnitNameBytes - 1;
+// The default RIPPLE_NVTX_PATTERN: numbered layers ("model.layers.3", "h.3",
+// "visual.blocks.3") and the output head.
+inline constexpr const char* kDefaultNvtxPattern =
+    "(?:^|[^A-Za-z])(?:layers|layer|h|blocks)[._ ]?([0-9]+)|(?:^|\\.)lm_head$";
 
 struct ProfileUnit {
   std::string name;
@@ -68,8 +75,18 @@ class SequenceMatcher {
 };
 
 // Maps NVTX range names to catalog units: names matching `pattern` (ECMAScript regex)
-// are unit ranges; capture group 1, when present, is a layer number naming
-// "layers.<n>", else the whole range name is the unit name.
+// are unit ranges. When capture group 1 (a layer number) matched, the unit is
+// "<tower>.layers.<n>": <tower> is what precedes the match (separators at the match's
+// start belong to it; trailing separators dropped) minus leading "model"/"transformer"
+// roots, and the name is just "layers.<n>" when nothing is left:
+//   model.layers.3, h.3, transformer.h.3        -> layers.3
+//   visual.blocks.3, model.visual.blocks.3      -> visual.layers.3
+// Without group 1 the whole range name is the unit name ("lm_head").
+// Names are cut to kMaxUnitName bytes: "layers.<n>" is kept whole and the tower keeps
+// its leading components ('.', '/', ':', '-', ' ' separate them) that fit, else its
+// first characters:
+//   vision_tower.vision_model.encoder.layers.12 -> vision_tower.layers.12
+// A name without a layer number is cut to its first kMaxUnitName bytes.
 std::string unit_name_for_range(const std::string& range, const std::string& pattern, bool* is_unit);
 
 }  // namespace ripple::cuhook

@@ -69,8 +69,7 @@ struct Config {
   std::string socket = engine::kDefaultSocket;
   Fail fail = Fail::kUnset;
   std::string profile_path;
-  // Numbered layers ("model.layers.3", "h.3", "blocks.3") and the output head.
-  std::string nvtx_pattern = "(?:^|[^A-Za-z])(?:layers|layer|h|blocks)[._ ]?([0-9]+)|(?:^|\\.)lm_head$";
+  std::string nvtx_pattern = kDefaultNvtxPattern;
   bool b_nvtx = true, b_profile = true, b_copy = true, b_graph = true, b_api = true;
   std::uint64_t copy_min_bytes = 1 << 20;
   std::uint64_t unit_bytes = 0, graph_bytes = 0;

@@ -78,6 +78,49 @@ TEST(Profile, RangeNamesMapToUnits) {
   EXPECT_TRUE(unit);
 }
 
+// Tests that a numbered unit keeps the tower before its keyword (minus a model or
+// transformer root), so a VLM's vision blocks and its decoder layers do not collide.
+TEST(Profile, RangeNamesKeepTheirTower) {
+  const std::string pat = kDefaultNvtxPattern;
+  auto name = [&](const char* range) {
+    bool unit = false;
+    std::string n = unit_name_for_range(range, pat, &unit);
+    EXPECT_TRUE(unit) << range;
+    return n;
+  };
+  EXPECT_EQ(name("model.layers.3"), "layers.3");
+  EXPECT_EQ(name("layers.3"), "layers.3");
+  EXPECT_EQ(name("h.3"), "layers.3");
+  EXPECT_EQ(name("transformer.h.3"), "layers.3");
+  EXPECT_EQ(name("model.model.layers.3"), "layers.3");
+  EXPECT_EQ(name("visual.blocks.3"), "visual.layers.3");
+  EXPECT_EQ(name("model.visual.blocks.3"), "visual.layers.3");
+  EXPECT_EQ(name("vit/encoder/layer_7"), "vit/encoder.layers.7");
+  EXPECT_EQ(name("lm_head"), "lm_head");
+  EXPECT_NE(name("visual.blocks.3"), name("model.layers.3"));
+  EXPECT_EQ(name("modelx.layers.3"), "modelx.layers.3") << "only a whole component is a root";
+  bool unit = true;
+  unit_name_for_range("visual.merger", pat, &unit);
+  EXPECT_FALSE(unit);
+}
+
+// Tests the truncation rule: names fit the protocol's unit-name field, "layers.N" is kept
+// whole, the tower keeps its leading components that fit, else its first characters.
+TEST(Profile, LongRangeNamesAreCutToTheProtocolLimit) {
+  static_assert(kMaxUnitName == ripple::engine::kUnitNameBytes - 1);
+  const std::string pat = kDefaultNvtxPattern;
+  bool unit = false;
+  EXPECT_EQ(unit_name_for_range("vision_tower.vision_model.encoder.layers.12", pat, &unit), "vision_tower.layers.12");
+  EXPECT_EQ(unit_name_for_range("language_model.model.layers.3", pat, &unit), "language_model.layers.3");
+  EXPECT_EQ(unit_name_for_range("language_model.model.layers.3", pat, &unit).size(), kMaxUnitName);
+  EXPECT_EQ(unit_name_for_range("averyveryverylongtowername.layers.7", pat, &unit), "averyveryveryl.layers.7");
+  EXPECT_EQ(unit_name_for_range("model.layers.123456789012345678901", pat, &unit), "layers.1234567890123456");
+  const std::string head = "decoder.a_very_long_output_head_name";
+  EXPECT_EQ(unit_name_for_range(head, "head", &unit), head.substr(0, kMaxUnitName));
+  for (const char* r : {"vision_tower.vision_model.encoder.layers.12", "x.y.z.w.v.u.t.s.r.q.p.o.layers.99"})
+    EXPECT_LE(unit_name_for_range(r, pat, &unit).size(), kMaxUnitName) << r;
+}
+
 class ModelDir : public ::testing::Test {
  protected:
   void SetUp() override {
