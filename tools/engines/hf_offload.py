@@ -16,6 +16,7 @@ Embeddings, the final norm and the LM head stay on the GPU; the KV cache is on t
 Prints tokens/s and the weight bytes streamed per token, then one RESULT line.
 """
 import argparse
+import hashlib
 import sys
 import time
 
@@ -42,6 +43,9 @@ def main():
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--duration-s", type=float, default=0, help="generate repeatedly for this long")
     ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--count-launches", action="store_true",
+                    help="run the timed generation under torch.profiler and print the kernel launches and "
+                         "copies it saw beside the interposer's counters for the same region (when preloaded)")
     args = ap.parse_args()
     if args.preset not in PRESETS:
         die(f"unknown preset '{args.preset}' (known: {', '.join(PRESETS)})")
@@ -94,18 +98,44 @@ def main():
 
     ids = torch.randint(0, cfg.vocab_size, (1, args.prompt_tokens), device=dev)
     gen = dict(max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens, do_sample=False, use_cache=True)
+    prof, hook0 = None, None
     with torch.inference_mode():
         model.generate(ids, **dict(gen, max_new_tokens=2, min_new_tokens=2))  # warm-up
         torch.cuda.synchronize()
+        if args.count_launches:
+            from torch.profiler import ProfilerActivity, profile
+            prof = profile(activities=[ProfilerActivity.CUDA])
+            prof.__enter__()
+            hook0 = hook_stats()
         t0 = time.perf_counter()
         runs = 0
         while True:
-            model.generate(ids, **gen)
+            out = model.generate(ids, **gen)
             runs += 1
             torch.cuda.synchronize()
             if time.perf_counter() - t0 >= args.duration_s:
                 break
         dt = time.perf_counter() - t0
+        if prof is not None:
+            hook1 = hook_stats()
+            prof.__exit__(None, None, None)
+    # The generated tokens' fingerprint: the same weights (seeded) must give the same tokens.
+    toks = out[0, args.prompt_tokens:].tolist()
+    fp = hashlib.sha256(",".join(map(str, toks)).encode()).hexdigest()[:16]
+    if prof is not None:
+        kernels = copies = 0
+        for e in prof.events():
+            if e.device_type != torch.autograd.DeviceType.CUDA:
+                continue
+            n = e.name.lower()
+            if n.startswith("memcpy") or n.startswith("memset"):
+                copies += 1
+            else:
+                kernels += 1
+        hl = hc = "n/a"
+        if hook0 is not None and hook1 is not None:
+            hl, hc = hook1[0] - hook0[0], hook1[1] - hook0[1]
+        print(f"LAUNCHES profiler_kernels={kernels} profiler_copies={copies} hook_launches={hl} hook_copies={hc}")
     # Each generate = one prefill + (new_tokens - 1) decode steps; each streams every layer once.
     passes = runs * args.new_tokens
     tps = passes / dt
@@ -114,7 +144,20 @@ def main():
           f"{passes} tokens in {dt:.2f} s = {tps:.2f} tokens/s; decoder-layer weights {wgb:.2f} GB per forward pass "
           f"({'streamed H2D' if args.offload != 'none' else 'read from HBM'}), {wgb * tps:.1f} GB/s")
     print(f"RESULT engine=hf_offload preset={args.preset} offload={args.offload} tok_s={tps:.3f} "
-          f"layer_gb={wgb:.3f} gbs={wgb * tps:.1f}")
+          f"layer_gb={wgb:.3f} gbs={wgb * tps:.1f} tokens_fp={fp}")
+
+
+def hook_stats():
+    """(launches, copies) from libripple-cuhook.so when it is preloaded, else None. The
+    engine does not need Ripple: this only reads the interposer's counters for the check."""
+    import ctypes
+    try:
+        f = ctypes.CDLL(None).ripple_cuhook_get_stats
+    except AttributeError:
+        return None
+    buf = (ctypes.c_uint64 * 24)()
+    f(buf, ctypes.sizeof(buf))
+    return buf[0], buf[1]
 
 
 if __name__ == "__main__":
