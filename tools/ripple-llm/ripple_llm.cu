@@ -27,6 +27,7 @@
 #include "tools/ripple-llm/model.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -424,6 +425,7 @@ struct Options {
   bool frames = false;
   double period_ms = 5000, deadline_ms = 0;
   int image_tokens = 1024, prompt_tokens = 64, frame_decode_tokens = 16, requests = 5;
+  std::string frame_log;  // --frame-log: one CSV line per frame, as it ends
   bool probe = true;
   bool per_unit = false;
   int warmup = 2;
@@ -931,7 +933,9 @@ void usage() {
       "  --device N           CUDA device\n"
       "  --frames             VLM-like mode: one request (vision encoder, prefill, short decode)\n"
       "                       per --period-ms, checked against --deadline-ms (default: period)\n"
-      "  --requests N --image-tokens N --prompt-tokens N --frame-decode-tokens N\n");
+      "  --requests N --image-tokens N --prompt-tokens N --frame-decode-tokens N\n"
+      "  --frame-log FILE     write frame,release_ns,start_ns,end_ns (CLOCK_MONOTONIC) per frame\n"
+      "                       as it ends, warm-up frame 0 included; release = its scheduled time\n");
 }
 
 int main_impl(int argc, char** argv) {
@@ -979,6 +983,8 @@ int main_impl(int argc, char** argv) {
       o.period_ms = num(need(i, "--period-ms"), "--period-ms", 1, 1e7);
     } else if (a == "--deadline-ms") {
       o.deadline_ms = num(need(i, "--deadline-ms"), "--deadline-ms", 1, 1e7);
+    } else if (a == "--frame-log") {
+      o.frame_log = need(i, "--frame-log");
     } else if (a == "--requests") {
       o.requests = int(num(need(i, "--requests"), "--requests", 1, 1e6));
     } else if (a == "--image-tokens") {
@@ -1041,6 +1047,19 @@ int main_impl(int argc, char** argv) {
     int hits = 0;
     std::vector<double> lat;
     Counters c;
+    FILE* flog = nullptr;
+    if (!o.frame_log.empty()) {
+      flog = std::fopen(o.frame_log.c_str(), "w");
+      if (!flog) {
+        std::fprintf(stderr, "ripple-llm: error: --frame-log: cannot write %s: %s\n", o.frame_log.c_str(), std::strerror(errno));
+        return 2;
+      }
+      std::fprintf(flog, "frame,release_ns,start_ns,end_ns\n");
+      std::fflush(flog);
+    }
+    auto ns = [](std::chrono::steady_clock::time_point t) {  // steady_clock is CLOCK_MONOTONIC here
+      return static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+    };
     auto next = std::chrono::steady_clock::now();
     for (int r = 0; r < o.requests + 1; ++r) {  // request 0 is warm-up
       std::this_thread::sleep_until(next);
@@ -1049,7 +1068,12 @@ int main_impl(int argc, char** argv) {
       eng.frame_request(&rc);
       CUDA_CHECK(cudaStreamSynchronize(eng.stream()));
       CUDA_CHECK(cudaDeviceSynchronize());
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const auto t1 = std::chrono::steady_clock::now();
+      if (flog) {
+        std::fprintf(flog, "%d,%lld,%lld,%lld\n", r, ns(next), ns(t0), ns(t1));
+        std::fflush(flog);
+      }
+      double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
       if (r > 0) {
         lat.push_back(ms);
         hits += ms <= o.deadline_ms;
