@@ -7,7 +7,8 @@
 namespace ripple::policy {
 
 std::string policy_names() {
-  return "ripple, unmanaged, pause, cap-1/8, cap-1/4, cap-1/2, sigamma, sereno, sereno-ui-first";
+  return "ripple, unmanaged, pause, cap-1/8, cap-1/4, cap-1/2, sigamma, sereno, sereno-ui-first, "
+         "pace-R (R GB/s, e.g. pace-2)";
 }
 
 namespace {
@@ -46,6 +47,14 @@ Result<std::unique_ptr<admission::Policy>> make_policy(std::string_view name, co
     if (!x || !(*x > 0) || *x > 1)
       return make_error("policy {}: the cap fraction must be in (0, 1], e.g. cap-1/4", name);
     return P(std::make_unique<CapPolicy>(*x, std::string(name)));
+  }
+  if (name.substr(0, 5) == "pace-") {
+    auto r = parse_fraction(name.substr(5));
+    if (!r || !(*r >= PacePolicy::kMinGbps) || *r > PacePolicy::kMaxGbps)
+      return make_error("policy {}: the pace R must be a positive number of GB/s (from {:g} to {:g}), e.g. pace-2 or "
+                        "pace-0.5",
+                        name, PacePolicy::kMinGbps, PacePolicy::kMaxGbps);
+    return P(std::make_unique<PacePolicy>(*r, std::string(name)));
   }
   return make_error("unknown policy '{}' (valid: {})", name, policy_names());
 }
