@@ -77,6 +77,7 @@ struct Config {
   std::string stats_path, record_path;
   int grant_timeout_ms = 0;  // 0: wait as long as the agent says
   int reconnect_ms = 500;
+  bool learn = true;  // learn the NVTX pass (no profile sequence)
 };
 
 std::string env_str(const char* k, const std::string& def) {
@@ -134,6 +135,7 @@ Config read_config() {
   c.record_path = env_str("RIPPLE_RECORD", "");
   c.grant_timeout_ms = static_cast<int>(env_u64("RIPPLE_GRANT_TIMEOUT_MS", 0));
   c.reconnect_ms = static_cast<int>(env_u64("RIPPLE_RECONNECT_MS", 500));
+  c.learn = env_str("RIPPLE_LEARN", "on") != "off";
   return c;
 }
 
@@ -145,6 +147,7 @@ struct Counters {
   std::atomic<std::uint64_t> capture_skips{0}, comm_skips{0}, agent_connects{0}, agent_losses{0};
   std::atomic<std::uint64_t> passthrough{0}, via_procaddr{0}, unwrapped{0}, errors{0};
   std::atomic<std::uint64_t> profile_resyncs{0}, nvtx_pushes{0}, seq_mismatch{0};
+  std::atomic<std::uint64_t> passes_learned{0}, relearns{0}, learned_pass_units{0}, unit_copy_bytes{0};
   std::atomic<std::uint64_t> calls[kHookCount]{}, bytes[kHookCount]{};
 };
 Counters g_c;
@@ -185,7 +188,8 @@ struct Timed {
   std::uint64_t gen;
   CUevent start = nullptr, end = nullptr;
   CUcontext ctx = nullptr;
-  std::string unit;  // record mode: the unit's name
+  std::string unit;  // the unit's label (record mode; a one-unit grant when learning)
+  bool single = false;  // the grant covered one unit: its time is that unit's
 };
 
 struct ThreadState {
@@ -239,6 +243,21 @@ class Runtime {
   void watcher_loop();
   CUevent take_event();
   void record_line(const std::string& line);
+  // Record mode: a unit line ({"u":...} opens, {"e":1} closes) and whether copies are
+  // traced, both under rec_m_, so a copy line lies between its unit's lines.
+  void record_unit_line(const std::string& line, bool open);
+  // A host<->device copy: traced (record mode) or added to the open unit occurrence.
+  void host_copy(const Op& op);
+  // Pass learning (NVTX engines without a profile sequence). Under gm_.
+  std::uint32_t learn_step_locked(const std::string& label, bool* whole_pass, std::size_t* from);
+  void observe_locked(const std::string& label);
+  void learn_locked(const std::vector<std::string>& labels);
+  void deviate_locked(const std::string& label);
+  void begin_occurrence_locked(const std::string& label);
+  void end_occurrence_locked();
+  std::uint64_t duration_for(std::uint64_t bytes) const {
+    return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(static_cast<double>(bytes) / gbps_));
+  }
   std::vector<std::uint32_t> copy_units(std::uint64_t bytes) const;
   bool fail_closed() const {
     return cfg_.fail == Fail::kClosed || (cfg_.fail == Fail::kUnset && agent_fail_ == engine::FailMode::kClosed);
@@ -252,6 +271,8 @@ class Runtime {
   std::vector<std::uint32_t> seq_;  // catalog indices of the profile's forward sequence
   std::vector<engine::UnitInfo> catalog_;
   std::uint32_t graph_unit_ = 0, generic_unit_ = 0, copy_base_ = 0;
+  std::size_t base_catalog_ = 0;  // catalog_ before learned units
+  double gbps_ = 200;
   static constexpr int kMinCopyShift = 12, kMaxCopyShift = 44;
 
   // Function names (cuFuncGetName), cached.
@@ -299,6 +320,27 @@ class Runtime {
   // Record mode.
   std::mutex rec_m_;
   FILE* rec_ = nullptr;
+  bool rec_open_ = false;  // under rec_m_: a unit is open (its copies are traced)
+
+  // Pass learning. The per-label samples (copy bytes per occurrence, GPU time of one-unit
+  // grants) are under learn_m_ (the watcher adds times); the rest under gm_.
+  struct LabelSamples {
+    std::deque<std::uint64_t> bytes, ns;
+  };
+  static constexpr std::size_t kSamples = 16;
+  bool learn_ = false;
+  std::mutex learn_m_;
+  std::unordered_map<std::string, LabelSamples> samples_;
+  std::atomic<bool> occ_open_{false};
+  std::atomic<std::uint64_t> occ_bytes_{0};
+  std::string occ_label_;
+  std::string first_label_;
+  std::size_t skipped_ = 0;  // labels seen while waiting for first_label_
+  std::vector<std::string> cand_, prev_cand_;
+  bool learned_ = false, pass_work_ = false, renewing_ = false, warned_catalog_ = false;
+  std::vector<std::uint32_t> pass_;
+  std::unordered_map<std::string, std::uint32_t> learned_units_;
+  std::vector<engine::UnitInfo> session_catalog_;  // what the current session's Hello held
 };
 
 Runtime::Runtime() : cfg_(read_config()) {
@@ -334,11 +376,14 @@ Runtime::Runtime() : cfg_(read_config()) {
     catalog_.push_back({"copy-2^" + std::to_string(s), 1ull << s, 0});
   // The protocol wants every unit to have bytes and a duration: unknown bytes count as
   // one, unknown durations are estimated at RIPPLE_GPU_GBPS (default 200 GB/s).
-  const double gbps = static_cast<double>(env_u64("RIPPLE_GPU_GBPS", 200));
+  gbps_ = static_cast<double>(std::max<std::uint64_t>(1, env_u64("RIPPLE_GPU_GBPS", 200)));
   for (auto& u : catalog_) {
     u.bytes = std::max<std::uint64_t>(u.bytes, 1);
-    if (u.duration_ns == 0) u.duration_ns = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(static_cast<double>(u.bytes) / gbps));
+    if (u.duration_ns == 0) u.duration_ns = duration_for(u.bytes);
   }
+  base_catalog_ = catalog_.size();
+  // Without a profile sequence, NVTX engines get whole-pass works once the pass is learned.
+  learn_ = cfg_.learn && cfg_.b_nvtx && seq_.empty() && cfg_.record_path.empty();
   bool any_kernels = false;
   for (const auto& u : profile_.units) any_kernels |= !u.kernels.empty();
   if (any_kernels && cfg_.b_profile) matcher_ = std::make_unique<SequenceMatcher>(profile_);
@@ -401,6 +446,31 @@ void Runtime::record_line(const std::string& line) {
   fputc('\n', rec_);
 }
 
+void Runtime::record_unit_line(const std::string& line, bool open) {
+  if (!rec_) return;
+  std::lock_guard<std::mutex> l(rec_m_);
+  fputs(line.c_str(), rec_);
+  fputc('\n', rec_);
+  rec_open_ = open;
+}
+
+void Runtime::host_copy(const Op& op) {
+  if (rec_) {
+    {
+      std::lock_guard<std::mutex> l(rec_m_);
+      if (!rec_open_) return;
+    }
+    if (capturing(op.stream)) return;  // not executed now: part of a graph
+    std::lock_guard<std::mutex> l(rec_m_);
+    if (!rec_open_) return;
+    fprintf(rec_, "{\"c\":%llu,\"d\":\"%s\"}\n", op.bytes, op.dir == RH_DIR_H2D ? "h2d" : "d2h");
+    return;
+  }
+  if (!learn_ || !occ_open_.load(std::memory_order_relaxed) || capturing(op.stream)) return;
+  occ_bytes_.fetch_add(op.bytes, std::memory_order_relaxed);
+  g_c.unit_copy_bytes.fetch_add(op.bytes, std::memory_order_relaxed);
+}
+
 std::string json_str(const std::string& s) {
   std::string o = "\"";
   for (char ch : s) {
@@ -424,6 +494,7 @@ void Runtime::before(Op& op) {
     g_c.copies.fetch_add(1, std::memory_order_relaxed);
     if (op.dir == RH_DIR_H2D) g_c.h2d_bytes.fetch_add(op.bytes, std::memory_order_relaxed);
     if (op.dir == RH_DIR_D2H) g_c.d2h_bytes.fetch_add(op.bytes, std::memory_order_relaxed);
+    if (op.kind == RH_COPY && (op.dir == RH_DIR_H2D || op.dir == RH_DIR_D2H)) host_copy(op);
   }
   if (op.kind == RH_HOSTFN) return;
   if (op.kind == RH_KERNEL) {
@@ -493,7 +564,7 @@ void Runtime::after(const Op& op, CUresult r) {
 // The calling thread blocks until a grant covers every unit in `units` (one unit, or the
 // copy units of one copy). Returns 0 when granted, -1 when the units run unmanaged, -2
 // when they were not entered at all (stream capture).
-int Runtime::enter(const std::vector<std::uint32_t>& units, CUstream s, Source src, const std::string& label) {
+int Runtime::enter(const std::vector<std::uint32_t>& units_in, CUstream s, Source src, const std::string& label) {
   if (capturing(s)) {
     g_c.capture_skips.fetch_add(1, std::memory_order_relaxed);
     return -2;
@@ -510,7 +581,7 @@ int Runtime::enter(const std::vector<std::uint32_t>& units, CUstream s, Source s
     // Record mode: no agent; each unit is timed by its own event pair.
     std::lock_guard<std::mutex> l(gm_);
     close_grant_locked();
-    record_line("{\"u\":" + json_str(label) + "}");
+    record_unit_line("{\"u\":" + json_str(label) + "}", true);
     grant_ = engine::GrantMsg{};
     grant_label_ = label;
     open_unit_ = true;
@@ -519,13 +590,24 @@ int Runtime::enter(const std::vector<std::uint32_t>& units, CUstream s, Source s
   }
   std::lock_guard<std::mutex> l(gm_);
   open_unit_ = true;
+  std::vector<std::uint32_t> units = units_in;
+  bool whole_pass = false;
+  std::size_t from = 0;
+  if (src == Source::kNvtx && learn_) {
+    begin_occurrence_locked(label);
+    units = {learn_step_locked(label, &whole_pass, &from)};
+  }
   if (!work_open()) {
-    // A new work: the profile's forward sequence from this unit on, or just these units.
+    // A new work: the learned pass or the profile's forward sequence from this unit on,
+    // or just these units.
     std::vector<std::uint32_t> w = units;
-    if (units.size() == 1 && src != Source::kCopy) {
+    if (whole_pass) {
+      w.assign(pass_.begin() + static_cast<std::ptrdiff_t>(from), pass_.end());
+    } else if (units.size() == 1 && src != Source::kCopy) {
       auto it = std::find(seq_.begin(), seq_.end(), units[0]);
       if (it != seq_.end()) w.assign(it, seq_.end());
     }
+    pass_work_ = whole_pass;
     open_work_locked(w);
   } else if (units.size() == 1 && work_units_[pos_] != units[0]) {
     // The engine went another way than the profile: positions advance regardless.
@@ -554,14 +636,175 @@ void Runtime::exit_unit() {
   open_unit_ = false;
   if (rec_) {
     close_grant_locked();
-    record_line("{\"e\":1}");
+    record_unit_line("{\"e\":1}", false);
     return;
   }
+  end_occurrence_locked();
   if (grant_ && cur_pos_ + 1 >= grant_end_) close_grant_locked();
   if (!work_open()) {
     work_units_.clear();
     pos_ = base_ = 0;
+    pass_work_ = false;
   }
+}
+
+// --- pass learning -------------------------------------------------------------------
+// Without a profile sequence every NVTX unit would be its own work: one agent round trip
+// per unit. The hook learns the pass instead: the labels from one occurrence of the first
+// label to the next, learned once the same sequence is seen twice in a row. Then a new
+// session announces the learned units (bytes: median copy bytes per occurrence, else
+// RIPPLE_UNIT_BYTES, else 1; duration: median GPU time of one-unit grants, else the
+// bytes at RIPPLE_GPU_GBPS) and every boundary without an open work announces the pass
+// from its unit to the pass's end. A label off the learned pass drops it (counted as a
+// relearn); labels are learned again from the first boundary after the open work ends.
+static std::uint64_t median(std::deque<std::uint64_t> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void Runtime::begin_occurrence_locked(const std::string& label) {
+  end_occurrence_locked();
+  occ_label_ = label;
+  occ_bytes_.store(0, std::memory_order_relaxed);
+  occ_open_.store(true, std::memory_order_release);
+}
+
+void Runtime::end_occurrence_locked() {
+  if (occ_label_.empty()) return;
+  occ_open_.store(false, std::memory_order_release);
+  const std::uint64_t b = occ_bytes_.exchange(0);
+  std::lock_guard<std::mutex> l(learn_m_);
+  auto& d = samples_[occ_label_].bytes;
+  d.push_back(b);
+  if (d.size() > kSamples) d.pop_front();
+  occ_label_.clear();
+}
+
+std::uint32_t Runtime::learn_step_locked(const std::string& label, bool* whole_pass, std::size_t* from) {
+  auto known = learned_units_.find(label);
+  std::uint32_t unit = known != learned_units_.end() ? known->second : generic_unit_;
+  if (learned_) {
+    if (work_open()) {
+      if (pass_work_ && work_units_[pos_] != unit) deviate_locked(label);
+      return unit;
+    }
+    auto at = std::find(pass_.begin(), pass_.end(), unit);
+    if (known != learned_units_.end() && at != pass_.end()) {
+      *whole_pass = true;
+      *from = static_cast<std::size_t>(at - pass_.begin());
+      return unit;
+    }
+    deviate_locked(label);
+  }
+  if (work_open() && pass_work_) return unit;  // the rest of a dropped pass: not learned from
+  observe_locked(label);
+  if (learned_) {  // this label began the pass just learned
+    unit = learned_units_.at(label);
+    *whole_pass = true;
+    *from = 0;
+  }
+  return unit;
+}
+
+void Runtime::observe_locked(const std::string& label) {
+  if (first_label_.empty()) first_label_ = label;
+  if (cand_.empty() && label != first_label_) {
+    // Relearning: wait for the old pass's first label, unless it does not come back.
+    if (++skipped_ <= engine::kMaxWorkUnits) return;
+    first_label_ = label;
+  }
+  skipped_ = 0;
+  if (label == first_label_ && !cand_.empty()) {
+    if (cand_ == prev_cand_) {
+      learn_locked(cand_);
+      if (learned_) return;
+    }
+    prev_cand_ = std::move(cand_);
+    cand_.clear();
+  }
+  cand_.push_back(label);
+  if (cand_.size() > engine::kMaxWorkUnits) {
+    // The first label did not come back within a work's length: start over from here.
+    first_label_ = label;
+    cand_.assign(1, label);
+    prev_cand_.clear();
+  }
+}
+
+void Runtime::learn_locked(const std::vector<std::string>& labels) {
+  std::vector<engine::UnitInfo> cat(catalog_.begin(), catalog_.begin() + static_cast<std::ptrdiff_t>(base_catalog_));
+  std::unordered_map<std::string, std::uint32_t> idx;
+  std::vector<std::uint32_t> pass;
+  std::uint64_t pass_bytes = 0;
+  for (const auto& lb : labels) {
+    auto it = idx.find(lb);
+    if (it == idx.end()) {
+      if (cat.size() >= engine::kMaxUnits) {
+        if (!warned_catalog_) say("a pass of more than %zu distinct units does not fit a Hello: not learned", engine::kMaxUnits - base_catalog_);
+        warned_catalog_ = true;
+        prev_cand_.clear();
+        return;
+      }
+      engine::UnitInfo u;
+      u.name = lb;
+      std::uint64_t copy_bytes = 0, ns = 0;
+      {
+        std::lock_guard<std::mutex> l(learn_m_);
+        auto sm = samples_.find(lb);
+        if (sm != samples_.end()) copy_bytes = median(sm->second.bytes), ns = median(sm->second.ns);
+      }
+      u.bytes = copy_bytes ? copy_bytes : cfg_.unit_bytes ? cfg_.unit_bytes : 1;
+      u.duration_ns = ns ? ns : duration_for(u.bytes);
+      it = idx.emplace(lb, static_cast<std::uint32_t>(cat.size())).first;
+      cat.push_back(std::move(u));
+    }
+    pass.push_back(it->second);
+    pass_bytes += cat[it->second].bytes;
+  }
+  catalog_ = std::move(cat);
+  learned_units_ = std::move(idx);
+  pass_ = std::move(pass);
+  learned_ = true;
+  cand_.clear();
+  prev_cand_.clear();
+  g_c.passes_learned.fetch_add(1, std::memory_order_relaxed);
+  g_c.learned_pass_units.store(pass_.size(), std::memory_order_relaxed);
+  say("learned the NVTX pass: %zu units (%zu distinct, %llu bytes) from '%s'", pass_.size(),
+      catalog_.size() - base_catalog_, static_cast<unsigned long long>(pass_bytes), labels.front().c_str());
+  // The agent must know the learned units: a new session whose Hello holds them (the
+  // restart path: the next acquire connects and announces the open work). Unchanged
+  // names and bytes keep the session.
+  bool same = client_ && session_catalog_.size() == catalog_.size();
+  for (std::size_t i = 0; same && i < catalog_.size(); ++i)
+    same = session_catalog_[i].name == catalog_[i].name && session_catalog_[i].bytes == catalog_[i].bytes;
+  if (!client_ || same) return;
+  close_grant_locked();
+  // Let the watcher report the closed grants' GPU time to the session they belong to.
+  for (int i = 0; i < 50 && inflight_.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  {
+    std::lock_guard<std::mutex> c(cm_);
+    client_.reset();  // Bye
+  }
+  gen_.fetch_add(1);
+  grant_.reset();
+  grant_end_ = 0;
+  pending_start_.store(false);
+  next_connect_ns_ = 0;
+  renewing_ = true;
+}
+
+void Runtime::deviate_locked(const std::string& label) {
+  learned_ = false;
+  // Passes most likely still begin where they did (a VLM's image pass, a shorter pass).
+  first_label_.clear();
+  for (const auto& [name, idx] : learned_units_)
+    if (!pass_.empty() && idx == pass_.front()) first_label_ = name;
+  skipped_ = 0;
+  cand_.clear();
+  prev_cand_.clear();
+  const auto n = g_c.relearns.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (n <= 3) say("unit '%s' is off the learned pass: learning it again%s", label.c_str(), n == 3 ? " (said 3 times; counted from now on)" : "");
 }
 
 void Runtime::open_work_locked(const std::vector<std::uint32_t>& units) {
@@ -604,7 +847,10 @@ bool Runtime::connect_locked(std::size_t from) {
     agent_fail_ = client_->welcome().fail_mode;
   }
   g_c.agent_connects.fetch_add(1, std::memory_order_relaxed);
-  if (ever_connected_ || warned_unmanaged_) say("connected to the agent at %s: managed again", cfg_.socket.c_str());
+  if (renewing_ && !warned_unmanaged_) say("new session with the learned units (%zu in the catalog)", catalog_.size());
+  else if (ever_connected_ || warned_unmanaged_) say("connected to the agent at %s: managed again", cfg_.socket.c_str());
+  renewing_ = false;
+  session_catalog_ = catalog_;
   ever_connected_ = true;
   warned_unmanaged_ = false;
   // Announce what is left of the open work (from the unit being acquired) under a new id.
@@ -701,6 +947,7 @@ void Runtime::close_grant_locked() {
   t.grant = *grant_;
   t.gen = gen_.load();
   t.unit = grant_label_;
+  t.single = grant_->count == 1;
   if (!pending_start_.load() && start_ev_) {
     t.start = start_ev_;
     t.ctx = start_ctx_;
@@ -760,6 +1007,12 @@ void Runtime::watcher_loop() {
       if (rec_) {
         record_line("{\"g\":" + json_str(t.unit) + ",\"ns\":" + std::to_string(ns) + "}");
       } else {
+        if (learn_ && t.single && ns > 0 && !t.unit.empty()) {
+          std::lock_guard<std::mutex> l(learn_m_);
+          auto& d = samples_[t.unit].ns;
+          d.push_back(ns);
+          if (d.size() > kSamples) d.pop_front();
+        }
         std::lock_guard<std::mutex> c(cm_);
         if (client_ && t.gen == gen_.load() && client_->done(t.grant, ns).ok())
           g_c.done_reported.fetch_add(1, std::memory_order_relaxed);
@@ -851,6 +1104,7 @@ void Runtime::fork_child() {
   new (&comm_m_) std::mutex();
   new (&nvtx_m_) std::mutex();
   new (&rec_m_) std::mutex();
+  new (&learn_m_) std::mutex();
   if (client_) {
     ::close(client_->fd());
     (void)client_.release();  // the parent's session: neither Bye nor close again
@@ -869,6 +1123,13 @@ void Runtime::fork_child() {
   next_connect_ns_ = 0;
   warned_unmanaged_ = false;
   ever_connected_ = false;
+  // What was learned stays (the same engine code); the parent's occurrence and open pass
+  // do not, and the child's first session sends the learned catalog.
+  occ_label_.clear();
+  occ_open_.store(false);
+  pass_work_ = false;
+  renewing_ = false;
+  session_catalog_.clear();
   t_state = ThreadState{};
 }
 
@@ -895,7 +1156,9 @@ void Runtime::write_stats() {
           v(g_c.comm_skips), v(g_c.agent_connects), v(g_c.agent_losses));
   fprintf(f, "\"passthrough\":%llu,\"via_procaddr\":%llu,\"unwrapped\":%llu,\"errors\":%llu,\"profile_resyncs\":%llu,",
           v(g_c.passthrough), v(g_c.via_procaddr), v(g_c.unwrapped), v(g_c.errors), v(g_c.profile_resyncs));
-  fprintf(f, "\"nvtx_pushes\":%llu,\"seq_mismatch\":%llu,\"calls\":{", v(g_c.nvtx_pushes), v(g_c.seq_mismatch));
+  fprintf(f, "\"nvtx_pushes\":%llu,\"seq_mismatch\":%llu,", v(g_c.nvtx_pushes), v(g_c.seq_mismatch));
+  fprintf(f, "\"passes_learned\":%llu,\"relearns\":%llu,\"learned_pass_units\":%llu,\"unit_copy_bytes\":%llu,\"calls\":{",
+          v(g_c.passes_learned), v(g_c.relearns), v(g_c.learned_pass_units), v(g_c.unit_copy_bytes));
   bool first = true;
   for (int i = 0; i < kHookCount; ++i) {
     if (!g_c.calls[i].load()) continue;
@@ -970,6 +1233,7 @@ RH_API int ripple_cuhook_get_stats(struct ripple_cuhook_stats* out, size_t size)
   s.capture_skips = g_c.capture_skips, s.comm_skips = g_c.comm_skips;
   s.agent_connects = g_c.agent_connects, s.agent_losses = g_c.agent_losses;
   s.passthrough = g_c.passthrough, s.via_procaddr = g_c.via_procaddr;
+  s.passes_learned = g_c.passes_learned, s.relearns = g_c.relearns;
   if (out) memcpy(out, &s, std::min<std::size_t>(size, sizeof s));
   return 0;
 }

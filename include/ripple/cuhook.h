@@ -36,6 +36,9 @@ struct ripple_cuhook_stats {
   uint64_t agent_connects, agent_losses;
   uint64_t passthrough;       /* cuGetProcAddress results passed through unwrapped */
   uint64_t via_procaddr;      /* calls through pointers from cuGetProcAddress */
+  /* Added later: a caller passing the older, smaller size gets the fields above only. */
+  uint64_t passes_learned;    /* NVTX passes learned (whole-pass works since) */
+  uint64_t relearns;          /* learned passes dropped: the engine went another way */
 };
 
 /* The calling thread blocks until it holds a grant covering the unit `name` (a unit of
@@ -46,7 +49,8 @@ int ripple_cuhook_unit_begin(const char* name, uint64_t bytes) __attribute__((we
 int ripple_cuhook_unit_end(void) __attribute__((weak));
 /* Launches on this stream (a CUstream) are never gated: communication streams. */
 int ripple_cuhook_set_comm_stream(void* stream) __attribute__((weak));
-/* Copies the counters into *out (size: sizeof *out). Returns 0. */
+/* Copies the first `size` bytes of the counters into *out (size: sizeof *out; the
+ * struct only grows at its end, so an older caller's size still works). Returns 0. */
 int ripple_cuhook_get_stats(struct ripple_cuhook_stats* out, size_t size) __attribute__((weak));
 
 #ifdef __cplusplus

@@ -12,11 +12,11 @@ DRIVER_APP_DEPS := tests/cuhooks/driver_app.c include/ripple/cuhook.h $(O)/tests
 $(O)/tests/cuhooks/driver_app: $(DRIVER_APP_DEPS)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)$(CC) -std=gnu11 -O2 -g -Wall -I. -isystem $(CUDA_INCLUDE) $< -o $@ \
-		-L$(O)/tests/cuhooks/fake -l:libcuda.so.1 -ldl
+		-L$(O)/tests/cuhooks/fake -l:libcuda.so.1 -ldl -pthread
 $(O)/tests/cuhooks/driver_app_ptds: $(DRIVER_APP_DEPS)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)$(CC) -std=gnu11 -O2 -g -Wall -DCUDA_API_PER_THREAD_DEFAULT_STREAM -I. -isystem $(CUDA_INCLUDE) \
-		$< -o $@ -L$(O)/tests/cuhooks/fake -l:libcuda.so.1 -ldl
+		$< -o $@ -L$(O)/tests/cuhooks/fake -l:libcuda.so.1 -ldl -pthread
 
 CXXFLAGS_tests_cuhooks_cuhook_test += -isystem $(CUDA_INCLUDE)
 $(O)/tests/cuhooks/cuhook_test: $(call objs,tests/cuhooks/cuhook_test.cc tests/cuhooks/grant_server.cc) \

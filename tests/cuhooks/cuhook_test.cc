@@ -152,8 +152,24 @@ class CuhookTest : public ::testing::Test {
     std::ofstream(tmp_ + "/profile.json") << p.dump();
   }
 
+  // Runs `ripple-profile record [--catalog CATALOG] -o OUT -- driver_app ARGS`; returns
+  // its exit status (stderr in tmp_/rec.err).
+  int record(const std::string& out, const std::string& args, const std::string& catalog = "") {
+    std::string cmd = "LD_LIBRARY_PATH=" + kFakeDir + " " + kDir + "/../../bin/ripple-profile record -o " + out +
+                      (catalog.empty() ? "" : " --catalog " + catalog) + " -- " + kDir + "/driver_app direct " + args +
+                      " >/dev/null 2>" + tmp_ + "/rec.err";
+    return system(cmd.c_str());
+  }
+
   std::string tmp_, sock_;
 };
+
+// The catalog entries of a Hello by name.
+std::map<std::string, ripple::engine::UnitInfo> by_name(const ripple::engine::Hello& h) {
+  std::map<std::string, ripple::engine::UnitInfo> m;
+  for (const auto& u : h.units) m[u.name] = u;
+  return m;
+}
 
 // --- resolution paths ----------------------------------------------------------------
 
@@ -448,6 +464,228 @@ TEST_F(CuhookTest, OffMeansPassThrough) {
   ASSERT_TRUE(exited_ok(r)) << r.err;
   EXPECT_TRUE(srv.seen().hellos.empty());
   EXPECT_EQ(stats_of(r)["calls"]["cuLaunchKernel"][0].get<int>(), 3);
+}
+
+// --- whole passes: recorded copy bytes, learned NVTX passes ---------------------------
+
+// Tests that record mode measures each unit's bytes from the host<->device copies issued
+// inside its occurrences (any thread, any stream: the offload helper's H2D on its own
+// stream plus the main thread's D2H), not those outside units, that catalog bytes win,
+// and that a unit without copies keeps 0 and is reported as such.
+TEST_F(CuhookTest, ProfileRecordMeasuresUnitBytesFromCopies) {
+  json cat = {{"format", "ripple-unit-catalog/1"}, {"model", "m"}, {"units", json::array()}};
+  cat["units"].push_back({{"name", "layers.1"}, {"kind", "decoder"}, {"bytes", 777}});
+  std::ofstream(tmp_ + "/cat.json") << cat.dump();
+  const std::string out = tmp_ + "/rec.json";
+  ASSERT_EQ(record(out, "offload 5 3 2 3145728", tmp_ + "/cat.json"), 0) << slurp(tmp_ + "/rec.err");
+  json p = json::parse(slurp(out), nullptr, false);
+  ASSERT_FALSE(p.is_discarded());
+  ASSERT_EQ(p["units"].size(), 4u);
+  std::vector<std::string> names;
+  for (auto& u : p["units"]) names.push_back(u["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"layers.0", "layers.1", "layers.2", "lm_head"}))
+      << "units the catalog lacks are placed in recorded order";
+  const std::uint64_t per_layer = 3145728 + 4096;  // helper H2D + main D2H; the 8 KiB input is outside
+  EXPECT_EQ(p["units"][0]["bytes"].get<std::uint64_t>(), per_layer);
+  EXPECT_EQ(p["units"][1]["bytes"].get<std::uint64_t>(), 777u) << "catalog bytes win";
+  EXPECT_EQ(p["units"][2]["bytes"].get<std::uint64_t>(), per_layer);
+  EXPECT_EQ(p["units"][3]["bytes"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(p["units"][0].value("gpu_ns", 0ull), 0ull);
+  const std::string err = slurp(tmp_ + "/rec.err");
+  auto row = [&](const std::string& unit) {
+    std::istringstream in(err);
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind(unit + " ", 0) == 0) return line;
+    return std::string();
+  };
+  EXPECT_NE(row("layers.0").find(" 5 "), std::string::npos) << err;  // occurrences
+  EXPECT_NE(row("layers.0").find(std::to_string(per_layer) + "  copies"), std::string::npos) << err;
+  EXPECT_NE(row("layers.1").find("777  catalog"), std::string::npos) << err;
+  EXPECT_NE(row("lm_head").find("0  none"), std::string::npos) << err;
+  EXPECT_NE(err.find("traffic is in GPU memory"), std::string::npos) << err;
+}
+
+// Tests that the recorded profile drives ripple-run --profile: with NVTX units the hook
+// announces the profile's whole sequence once per pass, with the recorded bytes.
+TEST_F(CuhookTest, RecordedCopyBytesAreAnnouncedAsWholePasses) {
+  const std::string out = tmp_ + "/rec.json";
+  ASSERT_EQ(record(out, "offload 3 3 2 3145728"), 0) << slurp(tmp_ + "/rec.err");
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "offload", "6", "3", "2", "3145728"}, {{"RIPPLE_PROFILE", out}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  auto seen = srv.seen();
+  ASSERT_EQ(seen.hellos.size(), 1u);
+  const auto& h = seen.hellos[0];
+  ASSERT_GE(h.units.size(), 4u);
+  for (int l = 0; l < 3; ++l) {
+    EXPECT_EQ(h.units[l].name, "layers." + std::to_string(l));
+    EXPECT_EQ(h.units[l].bytes, 3145728u + 4096u);
+  }
+  EXPECT_EQ(h.units[3].name, "lm_head");
+  EXPECT_EQ(h.units[3].bytes, 1u) << "no copies: the protocol's minimum";
+  ASSERT_EQ(seen.works.size(), 6u);
+  for (const auto& w : seen.works) EXPECT_EQ(w.units, (std::vector<std::uint32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(seen.grants.size(), 6u);
+  json st = stats_of(r);
+  EXPECT_EQ(st["units_nvtx"].get<int>(), 24);
+  EXPECT_EQ(st["units_copy"].get<int>(), 0) << "copies inside the pass are not boundaries";
+  EXPECT_EQ(st["seq_mismatch"].get<int>(), 0);
+  EXPECT_EQ(st["passes_learned"].get<int>(), 0) << "a profile's sequence needs no learning";
+}
+
+// Tests that without a profile the hook learns the NVTX pass: one new Hello after two
+// equal passes, whose catalog holds the learned units, then one work (and one grant
+// round trip) per pass instead of one per unit; RIPPLE_LEARN=off keeps one per unit.
+TEST_F(CuhookTest, NvtxPassIsLearnedAndAnnouncedWhole) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "nvtx", "30", "4", "2", "stats"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto seen = srv.seen();
+  json st = stats_of(r);
+  EXPECT_NE(r.err.find("stats: passes_learned=1 relearns=0 units_nvtx=120 old_size_ok=1"), std::string::npos)
+      << "ripple_cuhook_get_stats: the new counters, and an older caller's size still works\n" << r.err;
+  EXPECT_EQ(st["units_nvtx"].get<int>(), 120);
+  EXPECT_EQ(st["passes_learned"].get<int>(), 1);
+  EXPECT_EQ(st["relearns"].get<int>(), 0);
+  EXPECT_EQ(st["learned_pass_units"].get<int>(), 4);
+  ASSERT_EQ(seen.hellos.size(), 2u) << "one Hello re-sent after learning\n" << r.err;
+  EXPECT_EQ(seen.byes, 1u) << "the first session ended";
+  const std::size_t base = seen.hellos[0].units.size();
+  ASSERT_EQ(seen.hellos[1].units.size(), base + 4);
+  for (int l = 0; l < 4; ++l) {
+    EXPECT_EQ(seen.hellos[1].units[base + l].name, "layers." + std::to_string(l));
+    EXPECT_EQ(seen.hellos[1].units[base + l].bytes, 1u) << "no copies, no RIPPLE_UNIT_BYTES";
+    EXPECT_GT(seen.hellos[1].units[base + l].duration_ns, 0u);
+  }
+  // Passes 1 and 2: a work per unit; pass 3 on: the whole pass.
+  ASSERT_EQ(seen.works.size(), 8u + 28u);
+  for (std::size_t i = 0; i < 8; ++i) EXPECT_EQ(seen.works[i].units.size(), 1u) << i;
+  const auto b = static_cast<std::uint32_t>(base);
+  for (std::size_t i = 8; i < seen.works.size(); ++i)
+    EXPECT_EQ(seen.works[i].units, (std::vector<std::uint32_t>{b, b + 1, b + 2, b + 3})) << i;
+  EXPECT_EQ(st["grants"].get<int>(), 36);
+  EXPECT_LT(st["grants"].get<int>() * 3, st["units_nvtx"].get<int>()) << "far fewer round trips than units";
+  EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
+  EXPECT_NE(r.err.find("learned the NVTX pass: 4 units"), std::string::npos) << r.err;
+
+  GrantServer off(sock_ + ".off");
+  ASSERT_TRUE(off.start());
+  Outcome o = run({"direct", "nvtx", "30", "4", "2"}, {{"RIPPLE_SOCKET", sock_ + ".off"}, {"RIPPLE_LEARN", "off"}});
+  ASSERT_TRUE(exited_ok(o)) << o.err;
+  EXPECT_EQ(off.seen().hellos.size(), 1u);
+  EXPECT_EQ(off.seen().works.size(), 120u);
+}
+
+// Tests that a learned unit's bytes are the median copy bytes of its occurrences (copies
+// from any thread while it is open), else RIPPLE_UNIT_BYTES, and that the whole passes
+// announced afterwards carry them.
+TEST_F(CuhookTest, LearnedUnitsCarryTheirCopyBytes) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "offload", "10", "3", "2", "3145728"}, {{"RIPPLE_UNIT_BYTES", "777"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  auto seen = srv.seen();
+  ASSERT_EQ(seen.hellos.size(), 2u) << r.err;
+  auto u = by_name(seen.hellos[1]);
+  for (int l = 0; l < 3; ++l) EXPECT_EQ(u["layers." + std::to_string(l)].bytes, 3145728u + 4096u) << l;
+  EXPECT_EQ(u["lm_head"].bytes, 777u) << "no copies: RIPPLE_UNIT_BYTES";
+  EXPECT_EQ(by_name(seen.hellos[0])["unit"].bytes, 777u);
+  ASSERT_EQ(seen.works.size(), 8u + 8u);
+  std::uint64_t pass_bytes = 0;
+  for (auto x : seen.works.back().units) pass_bytes += seen.hellos[1].units.at(x).bytes;
+  EXPECT_EQ(pass_bytes, 3 * (3145728u + 4096u) + 777u);
+  json st = stats_of(r);
+  EXPECT_EQ(st["units_copy"].get<int>(), 0) << "copies inside units are not boundaries";
+  EXPECT_EQ(st["unit_copy_bytes"].get<std::uint64_t>(), 10ull * 3 * (3145728 + 4096));
+}
+
+// Tests that a VLM's vision blocks and decoder layers are distinct learned units.
+TEST_F(CuhookTest, VisionTowerUnitsKeepTheirPrefix) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "vlm", "6", "2", "3", "1"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  auto seen = srv.seen();
+  ASSERT_EQ(seen.hellos.size(), 2u) << r.err;
+  const std::size_t base = seen.hellos[0].units.size();
+  std::vector<std::string> learned;
+  for (std::size_t i = base; i < seen.hellos[1].units.size(); ++i) learned.push_back(seen.hellos[1].units[i].name);
+  EXPECT_EQ(learned, (std::vector<std::string>{"visual.layers.0", "visual.layers.1", "layers.0", "layers.1",
+                                               "layers.2", "lm_head"}));
+  EXPECT_EQ(seen.works.back().units.size(), 6u);
+}
+
+// Tests that when the engine goes another way (passes of 3 layers after 4) the learned
+// pass is dropped (counted), learned again from the same first unit, and announced to a
+// new session.
+TEST_F(CuhookTest, ChangedPassIsRelearned) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "nvtx", "10", "4", "2", "nvtx", "10", "3", "2"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  auto seen = srv.seen();
+  json st = stats_of(r);
+  EXPECT_EQ(st["passes_learned"].get<int>(), 2);
+  EXPECT_EQ(st["relearns"].get<int>(), 1);
+  EXPECT_EQ(st["learned_pass_units"].get<int>(), 3);
+  ASSERT_EQ(seen.hellos.size(), 3u) << r.err;
+  const std::size_t base = seen.hellos[0].units.size();
+  ASSERT_EQ(seen.hellos[2].units.size(), base + 3);
+  EXPECT_EQ(seen.hellos[2].units[base].name, "layers.0") << "the pass still begins at its first unit";
+  const auto b = static_cast<std::uint32_t>(base);
+  EXPECT_EQ(seen.works.back().units, (std::vector<std::uint32_t>{b, b + 1, b + 2}));
+  EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
+  EXPECT_NE(r.err.find("off the learned pass"), std::string::npos) << r.err;
+}
+
+// Tests that a brief detour (one short pass) is relearned as the same pass, and that the
+// same learned units (names and bytes) keep the session: no further Hello.
+TEST_F(CuhookTest, RelearningTheSamePassKeepsTheSession) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "nvtx", "10", "4", "2", "nvtx", "1", "2", "2", "nvtx", "10", "4", "2"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  auto seen = srv.seen();
+  json st = stats_of(r);
+  EXPECT_EQ(st["passes_learned"].get<int>(), 2);
+  EXPECT_EQ(st["relearns"].get<int>(), 1);
+  EXPECT_EQ(seen.hellos.size(), 2u) << r.err;
+  const auto b = static_cast<std::uint32_t>(seen.hellos[0].units.size());
+  EXPECT_EQ(seen.works.back().units, (std::vector<std::uint32_t>{b, b + 1, b + 2, b + 3}));
+}
+
+// Tests that after an agent restart the new session's Hello holds the learned units and
+// whole passes keep being announced (the open pass's rest first).
+TEST_F(CuhookTest, LearnedPassSurvivesAgentRestart) {
+  auto first = std::make_unique<GrantServer>(sock_);
+  ASSERT_TRUE(first->start());
+  GrantServer second(sock_);
+  Outcome r = run({"direct", "sleep", "10", "nvtx", "60", "4", "2"}, {}, false, [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    first->stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    ASSERT_TRUE(second.start());
+  });
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  json st = stats_of(r);
+  EXPECT_EQ(st["passes_learned"].get<int>(), 1) << r.err;
+  EXPECT_EQ(st["relearns"].get<int>(), 0);
+  EXPECT_GE(st["agent_losses"].get<int>(), 1);
+  auto seen = second.seen();
+  ASSERT_GE(seen.hellos.size(), 1u) << r.err;
+  auto u = by_name(seen.hellos[0]);
+  for (int l = 0; l < 4; ++l) EXPECT_EQ(u.count("layers." + std::to_string(l)), 1u) << l;
+  ASSERT_GE(seen.works.size(), 5u);
+  std::size_t whole = 0;
+  for (const auto& w : seen.works) {
+    EXPECT_LE(w.units.size(), 4u);
+    whole += w.units.size() == 4;
+  }
+  EXPECT_GE(whole + 1, seen.works.size()) << "only the first work may be the rest of an open pass";
 }
 
 // --- tools -----------------------------------------------------------------------

@@ -17,16 +17,31 @@
  *                                ("attn_k", "mlp_k", ...; first param = bytes)
  *         nvtx P L K             the same, each layer inside nvtxRangePushA("model.layers.N")
  *         api P L K              the same, each layer inside ripple_cuhook_unit_begin/end
+ *         offload P L K BYTES    P passes; before each an 8 KiB host-to-device input copy
+ *                                outside any unit; then L ranges "model.layers.N", each with
+ *                                an H2D copy of BYTES issued by a helper thread on its own
+ *                                stream (an offloading engine's weight stream), a 4 KiB
+ *                                D2H copy on the main stream and K kernels; then an
+ *                                "lm_head" range with the head kernel and no copy
+ *         vlm P V L K            P passes of V ranges "visual.blocks.N" (a vision tower),
+ *                                L ranges "model.layers.N" and "lm_head", K kernels each
  *         copies N BYTES         N host-to-device copies of BYTES (offload-style streaming)
  *         graph N                N CUDA graph launches
  *         fork                   ops, fork; the child runs the ops mix again
  *         sleep MS               sleep between passes (layers/nvtx/copies)
  *         comm N                 N launches of an "nccl" kernel
+ *         stats                  ripple_cuhook_get_stats with the full size and with the size
+ *                                before passes_learned was added (the rest must stay
+ *                                untouched); prints "stats: passes_learned=N relearns=M
+ *                                units_nvtx=U old_size_ok=0|1" to stderr
  */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,6 +267,91 @@ static void layers(int passes, int L, int K, int how) {
   }
 }
 
+/* The helper thread of `offload`: one H2D copy of g_off_bytes on its own stream per
+ * post of g_off_go, answered by g_off_done (the main thread waits: the copy is issued
+ * while the main thread's range is open). */
+static sem_t g_off_go, g_off_done;
+static unsigned long long g_off_bytes;
+static CUdeviceptr g_off_dev;
+static char* g_off_host;
+static int g_off_quit;
+static void* offload_helper(void* ctx) {
+  CHECK(cuCtxSetCurrent((CUcontext)ctx));
+  CUstream s;
+  CHECK(cuStreamCreate(&s, 0));
+  for (;;) {
+    sem_wait(&g_off_go);
+    if (g_off_quit) break;
+    CHECK(A.htod_async(g_off_dev, g_off_host, g_off_bytes, s));
+    sem_post(&g_off_done);
+  }
+  return NULL;
+}
+
+static void offload(int passes, int L, int K, unsigned long long bytes, CUcontext ctx) {
+  static const char* names[] = {"attn_k", "mlp_k", "norm_k", "rope_k", "gemv_k", "act_k"};
+  CUfunction fs[6];
+  for (int k = 0; k < 6; ++k) fs[k] = func(names[k]);
+  CUfunction head = func("head_k");
+  enum { kIn = 8192, kOut = 4096 };
+  CUdeviceptr io;
+  CHECK(cuMemAlloc(&g_off_dev, bytes));
+  CHECK(cuMemAlloc(&io, kIn));
+  g_off_host = calloc(1, bytes);
+  char buf[kIn] = {0};
+  g_off_bytes = bytes;
+  sem_init(&g_off_go, 0, 0);
+  sem_init(&g_off_done, 0, 0);
+  pthread_t t;
+  pthread_create(&t, NULL, offload_helper, ctx);
+  for (int p = 0; p < passes; ++p) {
+    CHECK(A.htod_async(io, buf, kIn, g_stream)); /* the input: outside any unit */
+    for (int l = 0; l < L; ++l) {
+      char rn[64];
+      snprintf(rn, sizeof rn, "model.layers.%d", l);
+      nvtxRangePushA(rn);
+      sem_post(&g_off_go);
+      sem_wait(&g_off_done);
+      for (int k = 0; k < K; ++k) kernel(fs[k % 6], 65536);
+      CHECK(A.dtoh_async(buf, io, kOut, g_stream));
+      nvtxRangePop();
+    }
+    nvtxRangePushA("lm_head");
+    kernel(head, 8192);
+    nvtxRangePop();
+    nap();
+  }
+  g_off_quit = 1;
+  sem_post(&g_off_go);
+  pthread_join(t, NULL);
+  free(g_off_host);
+  CHECK(cuMemFree(g_off_dev));
+  CHECK(cuMemFree(io));
+}
+
+static void vlm(int passes, int V, int L, int K) {
+  CUfunction f = func("attn_k"), head = func("head_k");
+  for (int p = 0; p < passes; ++p) {
+    char rn[64];
+    for (int v = 0; v < V; ++v) {
+      snprintf(rn, sizeof rn, "visual.blocks.%d", v);
+      nvtxRangePushA(rn);
+      for (int k = 0; k < K; ++k) kernel(f, 4096);
+      nvtxRangePop();
+    }
+    for (int l = 0; l < L; ++l) {
+      snprintf(rn, sizeof rn, "model.layers.%d", l);
+      nvtxRangePushA(rn);
+      for (int k = 0; k < K; ++k) kernel(f, 4096);
+      nvtxRangePop();
+    }
+    nvtxRangePushA("lm_head");
+    kernel(head, 8192);
+    nvtxRangePop();
+    nap();
+  }
+}
+
 static void copies(int n, unsigned long long bytes) {
   CUdeviceptr d;
   CHECK(cuMemAlloc(&d, bytes));
@@ -312,8 +412,28 @@ int main(int argc, char** argv) {
     else if (!strcmp(m, "nvtx")) layers(a, b, c, 1), i += 3;
     else if (!strcmp(m, "api")) layers(a, b, c, 2), i += 3;
     else if (!strcmp(m, "copies")) copies(a, strtoull(argv[i + 2], NULL, 0)), i += 2;
+    else if (!strcmp(m, "offload")) {
+      if (i + 4 >= argc) { fprintf(stderr, "driver_app: offload needs P L K BYTES\n"); return 2; }
+      offload(a, b, c, strtoull(argv[i + 4], NULL, 0), ctx), i += 4;
+    } else if (!strcmp(m, "vlm")) {
+      if (i + 4 >= argc) { fprintf(stderr, "driver_app: vlm needs P V L K\n"); return 2; }
+      vlm(a, b, c, atoi(argv[i + 4])), i += 4;
+    }
     else if (!strcmp(m, "graph")) { for (int k = 0; k < a; ++k) { CHECK(A.graph(g_graph, g_stream)); nap(); } i += 1; }
     else if (!strcmp(m, "sleep")) g_sleep_ms = a, i += 1;
+    else if (!strcmp(m, "stats")) {
+      struct ripple_cuhook_stats full, old;
+      memset(&full, 0, sizeof full);
+      memset(&old, 0xab, sizeof old);
+      int ok = ripple_cuhook_get_stats && ripple_cuhook_get_stats(&full, sizeof full) == 0 &&
+               ripple_cuhook_get_stats(&old, offsetof(struct ripple_cuhook_stats, passes_learned)) == 0;
+      const unsigned char* tail = (const unsigned char*)&old + offsetof(struct ripple_cuhook_stats, passes_learned);
+      for (size_t k = 0; ok && k < sizeof old - offsetof(struct ripple_cuhook_stats, passes_learned); ++k) ok = tail[k] == 0xab;
+      ok = ok && old.units_nvtx == full.units_nvtx;
+      fprintf(stderr, "stats: passes_learned=%llu relearns=%llu units_nvtx=%llu old_size_ok=%d\n",
+              (unsigned long long)full.passes_learned, (unsigned long long)full.relearns,
+              (unsigned long long)full.units_nvtx, ok);
+    }
     else if (!strcmp(m, "comm")) { CUfunction f = func("ncclAllReduce_k"); for (int k = 0; k < a; ++k) kernel(f, 1024); i += 1; }
     else if (!strcmp(m, "fork")) {
       ops(); /* the parent holds a live session (and a watcher thread) when it forks */

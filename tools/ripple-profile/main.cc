@@ -4,9 +4,13 @@
 //       per-unit bytes from a model directory (config.json + safetensors headers)
 //   ripple-profile record [-o OUT.json] [--catalog MODEL.json] [--nvtx-pattern RE] -- CMD...
 //       runs CMD once under the interposer in record mode and writes, per unit (found by
-//       NVTX ranges or the explicit API), its kernel sequence and median GPU time, merged
-//       into the model catalog when one is given. The result, passed to ripple-run
-//       --profile, lets the hook find the same units by kernel sequence alone.
+//       NVTX ranges or the explicit API), its kernel sequence, median GPU time and, where
+//       the catalog gives no bytes, its bytes: the median over the unit's occurrences of
+//       the host<->device copy bytes issued while one occurrence was open (any thread,
+//       any stream). Merged into the model catalog when one is given; a summary table
+//       (unit, occurrences, bytes, source, median GPU time) goes to stderr. The result,
+//       passed to ripple-run --profile, lets the hook find the same units by kernel
+//       sequence alone and announce whole passes with those bytes.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -95,54 +99,99 @@ int record(int argc, char** argv, int i) {
     unlink(trace);
     return 1;
   }
-  // The trace: {"u":unit} begins a unit, {"e":1} ends it, {"k":kernel} a launch, {"g":unit,"ns":N} a time.
+  // The trace: {"u":unit} begins an occurrence of a unit, {"e":1} ends it, {"k":kernel}
+  // a launch, {"c":bytes,"d":"h2d"|"d2h"} a host<->device copy issued while a unit was
+  // open (the hook writes none outside units), {"g":unit,"ns":N} a unit's GPU time.
   std::ifstream in(trace);
   std::vector<std::string> order;
   std::map<std::string, std::vector<std::string>> kernels;
-  std::map<std::string, std::vector<std::uint64_t>> times;
+  std::map<std::string, std::vector<std::uint64_t>> times, copy_bytes;  // per occurrence
   std::map<std::string, bool> complete;
   std::string cur, line;
+  std::uint64_t occ_bytes = 0;
   std::size_t outside = 0;
+  auto end_occurrence = [&] {
+    if (cur.empty()) return;
+    complete[cur] = true;
+    copy_bytes[cur].push_back(occ_bytes);
+    cur.clear();
+  };
   while (std::getline(in, line)) {
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded()) continue;
     if (j.contains("u")) {
-      if (!cur.empty()) complete[cur] = true;
+      end_occurrence();
       cur = j["u"].get<std::string>();
+      occ_bytes = 0;
       if (!kernels.count(cur)) order.push_back(cur), kernels[cur];
     } else if (j.contains("e")) {
-      if (!cur.empty()) complete[cur] = true;
-      cur.clear();
+      end_occurrence();
     } else if (j.contains("k")) {
       if (cur.empty()) ++outside;
       else if (!complete[cur]) kernels[cur].push_back(j["k"].get<std::string>());
+    } else if (j.contains("c")) {
+      if (!cur.empty() && j["c"].is_number_unsigned()) occ_bytes += j["c"].get<std::uint64_t>();
     } else if (j.contains("g")) {
       times[j["g"].get<std::string>()].push_back(j.value("ns", std::uint64_t{0}));
     }
   }
+  end_occurrence();
   unlink(trace);
   if (order.empty()) {
     std::fprintf(stderr, "ripple-profile: no unit boundary seen (no NVTX range matched and no "
                          "ripple_cuhook_unit_begin); is NVTX enabled in the engine?\n");
     return 1;
   }
+  auto median = [](std::vector<std::uint64_t> v) -> std::uint64_t {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
   Profile p = base;
   if (p.model.empty()) p.model = argv[i];
-  for (const auto& name : order) {
+  std::fprintf(stderr, "ripple-profile: recorded %zu unit(s); %zu launch(es) outside units\n", order.size(), outside);
+  std::fprintf(stderr, "%-23s %11s %14s  %-8s %14s\n", "unit", "occurrences", "bytes", "source", "median gpu_ns");
+  std::size_t none = 0;
+  int last = -1;  // where the previous recorded unit is in p.units
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const std::string& name = order[k];
     int u = p.find(name);
+    // Catalog bytes win; a unit the catalog lacks (or gives 0 bytes) gets its copies'.
+    const bool from_catalog = u >= 0 && p.units[static_cast<std::size_t>(u)].bytes > 0;
     if (u < 0) {
-      p.units.push_back(ProfileUnit{name, "other", 0, 0, 0, {}});
-      u = static_cast<int>(p.units.size()) - 1;
+      // The profile's unit order is the forward sequence the hook announces: a unit the
+      // catalog lacks goes after the previous recorded unit, or before the next recorded
+      // unit the catalog has (a vision tower before the decoder), else at the end.
+      int at = last + 1;
+      if (last < 0) {
+        at = static_cast<int>(p.units.size());
+        for (std::size_t q = k + 1; q < order.size(); ++q)
+          if (int c = p.find(order[q]); c >= 0) {
+            at = c;
+            break;
+          }
+      }
+      p.units.insert(p.units.begin() + at, ProfileUnit{name, "other", 0, 0, 0, {}});
+      u = at;
     }
+    last = u;
     auto& pu = p.units[static_cast<std::size_t>(u)];
     pu.kernels = kernels[name];
-    auto& t = times[name];
-    if (!t.empty()) {
-      std::sort(t.begin(), t.end());
-      pu.gpu_ns = t[t.size() / 2];
+    pu.gpu_ns = median(times[name]);
+    const char* source = "catalog";
+    if (!from_catalog) {
+      pu.bytes = median(copy_bytes[name]);
+      if (pu.total_bytes == 0) pu.total_bytes = pu.bytes;
+      source = pu.bytes ? "copies" : "none";
+      none += pu.bytes == 0;
     }
+    std::fprintf(stderr, "%-23s %11zu %14llu  %-8s %14llu\n", name.c_str(), copy_bytes[name].size(),
+                 static_cast<unsigned long long>(pu.bytes), source, static_cast<unsigned long long>(pu.gpu_ns));
   }
-  std::fprintf(stderr, "ripple-profile: recorded %zu unit(s); %zu launch(es) outside units\n", order.size(), outside);
+  if (none)
+    std::fprintf(stderr, "ripple-profile: %zu unit(s) with source 'none' keep bytes 0: no catalog bytes and no "
+                         "host<->device copy inside them (their traffic is in GPU memory; zero-copy reads of "
+                         "host memory are not seen)\n", none);
   return emit(p, out);
 }
 
