@@ -353,12 +353,17 @@ Runtime::Runtime() : cfg_(read_config()) {
   // The catalog announced to the agent: the profile's units, then one unit for a whole
   // CUDA graph, one generic unit, and power-of-two copy units (a copy of B bytes is the
   // units of B's binary digits, so its bytes are exact to 4 KiB).
+  // The forward sequence: a recorded profile's recorded units (those with kernels: units
+  // only the model catalog has, such as an embedding outside any NVTX range, are never
+  // entered), else every unit; a graph replays them all.
   std::uint64_t graph = 0;
+  bool recorded = false;
+  for (const auto& u : profile_.units) recorded |= !u.kernels.empty();
   for (std::size_t i = 0; i < profile_.units.size(); ++i) {
     const auto& u = profile_.units[i];
     catalog_.push_back({u.name, u.bytes, u.gpu_ns});
     if (u.kind != "graph") {
-      seq_.push_back(static_cast<std::uint32_t>(i));
+      if (!recorded || !u.kernels.empty()) seq_.push_back(static_cast<std::uint32_t>(i));
       graph += u.bytes;
     }
   }
@@ -384,9 +389,7 @@ Runtime::Runtime() : cfg_(read_config()) {
   base_catalog_ = catalog_.size();
   // Without a profile sequence, NVTX engines get whole-pass works once the pass is learned.
   learn_ = cfg_.learn && cfg_.b_nvtx && seq_.empty() && cfg_.record_path.empty();
-  bool any_kernels = false;
-  for (const auto& u : profile_.units) any_kernels |= !u.kernels.empty();
-  if (any_kernels && cfg_.b_profile) matcher_ = std::make_unique<SequenceMatcher>(profile_);
+  if (recorded && cfg_.b_profile) matcher_ = std::make_unique<SequenceMatcher>(profile_);
 }
 
 // The driver is touched only once the process calls it (a preloaded shell never does).

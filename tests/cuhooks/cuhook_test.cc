@@ -152,6 +152,16 @@ class CuhookTest : public ::testing::Test {
     std::ofstream(tmp_ + "/profile.json") << p.dump();
   }
 
+  // A model catalog for the offload mode: embed and head (never NVTX ranges there) and
+  // layers.1 with bytes of its own.
+  void write_offload_catalog() {
+    json cat = {{"format", "ripple-unit-catalog/1"}, {"model", "m"}, {"units", json::array()}};
+    cat["units"].push_back({{"name", "embed"}, {"kind", "embed"}, {"bytes", 4096}});
+    cat["units"].push_back({{"name", "layers.1"}, {"kind", "decoder"}, {"bytes", 777}});
+    cat["units"].push_back({{"name", "head"}, {"kind", "head"}, {"bytes", 8192}});
+    std::ofstream(tmp_ + "/cat.json") << cat.dump();
+  }
+
   // Runs `ripple-profile record [--catalog CATALOG] -o OUT -- driver_app ARGS`; returns
   // its exit status (stderr in tmp_/rec.err).
   int record(const std::string& out, const std::string& args, const std::string& catalog = "") {
@@ -473,24 +483,23 @@ TEST_F(CuhookTest, OffMeansPassThrough) {
 // stream plus the main thread's D2H), not those outside units, that catalog bytes win,
 // and that a unit without copies keeps 0 and is reported as such.
 TEST_F(CuhookTest, ProfileRecordMeasuresUnitBytesFromCopies) {
-  json cat = {{"format", "ripple-unit-catalog/1"}, {"model", "m"}, {"units", json::array()}};
-  cat["units"].push_back({{"name", "layers.1"}, {"kind", "decoder"}, {"bytes", 777}});
-  std::ofstream(tmp_ + "/cat.json") << cat.dump();
+  write_offload_catalog();
   const std::string out = tmp_ + "/rec.json";
   ASSERT_EQ(record(out, "offload 5 3 2 3145728", tmp_ + "/cat.json"), 0) << slurp(tmp_ + "/rec.err");
   json p = json::parse(slurp(out), nullptr, false);
   ASSERT_FALSE(p.is_discarded());
-  ASSERT_EQ(p["units"].size(), 4u);
+  ASSERT_EQ(p["units"].size(), 6u);
   std::vector<std::string> names;
   for (auto& u : p["units"]) names.push_back(u["name"]);
-  EXPECT_EQ(names, (std::vector<std::string>{"layers.0", "layers.1", "layers.2", "lm_head"}))
+  EXPECT_EQ(names, (std::vector<std::string>{"embed", "layers.0", "layers.1", "layers.2", "lm_head", "head"}))
       << "units the catalog lacks are placed in recorded order";
   const std::uint64_t per_layer = 3145728 + 4096;  // helper H2D + main D2H; the 8 KiB input is outside
-  EXPECT_EQ(p["units"][0]["bytes"].get<std::uint64_t>(), per_layer);
-  EXPECT_EQ(p["units"][1]["bytes"].get<std::uint64_t>(), 777u) << "catalog bytes win";
-  EXPECT_EQ(p["units"][2]["bytes"].get<std::uint64_t>(), per_layer);
-  EXPECT_EQ(p["units"][3]["bytes"].get<std::uint64_t>(), 0u);
-  EXPECT_GT(p["units"][0].value("gpu_ns", 0ull), 0ull);
+  EXPECT_EQ(p["units"][0]["bytes"].get<std::uint64_t>(), 4096u) << "a catalog unit never recorded stays";
+  EXPECT_EQ(p["units"][1]["bytes"].get<std::uint64_t>(), per_layer);
+  EXPECT_EQ(p["units"][2]["bytes"].get<std::uint64_t>(), 777u) << "catalog bytes win";
+  EXPECT_EQ(p["units"][3]["bytes"].get<std::uint64_t>(), per_layer);
+  EXPECT_EQ(p["units"][4]["bytes"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(p["units"][1].value("gpu_ns", 0ull), 0ull);
   const std::string err = slurp(tmp_ + "/rec.err");
   auto row = [&](const std::string& unit) {
     std::istringstream in(err);
@@ -507,10 +516,12 @@ TEST_F(CuhookTest, ProfileRecordMeasuresUnitBytesFromCopies) {
 }
 
 // Tests that the recorded profile drives ripple-run --profile: with NVTX units the hook
-// announces the profile's whole sequence once per pass, with the recorded bytes.
+// announces the recorded sequence (not the catalog-only embed and head, which no
+// boundary enters) once per pass, with the recorded bytes.
 TEST_F(CuhookTest, RecordedCopyBytesAreAnnouncedAsWholePasses) {
+  write_offload_catalog();
   const std::string out = tmp_ + "/rec.json";
-  ASSERT_EQ(record(out, "offload 3 3 2 3145728"), 0) << slurp(tmp_ + "/rec.err");
+  ASSERT_EQ(record(out, "offload 3 3 2 3145728", tmp_ + "/cat.json"), 0) << slurp(tmp_ + "/rec.err");
   GrantServer srv(sock_);
   ASSERT_TRUE(srv.start());
   Outcome r = run({"direct", "offload", "6", "3", "2", "3145728"}, {{"RIPPLE_PROFILE", out}});
@@ -518,15 +529,15 @@ TEST_F(CuhookTest, RecordedCopyBytesAreAnnouncedAsWholePasses) {
   auto seen = srv.seen();
   ASSERT_EQ(seen.hellos.size(), 1u);
   const auto& h = seen.hellos[0];
-  ASSERT_GE(h.units.size(), 4u);
+  ASSERT_GE(h.units.size(), 6u);
   for (int l = 0; l < 3; ++l) {
-    EXPECT_EQ(h.units[l].name, "layers." + std::to_string(l));
-    EXPECT_EQ(h.units[l].bytes, 3145728u + 4096u);
+    EXPECT_EQ(h.units[1 + l].name, "layers." + std::to_string(l));
+    EXPECT_EQ(h.units[1 + l].bytes, l == 1 ? 777u : 3145728u + 4096u);
   }
-  EXPECT_EQ(h.units[3].name, "lm_head");
-  EXPECT_EQ(h.units[3].bytes, 1u) << "no copies: the protocol's minimum";
+  EXPECT_EQ(h.units[4].name, "lm_head");
+  EXPECT_EQ(h.units[4].bytes, 1u) << "no copies: the protocol's minimum";
   ASSERT_EQ(seen.works.size(), 6u);
-  for (const auto& w : seen.works) EXPECT_EQ(w.units, (std::vector<std::uint32_t>{0, 1, 2, 3}));
+  for (const auto& w : seen.works) EXPECT_EQ(w.units, (std::vector<std::uint32_t>{1, 2, 3, 4}));
   EXPECT_EQ(seen.grants.size(), 6u);
   json st = stats_of(r);
   EXPECT_EQ(st["units_nvtx"].get<int>(), 24);
