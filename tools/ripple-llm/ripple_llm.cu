@@ -19,6 +19,9 @@
 // --frames runs a VLM-like deadline-bound request every period instead: a vision
 // encoder over image patches, a prefill over the merged image tokens and the prompt,
 // and a short decode; it reports the request latency against the deadline.
+//
+// Decode runs six fused kernels per layer (see "Fused decode kernels"); --no-fuse runs the
+// ten unfused ones, which compute the same values; --check compares the two on the GPU.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -357,6 +360,9 @@ __global__ void add_inplace(float* __restrict__ x, const float* __restrict__ d, 
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) x[i] += d[i];
 }
 
+// SiLU(g) * u: the one definition, shared by silu_mul and the fused gate/up GEMV's epilogue.
+__device__ __forceinline__ float silu_mul_f(float g, float u) { return g / (1.f + __expf(-g)) * u; }
+
 __global__ void silu_mul(const float* __restrict__ gu, bf16* __restrict__ out, int inter, int T) {
   pdl_trigger();
   pdl_wait();
@@ -364,7 +370,7 @@ __global__ void silu_mul(const float* __restrict__ gu, bf16* __restrict__ out, i
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     const size_t t = i / inter, j = i % inter;
     const float g = gu[t * 2 * inter + j], u = gu[t * 2 * inter + inter + j];
-    out[i] = __float2bfloat16(g / (1.f + __expf(-g)) * u);
+    out[i] = __float2bfloat16(silu_mul_f(g, u));
   }
 }
 
@@ -407,6 +413,442 @@ __global__ void to_bf16(const float* __restrict__ x, bf16* __restrict__ y, size_
 }
 
 // ---------------------------------------------------------------------------------------
+// Fused decode kernels (T = 1, the default; --no-fuse keeps the kernels above). Six kernels
+// per layer instead of ten. Each computes exactly what the unfused kernels compute: the same
+// arithmetic in the same order with the same bf16 rounding points, so the greedy fingerprint
+// is unchanged (--check compares the two paths on the GPU). Only the loads are scheduled
+// differently and intermediate values skip their round trip through memory.
+//   add_rmsnorm_fused   input RMSNorm (+ the previous layer's residual); its weights are
+//                       loaded before the PDL wait;
+//   gemv_bf16           QKV projection (unchanged: float q, k, v);
+//   attention_fused     Qwen3's q/k norm and RoPE (qk_norm_rope_append's arithmetic) on the
+//                       GEMV's output, the new K/V row kept in shared memory and appended by
+//                       one block per KV head, split-K attention whose last block of a head
+//                       merges the splits (attention_combine's arithmetic). Before the wait it
+//                       prefetches its old cache rows into L2; after it, a slice of the o
+//                       projection's weights (HBM is otherwise idle during attention);
+//   gemv_epi<kEpiNorm>  o projection; the last block to finish adds the residual and runs
+//                       the post-attention RMSNorm (add_rmsnorm's reduction tree);
+//   gemv_epi<kEpiSiLU>  gate/up projection: a block computes 4 gate rows and the 4 matching
+//                       up rows and writes bf16(SiLU(g) * u), silu_mul's arithmetic;
+//   gemv_bf16           down projection (unchanged).
+// Cross-block hand-offs use the threadfence-reduction pattern: results stored, fence, a
+// ticket (atomicAdd); the block drawing the last ticket fences, reads the others' results
+// from L2 and resets the ticket for the next launch. Nothing before a PDL wait writes memory
+// or reads what the predecessor may write.
+
+// A load from L2 (never L1) that the compiler keeps in program order: cross-block data.
+__device__ __forceinline__ float ld_cg(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ int ld_cg(const int* p) {
+  int v;
+  asm volatile("ld.global.cg.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Asynchronous prefetch of [p, p + bytes) into L2 by the TMA unit (sm_90): a hint that
+// moves no data the kernel reads, holds no registers and is not waited for. p 16-byte
+// aligned, bytes a multiple of 16 (callers guarantee both). Device memory only.
+__device__ __forceinline__ void prefetch_l2(const void* p, size_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const char* c = static_cast<const char*>(p);
+  while (bytes >= 16) {
+    const uint32_t n = uint32_t(bytes < 65536 ? bytes : 65536) & ~15u;
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(c), "r"(n) : "memory");
+    c += n;
+    bytes -= n;
+  }
+#endif
+}
+
+// gemv_bf16's dot product of 8 weights and 8 inputs.
+__device__ __forceinline__ float gemv_dot8(const uint4& a, const uint4& b) {
+  const __nv_bfloat162* a2 = reinterpret_cast<const __nv_bfloat162*>(&a);
+  const __nv_bfloat162* b2 = reinterpret_cast<const __nv_bfloat162*>(&b);
+  float s = 0.f;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    float2 fa = __bfloat1622float2(a2[k]), fb = __bfloat1622float2(b2[k]);
+    s += fa.x * fb.x + fa.y * fb.y;
+  }
+  return s;
+}
+
+// add_rmsnorm's computation of one row of n <= 1024 * M elements by a block of NT threads
+// (NT divides 1024) playing add_rmsnorm's 1024: virtual thread v = threadIdx.x + NT * k sums
+// x[v], x[v + 1024], ... in that order, then the same warp and block reductions, so every
+// value is bit-identical to add_rmsnorm's. All loads are issued first. CG: x and d were
+// written by other blocks of this kernel (read from L2). wv[k][m] is the norm weight of
+// element v + 1024 m, loaded by the caller.
+constexpr int kNormThreads = 1024;
+template <int NT, int M, bool CG>
+__device__ __forceinline__ void rmsnorm_rows(float* x, const float* d, bf16* out, int n, const float (&wv)[kNormThreads / NT][M],
+                                             float* red) {
+  constexpr int K = kNormThreads / NT;
+  const int tid = threadIdx.x, lane = tid & 31;
+  float v[K][M], dv[K][M], s[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      const int i = tid + NT * k + kNormThreads * m;
+      v[k][m] = dv[k][m] = 0.f;
+      if (i < n) {
+        v[k][m] = CG ? ld_cg(x + i) : x[i];
+        if (d) dv[k][m] = CG ? ld_cg(d + i) : d[i];
+      }
+    }
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    s[k] = 0.f;
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      const int i = tid + NT * k + kNormThreads * m;
+      if (i < n) {
+        float xv = v[k][m];
+        if (d) x[i] = xv = xv + dv[k][m];
+        v[k][m] = xv;
+        s[k] += xv * xv;
+      }
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    const float t = warp_sum(s[k]);
+    if (lane == 0) red[(tid >> 5) + k * (NT / 32)] = t;
+  }
+  __syncthreads();
+  if (tid < 32) {
+    float t = red[tid];
+    t = warp_sum(t);
+    if (tid == 0) red[0] = t;
+  }
+  __syncthreads();
+  const float r = rsqrtf(red[0] / n + 1e-6f);
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      const int i = tid + NT * k + kNormThreads * m;
+      if (i < n) out[i] = __float2bfloat16(v[k][m] * r * wv[k][m]);
+    }
+}
+
+// add_rmsnorm for one row (T = 1), n <= 1024 * M; the norm weights are loaded before the wait.
+template <int M>
+__global__ void __launch_bounds__(kNormThreads) add_rmsnorm_fused(float* __restrict__ x, const float* __restrict__ d,
+                                                                  const bf16* __restrict__ w, bf16* __restrict__ out, int n) {
+  pdl_trigger();
+  float wv[1][M];
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    const int i = threadIdx.x + kNormThreads * m;
+    wv[0][m] = i < n ? __bfloat162float(w[i]) : 0.f;
+  }
+  pdl_wait();
+  __shared__ float red[32];
+  rmsnorm_rows<kNormThreads, M, false>(x, d, out, n, wv, red);
+}
+
+enum { kEpiNorm = 0, kEpiSiLU = 1 };
+struct GemvEpi {
+  // kEpiNorm: y is the residual branch; the last block adds it to resid and writes
+  // nout = RMSNorm(resid) * nw. ticket counts finished blocks (zero between launches).
+  float* resid;
+  const bf16* nw;
+  bf16* nout;
+  int* ticket;
+  int l2pf;  // nw may be prefetched into L2 (device memory)
+  // kEpiSiLU: rows are [gate (inter); up (inter)]; act[j] = bf16(SiLU(gate_j) * up_j).
+  bf16* act;
+  int inter;
+};
+
+// gemv_bf16 (the same loads and the same per-row arithmetic) with an epilogue. At most 64
+// registers, so that four blocks fit an SM as gemv_bf16's do.
+template <int EPI, int M>
+__global__ void __launch_bounds__(256, 4) gemv_epi(const bf16* __restrict__ w, const bf16* __restrict__ x, float* y,
+                                                   int rows, int cols, GemvEpi e) {
+  pdl_trigger();
+  const int wib = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  int row;
+  bool valid;
+  if (EPI == kEpiSiLU) {  // warps 0-3: gate rows 4b .. 4b+3; warps 4-7: the matching up rows
+    const int j = blockIdx.x * 4 + (wib & 3);
+    valid = j < e.inter;
+    row = (wib >= 4 ? e.inter : 0) + min(j, e.inter - 1);
+  } else {
+    const int r = blockIdx.x * 8 + wib;
+    valid = r < rows;
+    row = min(r, rows - 1);
+    if (blockIdx.x == 0 && threadIdx.x == 0 && e.l2pf) prefetch_l2(e.nw, size_t(rows) * sizeof(bf16));
+  }
+  const uint4* wr = reinterpret_cast<const uint4*>(w + size_t(row) * cols);
+  const uint4* xr = reinterpret_cast<const uint4*>(x);
+  const int n8 = cols / 8;
+  float acc = 0.f;
+  uint4 p0 = make_uint4(0, 0, 0, 0), p1 = p0, p2 = p0, p3 = p0;
+  if (lane + 96 < n8) p0 = __ldcs(&wr[lane]), p1 = __ldcs(&wr[lane + 32]), p2 = __ldcs(&wr[lane + 64]), p3 = __ldcs(&wr[lane + 96]);
+  pdl_wait();
+  int i = lane;
+  if (i + 96 < n8) {
+    acc += gemv_dot8(p0, __ldg(&xr[i])) + gemv_dot8(p1, __ldg(&xr[i + 32])) + gemv_dot8(p2, __ldg(&xr[i + 64])) +
+           gemv_dot8(p3, __ldg(&xr[i + 96]));
+    i += 128;
+  }
+  for (; i + 96 < n8; i += 128) {
+    uint4 a0 = __ldcs(&wr[i]), a1 = __ldcs(&wr[i + 32]), a2 = __ldcs(&wr[i + 64]), a3 = __ldcs(&wr[i + 96]);
+    acc += gemv_dot8(a0, __ldg(&xr[i])) + gemv_dot8(a1, __ldg(&xr[i + 32])) + gemv_dot8(a2, __ldg(&xr[i + 64])) +
+           gemv_dot8(a3, __ldg(&xr[i + 96]));
+  }
+  for (; i < n8; i += 32) acc += gemv_dot8(__ldcs(&wr[i]), __ldg(&xr[i]));
+  acc = warp_sum(acc);
+  if (EPI == kEpiSiLU) {
+    __shared__ float gu[8];
+    if (lane == 0) gu[wib] = acc;
+    __syncthreads();
+    const int j = blockIdx.x * 4 + threadIdx.x;
+    if (threadIdx.x < 4 && j < e.inter) e.act[j] = __float2bfloat16(silu_mul_f(gu[threadIdx.x], gu[4 + threadIdx.x]));
+    return;
+  }
+  // kEpiNorm
+  if (lane == 0 && valid) y[row] = acc;
+  __threadfence();
+  __syncthreads();
+  __shared__ int last;
+  if (threadIdx.x == 0) last = atomicAdd(e.ticket, 1) == int(gridDim.x) - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  constexpr int K = kNormThreads / 256;
+  float wv[K][M];
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      const int c = threadIdx.x + 256 * k + kNormThreads * m;
+      wv[k][m] = c < rows ? __bfloat162float(e.nw[c]) : 0.f;
+    }
+  __shared__ float red[32];
+  rmsnorm_rows<256, M, true>(e.resid, y, e.nout, rows, wv, red);
+  if (threadIdx.x == 0) *e.ticket = 0;
+}
+
+// qk_norm_rope_append's arithmetic for one q or k head (one warp): RMSNorm over hd, the norm
+// weight, RoPE at pos; store(i, value) receives each bf16 output element.
+template <typename Store>
+__device__ __forceinline__ void qk_rope(const float* __restrict__ src, const bf16* __restrict__ nw, int hd, int pos,
+                                        int lane, Store store) {
+  float ss = 0.f;
+  for (int i = lane; i < hd; i += 32) ss += src[i] * src[i];
+  const float r = rsqrtf(warp_sum(ss) / hd + 1e-6f);
+  const int half = hd / 2;
+  for (int i = lane; i < half; i += 32) {
+    const float inv = exp2f(-2.0f * i / hd * 19.931568569324174f);  // theta^(-2i/hd), Qwen3 rope_theta = 1e6
+    float sn, cs;
+    sincosf(pos * inv, &sn, &cs);
+    const float a = src[i] * r * __bfloat162float(nw[i]), b = src[i + half] * r * __bfloat162float(nw[i + half]);
+    store(i, __float2bfloat16(a * cs - b * sn));
+    store(i + half, __float2bfloat16(b * cs + a * sn));
+  }
+}
+
+// attention's score of 8 dimensions: s += k . q, in attention's order.
+__device__ __forceinline__ float attn_dot8(float s, const uint4& a, const float* q8) {
+  const __nv_bfloat162* a2 = reinterpret_cast<const __nv_bfloat162*>(&a);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    float2 f = __bfloat1622float2(a2[k]);
+    s += f.x * q8[2 * k] + f.y * q8[2 * k + 1];
+  }
+  return s;
+}
+
+// Decode attention (T = 1, causal) for head h = blockIdx.x, split blockIdx.z (gridDim.z
+// splits as in attention), fused with the q/k norm, RoPE and K/V append before it and the
+// split merge after it. qkv: the QKV GEMV's float output. The arithmetic is attention's,
+// qk_norm_rope_append's and attention_combine's; the row at the new position comes from
+// shared memory (it is the last row of the last split, so every sum sees it last, as before).
+// At most 64 registers: two blocks per SM, as attention gets.
+__global__ void __launch_bounds__(kAttnThreads, 2)
+    attention_fused(const float* __restrict__ qkv, const bf16* __restrict__ qn, const bf16* __restrict__ kn, bf16* kc,
+                    bf16* vc, bf16* __restrict__ out, int heads, int kv_heads, int hd, int pos0, int max_ctx,
+                    const int* dpos, float* part, int* ticket, const void* pf, size_t pf_bytes, int kv_pf) {
+  extern __shared__ float sm[];
+  __shared__ float red[32];
+  __shared__ __align__(16) bf16 knew[128];
+  __shared__ __align__(16) bf16 vnew[128];
+  __shared__ float msp[kMaxSplits], lsp[kMaxSplits];
+  __shared__ int last;
+  pdl_trigger();
+  const int h = blockIdx.x, group = heads / kv_heads, kvh = h / group, splits = gridDim.z;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+  // Before the wait: the cache rows older than this step (written by earlier steps, constant
+  // now) into L2. Under graph replay the position read here is only a hint for the prefetch.
+  if (kv_pf && threadIdx.x == 0) {
+    const int ph = dpos != nullptr ? ld_cg(dpos) : pos0;
+    if (ph > 0 && ph < max_ctx) {
+      const int all = ph + 1, sp = (all + splits - 1) / splits;
+      const int lo = min(all, int(blockIdx.z) * sp), hi = min(ph, lo + sp);
+      if (hi > lo) {
+        const size_t off = (size_t(kvh) * max_ctx + lo) * hd, bytes = size_t(hi - lo) * hd * sizeof(bf16);
+        prefetch_l2(kc + off, bytes);
+        prefetch_l2(vc + off, bytes);
+      }
+    }
+  }
+  pdl_wait();
+  if (dpos != nullptr) pos0 = ld_cg(dpos);
+  // The o projection's weights (or the first pf_bytes of them) into L2 while attention leaves
+  // HBM idle: one slice per block, issued by a thread of warp 3 (idle until the barrier below).
+  if (pf != nullptr && threadIdx.x == 96) {
+    const size_t nb = size_t(gridDim.x) * gridDim.z, b = blockIdx.x + size_t(gridDim.x) * blockIdx.z;
+    const size_t per = ((pf_bytes + nb - 1) / nb + 15) & ~size_t(15), off = b * per;
+    if (off < pf_bytes) prefetch_l2(static_cast<const char*>(pf) + off, per < pf_bytes - off ? per : pf_bytes - off);
+  }
+  const int ctx_all = pos0 + 1, span = (ctx_all + splits - 1) / splits;
+  const int p_lo = min(ctx_all, int(blockIdx.z) * span), ctx = min(ctx_all, p_lo + span) - p_lo;
+  const bool has_new = ctx > 0 && p_lo + ctx == ctx_all;  // the new position is this block's last row
+  const int cn = has_new ? ctx - 1 : ctx;                 // rows read from the cache
+  float* scores = sm;            // max_ctx
+  float* qs = sm + max_ctx;      // hd
+  float* accs = qs + 256;        // nw * hd
+  const bf16* kb = kc + (size_t(kvh) * max_ctx + p_lo) * hd;
+  const bf16* vb = vc + (size_t(kvh) * max_ctx + p_lo) * hd;
+  const float scale = rsqrtf((float)hd);
+  // q (warp 0) and, where this block holds the new position, its k (warp 1) and v (warp 2),
+  // rounded to bf16 as qk_norm_rope_append stores them; q then scaled as attention does.
+  if (warp == 0) {
+    qk_rope(qkv + size_t(h) * hd, qn, hd, pos0, lane, [&](int i, bf16 v) { qs[i] = __bfloat162float(v) * scale; });
+  } else if (warp == 1 && has_new) {
+    qk_rope(qkv + size_t(heads + kvh) * hd, kn, hd, pos0, lane, [&](int i, bf16 v) { knew[i] = v; });
+  } else if (warp == 2 && has_new) {
+    const float* src = qkv + size_t(heads + kv_heads + kvh) * hd;
+    for (int i = lane; i < hd; i += 32) vnew[i] = __float2bfloat16(src[i]);
+  }
+  __syncthreads();
+  // One block per KV head appends the new row to the cache (no block of this kernel reads it there).
+  if (has_new && h % group == 0 && int(threadIdx.x) >= int(blockDim.x) - hd) {
+    const int i = threadIdx.x - (blockDim.x - hd);
+    const size_t at = (size_t(kvh) * max_ctx + pos0) * hd + i;
+    kc[at] = knew[i];
+    vc[at] = vnew[i];
+  }
+  // Scores: one cached position per thread, its 16-byte K loads in batches of 8; the new row
+  // by the thread that owns it in attention.
+  float mx = -1e30f;
+  const int n8 = hd / 8;
+  for (int p = threadIdx.x; p < cn; p += blockDim.x) {
+    const uint4* kr = reinterpret_cast<const uint4*>(kb + size_t(p) * hd);
+    float s = 0.f;
+    for (int j0 = 0; j0 < n8; j0 += 8) {
+      uint4 a[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) a[k] = j0 + k < n8 ? kr[j0 + k] : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int k = 0; k < 8; ++k)
+        if (j0 + k < n8) s = attn_dot8(s, a[k], qs + (j0 + k) * 8);
+    }
+    scores[p] = s;
+    mx = fmaxf(mx, s);
+  }
+  if (has_new && int(threadIdx.x) == (ctx - 1) % int(blockDim.x)) {
+    const uint4* kr = reinterpret_cast<const uint4*>(knew);
+    float s = 0.f;
+    for (int j = 0; j < n8; ++j) s = attn_dot8(s, kr[j], qs + j * 8);
+    scores[ctx - 1] = s;
+    mx = fmaxf(mx, s);
+  }
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  if (lane == 0) red[warp] = mx;
+  __syncthreads();
+  mx = -1e30f;
+  for (int i = 0; i < nw; ++i) mx = fmaxf(mx, red[i]);
+  __syncthreads();
+  float sum = 0.f;
+  for (int p = threadIdx.x; p < ctx; p += blockDim.x) {
+    const float e = __expf(scores[p] - mx);
+    scores[p] = e;
+    sum += e;
+  }
+  sum = warp_sum(sum);
+  if (lane == 0) red[warp] = sum;
+  __syncthreads();
+  sum = 0.f;
+  for (int i = 0; i < nw; ++i) sum += red[i];
+  // V: attention's chunks and per-lane order; cached rows 8 in flight, then the new row.
+  const int chunk = (ctx + nw - 1) / nw, p0 = warp * chunk, p1 = min(ctx, p0 + chunk), pc = min(p1, cn);
+  if (4 * lane < hd) {
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+    const bf16* vl = vb + 4 * lane;
+    auto acc4 = [&](const uint2& u, float w) {
+      const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+      const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+      a.x += w * lo.x, a.y += w * lo.y, a.z += w * hi.x, a.w += w * hi.y;
+    };
+    for (int p = p0; p < pc; p += 8) {
+      uint2 u[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) u[k] = p + k < pc ? *reinterpret_cast<const uint2*>(vl + size_t(p + k) * hd) : make_uint2(0, 0);
+#pragma unroll
+      for (int k = 0; k < 8; ++k)
+        if (p + k < pc) acc4(u[k], scores[p + k]);
+    }
+    if (has_new && p0 < p1 && p1 == ctx) acc4(*reinterpret_cast<const uint2*>(vnew + 4 * lane), scores[ctx - 1]);
+    float* dst = accs + warp * hd + 4 * lane;
+    dst[0] = a.x, dst[1] = a.y, dst[2] = a.z, dst[3] = a.w;
+  }
+  __syncthreads();
+  if (splits == 1) {
+    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+      float a = 0.f;
+      for (int w = 0; w < nw; ++w) a += accs[w * hd + i];
+      out[size_t(h) * hd + i] = __float2bfloat16(a / sum);
+    }
+    return;
+  }
+  float* pr = part + (size_t(h) * splits + blockIdx.z) * (hd + 2);
+  if (threadIdx.x == 0) pr[0] = ctx > 0 ? mx : -1e30f, pr[1] = ctx > 0 ? sum : 0.f;
+  for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+    float a = 0.f;
+    for (int w = 0; w < nw; ++w) a += accs[w * hd + i];
+    pr[2 + i] = ctx > 0 ? a : 0.f;
+  }
+  // The last block of head h to finish merges its splits (attention_combine's arithmetic).
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&ticket[h], 1) == splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const float* ph = part + size_t(h) * splits * (hd + 2);
+  const int i = threadIdx.x;
+  float mv = 0.f, lv = 0.f, ov[kMaxSplits];
+  if (i < splits) mv = ld_cg(ph + i * (hd + 2)), lv = ld_cg(ph + i * (hd + 2) + 1);
+#pragma unroll
+  for (int s = 0; s < kMaxSplits; ++s) ov[s] = i < hd && s < splits ? ld_cg(ph + s * (hd + 2) + 2 + i) : 0.f;
+  if (i < splits) msp[i] = mv, lsp[i] = lv;
+  __syncthreads();
+  if (i < hd) {
+    float m = -1e30f;
+    for (int s = 0; s < splits; ++s) m = fmaxf(m, msp[s]);
+    float l = 0.f, o = 0.f;
+#pragma unroll
+    for (int s = 0; s < kMaxSplits; ++s)
+      if (s < splits) {
+        const float e = __expf(msp[s] - m);
+        l += lsp[s] * e;
+        o += ov[s] * e;
+      }
+    out[size_t(h) * hd + i] = __float2bfloat16(o / l);
+  }
+  if (i == 0) ticket[h] = 0;
+}
+
+// ---------------------------------------------------------------------------------------
 // Engine.
 
 enum class Place { kDevice, kHost };
@@ -431,6 +873,9 @@ struct Options {
   int warmup = 2;
   bool graph = false;
   bool pdl = true;
+  bool fuse = true;          // fused decode kernels (--no-fuse: the unfused reference path)
+  double prefetch_mb = -1;   // o-projection weights prefetched into L2 during attention (-1: half the L2)
+  bool check = false;        // --check: fused against unfused kernels on random inputs, then exit
 };
 
 struct Counters {
@@ -523,6 +968,18 @@ class Engine {
     part_ = static_cast<float*>(dalloc(size_t(max_heads) * kMaxSplits * (128 + 2) * sizeof(float)));
     // PDL only where no copy or event sits between kernels (weights read in place).
     pdl_ = o_.pdl && (o_.weights == Place::kDevice || o_.stream == Stream::kZeroCopy) && o_.spill_mb == 0;
+    // Fused decode kernels (T = 1): the norm keeps at most 8 elements per virtual thread.
+    fuse_ = o_.fuse && s.hidden <= 8 * kNormThreads;
+    tickets_ = static_cast<int*>(dalloc(kTickets * sizeof(int)));
+    CUDA_CHECK(cudaMemset(tickets_, 0, kTickets * sizeof(int)));
+    nb_ = static_cast<bf16*>(dalloc(size_t(s.hidden) * sizeof(bf16)));
+    // L2 prefetches (TMA) only of device memory: weights in HBM, and the KV cache when it is there.
+    int l2 = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, o_.device));
+    l2_bytes_ = size_t(l2);
+    wpf_ = o_.weights == Place::kDevice;
+    kvpf_ = o_.kv == Place::kDevice;
+    pf_cap_ = !wpf_ ? 0 : o_.prefetch_mb >= 0 ? size_t(o_.prefetch_mb * 1e6) : l2_bytes_ / 2;
     CUDA_CHECK(cudaMemset(token_, 0, sizeof(int)));
     if (o_.spill_mb > 0) {
       spill_bytes_ = size_t(o_.spill_mb * 1e6);
@@ -530,8 +987,9 @@ class Engine {
       CUDA_CHECK(cudaHostAlloc(&spill_dst_, spill_bytes_, cudaHostAllocDefault));
     }
     const int smem = int(attention_smem(std::max(max_ctx_, o_.image_tokens), std::max(s.head_dim, 128)));
-    if (smem > 227 * 1024) die("context too long for the attention kernel's shared memory");
+    if (smem + 1024 > 227 * 1024) die("context too long for the attention kernel's shared memory");  // + attention_fused's static
     CUDA_CHECK(cudaFuncSetAttribute(attention, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CUDA_CHECK(cudaFuncSetAttribute(attention_fused, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CUDA_CHECK(cudaDeviceSynchronize());
   }
 
@@ -599,8 +1057,10 @@ class Engine {
       add(c, u);
     }
     pos = T;
-    // The first token comes from the last prefill position's logits.
+    // The first token comes from the last prefill position's logits (the LM head unit, named
+    // as decode_step names it).
     {
+      nvtxRangePushA("lm_head");
       Counters u;
       const bf16* w = fetch(weights_ + layer_elems_ * s.layers, head_elems_, unit_++);
       if (pending_) {  // the last layer's residual, for all T rows
@@ -609,8 +1069,10 @@ class Engine {
       }
       norm(x_ + size_t(T - 1) * s.hidden, w + size_t(p_.vocab) * s.hidden, 1, s.hidden);
       linear(w, xb_, big_, 1, p_.vocab, s.hidden, &u);
+      u.weight += s.hidden * sizeof(bf16);  // the final norm's weights, as decode_step counts them
       launch(argmax, dim3(1), dim3(1024), 0, static_cast<const float*>(big_), p_.vocab, token_);
       release();
+      nvtxRangePop();
       add(c, u);
     }
     for (int k = 0; k < o_.frame_decode_tokens; ++k) decode_step(pos + k, c, nullptr);
@@ -660,7 +1122,10 @@ class Engine {
     Counters u;
     const double gemv_us = time_us([&] { linear(w + ll.gu, xb_, big_, 1, 2 * s.inter, s.hidden, &u); });
     const double attn_us = time_us([&] {
-      attend(s, kc, kc + kv_layer_elems_, 1, pos, max_ctx_, true);
+      if (fuse_)
+        attend_fused(s, w, kc, kc + kv_layer_elems_, pos, max_ctx_);  // with q/k norm, RoPE, append, merge
+      else
+        attend(s, kc, kc + kv_layer_elems_, 1, pos, max_ctx_, true);
     });
     const double layer_us = time_us([&] { layer(s, w, 1, pos, kc, kc + kv_layer_elems_, max_ctx_, true, &u); });
     const double gu_bytes = 2.0 * s.inter * s.hidden * sizeof(bf16);
@@ -669,12 +1134,159 @@ class Engine {
                 gemv_us, gu_bytes / gemv_us / 1e3, pos + 1, attn_us, layer_us, ll.total * 2.0 / layer_us / 1e3);
   }
 
+  // --check: the fused decode kernels against the unfused ones, on the GPU, on random inputs
+  // with layer 0's weights and KV cache: whole layers (residual stream, down projection,
+  // SiLU output, post-attention norm, appended K/V rows) at two positions, with the position
+  // on the host and in device memory (graph replay), and attention alone (q/k norm, RoPE,
+  // append, split merge) at positions covering 1 to 16 splits. Prints each comparison's
+  // largest absolute difference and that difference relative to the largest reference value.
+  // Returns true when every difference is within 1e-2 relative (the fused kernels are meant to
+  // be bit-identical; anything else may change the greedy fingerprint).
+  bool check() {
+    const Shape& s = p_.llm;
+    if (!fuse_) {
+      std::printf("ripple-llm: check: the fused kernels are off (--no-fuse, or hidden > %d): nothing to compare\n",
+                  8 * kNormThreads);
+      return true;
+    }
+    LayerLayout ll(s);
+    const int H = s.hidden, hd = s.head_dim, nqkv = (s.heads + 2 * s.kv_heads) * hd;
+    const bf16* w = fetch(layer_ptr(0), layer_elems_, unit_++);
+    bf16* kc = kv_;
+    bf16* vc = kv_ + kv_layer_elems_;
+    float* x0 = static_cast<float*>(dalloc(size_t(H) * sizeof(float)));
+    float* d0 = static_cast<float*>(dalloc(size_t(H) * sizeof(float)));
+    float* qkv0 = static_cast<float*>(dalloc(size_t(nqkv) * sizeof(float)));
+    auto rnd = [&](float* dst, size_t n, float scale, uint64_t seed) {  // bf16 noise widened, via qb_
+      fill_uniform<<<64, 256, 0, cs_>>>(qb_, n, scale, seed, 0);
+      widen<<<64, 256, 0, cs_>>>(qb_, dst, n);
+      CUDA_CHECK(cudaGetLastError());
+    };
+    rnd(x0, H, 1.0f, 101);
+    rnd(d0, H, 0.5f, 102);
+    rnd(qkv0, nqkv, 2.0f, 103);
+    auto sync = [&] {
+      CUDA_CHECK(cudaStreamSynchronize(cs_));
+      CUDA_CHECK(cudaGetLastError());
+    };
+    auto get_f = [&](const float* p, size_t n) {
+      std::vector<float> v(n);
+      CUDA_CHECK(cudaMemcpy(v.data(), p, n * sizeof(float), cudaMemcpyDefault));
+      return v;
+    };
+    auto get_b = [&](const bf16* p, size_t n) {
+      std::vector<bf16> b(n);
+      CUDA_CHECK(cudaMemcpy(b.data(), p, n * sizeof(bf16), cudaMemcpyDefault));
+      std::vector<float> v(n);
+      for (size_t i = 0; i < n; ++i) v[i] = __bfloat162float(b[i]);
+      return v;
+    };
+    auto rows_at = [&](const bf16* cache, int pos) {  // the cache rows of position pos, all KV heads
+      std::vector<float> v;
+      for (int k = 0; k < s.kv_heads; ++k) {
+        std::vector<float> r = get_b(cache + (size_t(k) * max_ctx_ + pos) * hd, hd);
+        v.insert(v.end(), r.begin(), r.end());
+      }
+      return v;
+    };
+    using Outs = std::vector<std::pair<const char*, std::vector<float>>>;
+    auto set_pos = [&](bool device_pos, int pos) {
+      sync();
+      if (device_pos) CUDA_CHECK(cudaMemcpy(dpos_buf_, &pos, sizeof(int), cudaMemcpyHostToDevice));
+      dpos_ = device_pos ? dpos_buf_ : nullptr;
+    };
+    // A whole layer on x0 with the residual d0 pending.
+    auto run_layer = [&](bool fused, bool device_pos, int pos) {
+      CUDA_CHECK(cudaMemcpyAsync(x_, x0, size_t(H) * sizeof(float), cudaMemcpyDeviceToDevice, cs_));
+      CUDA_CHECK(cudaMemcpyAsync(tmp_, d0, size_t(H) * sizeof(float), cudaMemcpyDeviceToDevice, cs_));
+      set_pos(device_pos, pos);
+      pending_ = true;
+      const bool f = fuse_;
+      fuse_ = fused;
+      Counters u;
+      layer(s, w, 1, pos, kc, vc, max_ctx_, true, &u);
+      fuse_ = f;
+      sync();
+      dpos_ = nullptr;
+      pending_ = false;
+      return Outs{{"residual x", get_f(x_, H)},
+                  {"down proj", get_f(tmp_, H)},
+                  {"SiLU(g)*u", get_b(qb_, s.inter)},
+                  {"post-attn norm", get_b(fused ? nb_ : xb_, H)},
+                  {"K row", rows_at(kc, pos)},
+                  {"V row", rows_at(vc, pos)}};
+    };
+    // Attention alone on the float q, k, v qkv0.
+    auto run_attn = [&](bool fused, bool device_pos, int pos) {
+      CUDA_CHECK(cudaMemcpyAsync(big_, qkv0, size_t(nqkv) * sizeof(float), cudaMemcpyDeviceToDevice, cs_));
+      set_pos(device_pos, pos);
+      if (fused) {
+        attend_fused(s, w, kc, vc, pos, max_ctx_);
+      } else {
+        const int warps = s.heads + 2 * s.kv_heads;
+        launch(qk_norm_rope_append, dim3((warps * 32 + 255) / 256), dim3(256), 0, static_cast<const float*>(big_),
+               w + ll.qn, w + ll.kn, qb_, kc, vc, 1, s.heads, s.kv_heads, hd, pos, max_ctx_, static_cast<const int*>(dpos_));
+        attend(s, kc, vc, 1, pos, max_ctx_, true);
+      }
+      sync();
+      dpos_ = nullptr;
+      return Outs{{"attention out", get_b(xb_, size_t(s.heads) * hd)}, {"K row", rows_at(kc, pos)}, {"V row", rows_at(vc, pos)}};
+    };
+    double worst = 0;
+    bool exact = true;
+    auto compare = [&](const char* what, int pos, const Outs& ref, const Outs& got) {
+      for (size_t t = 0; t < ref.size(); ++t) {
+        const std::vector<float>& a = ref[t].second;
+        const std::vector<float>& b = got[t].second;
+        double abs_err = 0, ref_max = 0;
+        for (size_t i = 0; i < a.size(); ++i) {
+          const double d = std::fabs(double(a[i]) - double(b[i]));
+          abs_err = std::max(abs_err, std::isnan(d) ? INFINITY : d);
+          ref_max = std::max(ref_max, std::fabs(double(a[i])));
+        }
+        const double rel = abs_err / std::max(ref_max, 1e-30);
+        std::printf("ripple-llm: check: %-13s pos %5d  %-15s max abs err %.3g, max rel err %.3g\n", what, pos, ref[t].first,
+                    abs_err, rel);
+        exact = exact && abs_err == 0;
+        worst = std::max(worst, rel);
+      }
+    };
+    std::vector<int> layer_pos = {std::min(o_.context, max_ctx_ - 2), 3};
+    for (int pos : layer_pos) {
+      const Outs ref = run_layer(false, false, pos);
+      compare("layer", pos, ref, run_layer(true, false, pos));
+      compare("layer (graph)", pos, ref, run_layer(true, true, pos));
+    }
+    std::vector<int> attn_pos;
+    for (int pos : {0, 1, 200, 255, 256, 300, 511, 1000, o_.context, 4100, 8191, max_ctx_ - 2})
+      if (pos >= 0 && pos <= max_ctx_ - 2 && std::find(attn_pos.begin(), attn_pos.end(), pos) == attn_pos.end())
+        attn_pos.push_back(pos);
+    for (int pos : attn_pos) {
+      const Outs ref = run_attn(false, false, pos);
+      compare("attention", pos, ref, run_attn(true, false, pos));
+      if (pos == attn_pos.back()) compare("attn (graph)", pos, ref, run_attn(true, true, pos));
+    }
+    release();
+    CUDA_CHECK(cudaFree(x0));
+    CUDA_CHECK(cudaFree(d0));
+    CUDA_CHECK(cudaFree(qkv0));
+    const bool pass = worst <= 1e-2;
+    std::printf("ripple-llm: check: %s (%s; largest relative difference %.3g)\n", pass ? "PASS" : "FAIL",
+                exact ? "bit-identical: the fused path computes what the unfused one does"
+                      : "not bit-identical: the greedy fingerprint may differ",
+                worst);
+    std::printf("RESULT engine=ripple-llm mode=check preset=%s pass=%d exact=%d max_rel_err=%.3g\n", p_.name, pass ? 1 : 0,
+                exact ? 1 : 0, worst);
+    return pass;
+  }
+
   int last_token() const {
     int t = -1;
     CUDA_CHECK(cudaMemcpy(&t, token_, sizeof(int), cudaMemcpyDeviceToHost));
     return t;
   }
   bool pdl() const { return pdl_; }
+  bool fused() const { return fuse_; }
 
   cudaStream_t stream() const { return cs_; }
   int max_ctx() const { return max_ctx_; }
@@ -699,7 +1311,13 @@ class Engine {
 
   // x += pending residual (if any), then RMSNorm into xb_.
   void norm(float* x, const bf16* w, int T, int n) {
-    launch(add_rmsnorm, dim3(T), dim3(1024), 0, x, pending_ ? static_cast<const float*>(tmp_) : nullptr, w, xb_, n);
+    const float* d = pending_ ? static_cast<const float*>(tmp_) : nullptr;
+    if (T == 1 && fuse_ && n <= 4 * kNormThreads)
+      launch(add_rmsnorm_fused<4>, dim3(1), dim3(kNormThreads), 0, x, d, w, xb_, n);
+    else if (T == 1 && fuse_)
+      launch(add_rmsnorm_fused<8>, dim3(1), dim3(kNormThreads), 0, x, d, w, xb_, n);
+    else
+      launch(add_rmsnorm, dim3(T), dim3(1024), 0, x, d, w, xb_, n);
     pending_ = false;
   }
 
@@ -796,6 +1414,7 @@ class Engine {
 
   void layer(const Shape& s, const bf16* w, int T, int pos0, bf16* kc, bf16* vc, int max_ctx, bool causal,
              Counters* u) {
+    if (T == 1 && causal && fuse_ && &s == &p_.llm) return layer_fused(s, w, pos0, kc, vc, max_ctx, u);
     LayerLayout ll(s);
     const int q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
     norm(x_, w + ll.ln1, T, s.hidden);
@@ -831,6 +1450,53 @@ class Engine {
              s.head_dim, splits);
   }
 
+  // One decode layer (T = 1) with the fused kernels: six launches instead of ten, the same
+  // arithmetic and the same bytes counted as layer()'s unfused path.
+  void layer_fused(const Shape& s, const bf16* w, int pos0, bf16* kc, bf16* vc, int max_ctx, Counters* u) {
+    LayerLayout ll(s);
+    const int q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
+    norm(x_, w + ll.ln1, 1, s.hidden);                           // x += pending residual; xb = norm(x)
+    linear(w + ll.qkv, xb_, big_, 1, q + 2 * kv, s.hidden, u);   // float q, k, v
+    u->weight += 2.0 * (s.hidden + s.hidden + 2 * s.head_dim);  // norm weights
+    u->kv_write += 2.0 * kv * sizeof(bf16);
+    attend_fused(s, w, kc, vc, pos0, max_ctx);                   // q/k norm, RoPE, append, attention, merge
+    u->kv_read += 2.0 * (pos0 + 1) * kv * sizeof(bf16);
+    // o projection into tmp_; its last block: x += tmp_, nb_ = norm(x) * ln2.
+    u->weight += double(s.hidden) * q * sizeof(bf16);
+    GemvEpi e{};
+    e.resid = x_, e.nw = w + ll.ln2, e.nout = nb_, e.ticket = tickets_ + kTicketNorm, e.l2pf = wpf_ ? 1 : 0;
+    const dim3 rows_grid((s.hidden * 32 + 255) / 256);
+    if (s.hidden <= 4 * kNormThreads)
+      launch(gemv_epi<kEpiNorm, 4>, rows_grid, dim3(256), 0, w + ll.o, static_cast<const bf16*>(xb_), tmp_, s.hidden, q, e);
+    else
+      launch(gemv_epi<kEpiNorm, 8>, rows_grid, dim3(256), 0, w + ll.o, static_cast<const bf16*>(xb_), tmp_, s.hidden, q, e);
+    pending_ = false;
+    // Gate/up projection with SiLU(g) * u into qb_.
+    u->weight += 2.0 * s.inter * s.hidden * sizeof(bf16);
+    e = GemvEpi{};
+    e.act = qb_, e.inter = s.inter;
+    launch(gemv_epi<kEpiSiLU, 4>, dim3((s.inter + 3) / 4), dim3(256), 0, w + ll.gu, static_cast<const bf16*>(nb_),
+           static_cast<float*>(nullptr), 2 * s.inter, s.hidden, e);
+    linear(w + ll.d, qb_, tmp_, 1, s.hidden, s.inter, u);
+    pending_ = true;  // added by the next norm (next layer's, or the LM head's)
+  }
+
+  // attention_fused for the decode position pos0 of the layer with weights w: reads the QKV
+  // GEMV's output in big_, appends the new K/V row, leaves the attention output in xb_. The
+  // same splits as attend(). While it runs it prefetches the o projection's weights into L2
+  // (at most pf_cap_ bytes; device weights only).
+  void attend_fused(const Shape& s, const bf16* w, bf16* kc, bf16* vc, int pos0, int max_ctx) {
+    LayerLayout ll(s);
+    const int splits = std::clamp((pos0 + 1 + 255) / 256, 1, kMaxSplits);
+    const bf16* pf = w + ll.o;
+    size_t pf_bytes = std::min(size_t(s.hidden) * s.heads * s.head_dim * sizeof(bf16), pf_cap_) & ~size_t(15);
+    if (!wpf_ || (reinterpret_cast<uintptr_t>(pf) & 15) != 0) pf_bytes = 0;
+    launch(attention_fused, dim3(s.heads, 1, splits), dim3(kAttnThreads), attention_smem(max_ctx, s.head_dim),
+           static_cast<const float*>(big_), w + ll.qn, w + ll.kn, kc, vc, xb_, s.heads, s.kv_heads, s.head_dim, pos0,
+           max_ctx, static_cast<const int*>(dpos_), part_, tickets_ + kTicketAttn,
+           static_cast<const void*>(pf_bytes > 0 ? pf : nullptr), pf_bytes, kvpf_ ? 1 : 0);
+  }
+
   void fill_x(size_t n) {
     // Stand-in input embeddings (image patches, prompt tokens): bf16 noise, widened.
     fill_uniform<<<256, 256, 0, cs_>>>(xb_, n, 1.0f, 7, 0);
@@ -860,6 +1526,12 @@ class Engine {
   bool pdl_ = false;
   bool pending_ = false;     // tmp_ holds a residual not yet added to x_
   float* part_ = nullptr;    // split attention partials
+  bool fuse_ = false;        // fused decode kernels
+  int* tickets_ = nullptr;   // the fused kernels' cross-block tickets (zero between launches)
+  static constexpr int kTicketAttn = 0, kTicketNorm = 256, kTickets = 512;
+  bf16* nb_ = nullptr;       // fused path: the post-attention norm's output (gate/up input)
+  size_t l2_bytes_ = 0, pf_cap_ = 0;
+  bool wpf_ = false, kvpf_ = false;  // weights / KV cache in device memory: L2 prefetches allowed
   int* dpos_ = nullptr;      // non-null while capturing: kernels read the position here
   int* dpos_buf_ = nullptr;
   cudaGraphExec_t graph_{};
@@ -926,6 +1598,12 @@ void usage() {
       "  --warmup N           untimed decode steps first (default 2)\n"
       "  --no-pdl             plain launches (default: programmatic dependent launch where\n"
       "                       weights are read in place)\n"
+      "  --no-fuse            decode with the unfused kernels (ten per layer instead of six;\n"
+      "                       the same arithmetic, the reference for --check)\n"
+      "  --prefetch-mb N      during attention, prefetch up to N MB of the o projection's weights\n"
+      "                       into L2 (device weights; default: half the L2; 0: off)\n"
+      "  --check              compare the fused decode kernels with the unfused ones on the GPU\n"
+      "                       (random inputs, one layer), print the differences, PASS/FAIL, exit\n"
       "  --graph              replay one captured decode step (CUDA graph) instead of eager\n"
       "                       launches; device or zerocopy weights only. Eager is what Ripple\n"
       "                       gates; the graph shows the bandwidth-bound rate\n"
@@ -995,6 +1673,12 @@ int main_impl(int argc, char** argv) {
       o.frame_decode_tokens = int(num(need(i, "--frame-decode-tokens"), "--frame-decode-tokens", 0, 4096));
     } else if (a == "--no-pdl") {
       o.pdl = false;
+    } else if (a == "--no-fuse") {
+      o.fuse = false;
+    } else if (a == "--prefetch-mb") {
+      o.prefetch_mb = num(need(i, "--prefetch-mb"), "--prefetch-mb", 0, 1e5);
+    } else if (a == "--check") {
+      o.check = true;
     } else if (a == "--graph") {
       o.graph = true;
     } else if (a == "--warmup") {
@@ -1027,9 +1711,14 @@ int main_impl(int argc, char** argv) {
 
   const char* wname = o.weights == Place::kDevice ? "device" : (o.stream == Stream::kCopy ? "host (copy)" : "host (zerocopy)");
   Ceilings ceil;
-  if (o.probe) ceil = probe();
+  if (o.probe && !o.check) ceil = probe();
   Engine eng(*preset, o);
   eng.init();
+  if (o.check) {
+    std::printf("ripple-llm: check: preset %s, weights in %s memory, KV in %s memory, launches %s\n", preset->name, wname,
+                o.kv == Place::kDevice ? "device" : "pinned host", eng.pdl() ? "PDL" : "plain");
+    return eng.check() ? 0 : 3;
+  }
   const Shape& s = preset->llm;
   std::printf("ripple-llm: preset %s: %d layers, hidden %d, weights %.2f GB bf16 in %s memory, KV in %s memory%s\n",
               preset->name, s.layers, s.hidden, eng.weight_bytes() / 1e9, wname,
@@ -1177,8 +1866,8 @@ int main_impl(int argc, char** argv) {
   }
   // The greedy token after the run: a fingerprint of the computation (same weights, same
   // steps, deterministic kernels: equal across launch modes when they compute the same).
-  std::printf("ripple-llm: final token %d (launches: %s%s)\n", eng.last_token(), eng.pdl() ? "PDL" : "plain",
-              o.graph ? ", graph" : "");
+  std::printf("ripple-llm: final token %d (launches: %s%s; %s decode kernels)\n", eng.last_token(), eng.pdl() ? "PDL" : "plain",
+              o.graph ? ", graph" : "", eng.fused() ? "fused" : "unfused");
   std::printf("RESULT engine=ripple-llm preset=%s weights=%s%s kv=%s tokens=%d tok_s=%.3f counted_gb=%.4f model_gb=%.4f "
               "diff_pct=%.3f limit_tok_s=%.3f ratio=%.3f gbs=%.1f\n",
               preset->name, wname, o.graph ? " launch=graph" : "", o.kv == Place::kDevice ? "device" : "host", steps, tps,
