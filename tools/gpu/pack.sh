@@ -28,10 +28,11 @@ if command -v stress-ng >/dev/null; then
 else
   echo "pack.sh: no stress-ng here (apt-get install stress-ng): the adaptivity run needs it" >&2
 fi
-# Every shared library of those programs except the C/C++ runtime (the machine's own).
+# Every shared library of those programs except the C/C++ runtime and CUDA's (the machine's own).
 for f in $(for b in $BINS; do echo "$O/bin/$b"; done) "$O/tests/integration/agent_engine" "$O/lib/libripple-cuhook.so" $extra; do
   ldd "$f" | awk '/=> \//{print $3}'
 done | sort -u | grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
+  grep -v -E '/(libcuda|libcudart|libcublas|libcublasLt|libnvrtc|libnvJitLink|libnvToolsExt)[^/]*$' |
   while read -r l; do cp -L "$l" "$stage/rdeps/lib/"; done
 tar cJf "$DEST/deps.tar.xz" -C "$stage" rdeps
 du -sh "$DEST/build" "$DEST/deps.tar.xz"
