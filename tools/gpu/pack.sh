@@ -6,7 +6,7 @@
 #
 #   tools/gpu/pack.sh [DEST]
 # There (from the repo root, DEST carried):
-#   tar xJf DEST/deps.tar.xz -C /tmp && export LD_LIBRARY_PATH=/tmp/rdeps/lib PATH=/tmp/rdeps/bin:$PATH
+#   tools/gpu/unpack.sh DEST && export LD_LIBRARY_PATH=/tmp/rdeps/lib PATH=/tmp/rdeps/bin:$PATH
 #   tools/ripple-bench/ripple-bench --build-dir DEST/build ...
 set -euo pipefail
 DEST=${1:-.devcarry}
