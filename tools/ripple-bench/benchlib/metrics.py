@@ -120,6 +120,11 @@ def gap_breakdown(s0: dict, s1: dict, engine: str, scored_s: float) -> dict[str,
     busy = min(scored_s, e1["busy_s"] - e0["busy_s"])
     w = {c: (e1["wait_ms"][c] - e0["wait_ms"][c]) / 1e3 for c in ("budget", "decision", "delivery")}
     gap = max(0.0, scored_s - busy)
+    # A wait is counted when it ends, so one that began before the window can exceed the
+    # gap: scale the causes down to the gap.
+    tot = sum(w.values())
+    if tot > gap > 0:
+        w = {c: v * gap / tot for c, v in w.items()}
     other = max(0.0, gap - sum(w.values()))
     out = {"busy": busy / scored_s, "gap": gap / scored_s}
     out.update({k: v / scored_s for k, v in w.items()})
