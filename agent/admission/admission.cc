@@ -118,12 +118,16 @@ Context Admission::context(Nanos now) const {
 }
 
 void Admission::update_probe_unit() {
-  // App. C: the probe is the largest, over the engines, of each one's smallest unit.
+  // App. C: the probe is the largest, over the engines, of each one's smallest unit: the
+  // smallest it has announced in a work, or, before its first work, of its catalog. (The
+  // catalog alone can make the probe 1 byte: the interposer's placeholder units. Then the
+  // allowance, which grows from zero by a fraction of the probe per release, never grows.)
   Bytes probe = 0;
   for (const auto& e : engines_) {
     if (!e.connected) continue;
-    Bytes smallest = kUnlimitedBytes;
-    for (const auto& u : e.spec.catalog) smallest = std::min(smallest, u.bytes);
+    Bytes smallest = e.smallest_announced;
+    if (smallest == kUnlimitedBytes)
+      for (const auto& u : e.spec.catalog) smallest = std::min(smallest, u.bytes);
     probe = std::max(probe, smallest);
   }
   if (probe > 0) ledger_.set_probe_unit(probe);
@@ -180,6 +184,12 @@ Status Admission::announce(EngineId id, Work work, Nanos now) {
     work.deadline = kNever;
   }
   if (e->spec.kind == EngineKind::kDeadlineBound) e->request_start = now;
+  Bytes smallest = e->smallest_announced;
+  for (std::uint32_t u : work.units) smallest = std::min(smallest, e->spec.catalog[u].bytes);
+  if (smallest != e->smallest_announced) {
+    e->smallest_announced = smallest;
+    update_probe_unit();
+  }
   const bool was_idle = !e->has_work();
   e->queue.push_back(std::make_shared<const Work>(std::move(work)));
   if (was_idle && e->outstanding == 0 && e->idle_since < 0) e->idle_since = now;

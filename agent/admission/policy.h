@@ -34,6 +34,10 @@ struct EngineState {
   double scale = 1.0;          // measured / profiled duration, smoothed
   Nanos idle_since = -1;       // idle with work since (-1: not idle with work)
   Nanos request_start = -1;    // deadline-bound: when its latest request was announced
+  // The smallest unit it has announced in a work (kUnlimitedBytes: none yet). The probe
+  // unit is built from these: a catalog can hold placeholder units an engine never runs
+  // (the interposer's 1-byte generic unit, its 4 KiB copy units).
+  Bytes smallest_announced = kUnlimitedBytes;
   WaitReason wait;             // the last reason it got no grant
   std::vector<GrantId> revoked;  // refunded with an earlier discard, not yet handed back
   EngineStats stats;

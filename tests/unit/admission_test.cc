@@ -368,6 +368,31 @@ TEST(Admission, ProbeUnitFromEngines) {
   (void)ia;
 }
 
+// Tests that the probe unit comes from the units an engine announces, not from catalog
+// placeholders it never runs: the interposer's catalog holds a 1-byte generic unit, which
+// made the probe 1 byte and kept every allowance at zero on the GPU (found there).
+TEST(Admission, ProbeUnitFromAnnouncedUnits) {
+  Fixture f;
+  EngineSpec a = engine("llm", EngineKind::kBestEffort, 1400 * kMB);   // unit 0: a layer
+  a.catalog.push_back({"unit", 1, 1});                                 // unit 1: a placeholder
+  a.catalog.push_back({"copy-2^12", 4096, 1});                         // unit 2: a placeholder
+  a.catalog.push_back({"lm_head", 1200 * kMB, kMs});                   // unit 3
+  const EngineId id = f.add(a);
+  EXPECT_EQ(f.ledger.params().probe_unit_bytes, 1u);   // before any work: the catalog's smallest
+  Work w = work(1, 3);                                   // three layers
+  ASSERT_TRUE(f.adm->announce(id, w, 0).ok());
+  EXPECT_EQ(f.ledger.params().probe_unit_bytes, 1400 * kMB);
+  Work w2 = work(2, 1);
+  w2.units = {0, 3};                                     // a layer and the head
+  ASSERT_TRUE(f.adm->announce(id, w2, 0).ok());
+  EXPECT_EQ(f.ledger.params().probe_unit_bytes, 1200 * kMB);
+  // A second engine whose units are 1 byte (GPU-memory-only work): the largest smallest wins.
+  EngineSpec v = engine("vlm", EngineKind::kBestEffort, 1);
+  const EngineId iv = f.add(v);
+  ASSERT_TRUE(f.adm->announce(iv, work(1, 2), 0).ok());
+  EXPECT_EQ(f.ledger.params().probe_unit_bytes, 1200 * kMB);
+}
+
 
 namespace ahead {
 
