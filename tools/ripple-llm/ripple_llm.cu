@@ -907,6 +907,8 @@ class Engine {
       CUDA_CHECK(cudaEventCreateWithFlags(&copied_[i], cudaEventDisableTiming));
       CUDA_CHECK(cudaEventCreateWithFlags(&used_[i], cudaEventDisableTiming));
     }
+    CUDA_CHECK(cudaEventCreateWithFlags(&computed_, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&spilled_, cudaEventDisableTiming));
     const Shape& s = p_.llm;
     for (const Shape* sh : {&p_.llm, &p_.vision})
       if (sh->layers > 0 && (sh->head_dim % 8 != 0 || sh->head_dim > 128)) die("head_dim must be a multiple of 8, at most 128");
@@ -1393,9 +1395,18 @@ class Engine {
     if (o_.weights == Place::kHost && o_.stream == Stream::kCopy) CUDA_CHECK(cudaEventRecord(used_[cur_], cs_));
   }
 
+  // The spill belongs to its layer, as a real KV/activation offload does: it starts once
+  // the layer's kernels are done, and the next layer's kernels wait for it (the next
+  // layer's weight copy on ms_ still overlaps it). Unbounded, the spill stream fell ever
+  // further behind the layers it was issued in, so a layer's traffic happened long after
+  // the layer, where no gate can place it.
   void spill(Counters* u) {
     if (spill_bytes_ == 0) return;
+    CUDA_CHECK(cudaEventRecord(computed_, cs_));
+    CUDA_CHECK(cudaStreamWaitEvent(ss_, computed_, 0));
     CUDA_CHECK(cudaMemcpyAsync(spill_dst_, spill_src_, spill_bytes_, cudaMemcpyDeviceToHost, ss_));
+    CUDA_CHECK(cudaEventRecord(spilled_, ss_));
+    CUDA_CHECK(cudaStreamWaitEvent(cs_, spilled_, 0));
     u->spill += spill_bytes_;
   }
 
@@ -1514,6 +1525,7 @@ class Engine {
   cudaStream_t cs_{}, ms_{}, ss_{};
   cublasHandle_t blas_{};
   cudaEvent_t copied_[2]{}, used_[2]{};
+  cudaEvent_t computed_{}, spilled_{};  // --spill-mb: the layer's kernels done; its spill done
   bf16* stage_[2]{};
   int cur_ = 0;
   uint64_t unit_ = 0;
