@@ -71,6 +71,8 @@ const std::vector<Key>& keys() {
        [](double v, Params& p) { p.reduced_cut = v; return std::string(); }},
       {"probe_unit_bytes", Kind::kInt, "bytes",
        [](double v, Params& p) { return set_nanos(p.probe_unit_bytes, v); }},
+      {"fit_min_bytes", Kind::kInt, "bytes",
+       [](double v, Params& p) { return set_nanos(p.fit_min_bytes, v); }},
       {"pacing_floor_bytes", Kind::kInt, "bytes (f)",
        [](double v, Params& p) { return set_nanos(p.pacing_floor_bytes, v); }},
       {"min_pacing_duration_ns", Kind::kInt, "ns",

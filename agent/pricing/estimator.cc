@@ -202,9 +202,11 @@ Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged) {
   out.above_line = !p.margin_unbounded && ct > p.line(charged);
   margin_.update_level(out.above_line);
 
+  // The fit sees charges below fit_min_bytes as zero (params.h says why).
+  const double x = charged >= params_.fit_min_bytes ? static_cast<double>(charged) : 0.0;
   // The residual is computed before the job enters the fit.
   if (fit_.has_data()) {
-    const double r = ct - fit_.intercept(held_slope_) - held_slope_ * static_cast<double>(charged);
+    const double r = ct - fit_.intercept(held_slope_) - held_slope_ * x;
     margin_.add_residual(r, p.phase);
     out.residual = r;
   }
@@ -218,7 +220,7 @@ Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged) {
     }
   }
 
-  fit_.add(ct, static_cast<double>(charged));
+  fit_.add(ct, x);
   if (fit_.slope_estimable()) {
     const double ls = fit_.ls_slope(), se = fit_.ls_slope_se();
     // The held slope moves only on a positive estimate >= 2 SE above zero.

@@ -39,6 +39,11 @@ inline constexpr double kDefaultHighUncertainty = 0.10;        // slope SE > 10 
 inline constexpr int kDefaultReducedEvery = 8;                 // one job in eight
 inline constexpr double kDefaultReducedCut = 0.40;             // 40 % fewer bytes
 inline constexpr Bytes kDefaultProbeUnitBytes = 385'978'880;   // one Qwen3-8B layer
+// A job charged fewer bytes enters the slope fit as charged zero: a few bytes cannot move a
+// response time, and GPU-memory-only units are announced as 1 byte each (the protocol wants
+// bytes > 0), so their counts would otherwise fit as a slope of ms per byte (seen on the GPU:
+// 2e7 ms/GB). Ours, not the paper's.
+inline constexpr Bytes kDefaultFitMinBytes = 1 << 20;
 
 // Budget (Eq. 3, 6).
 inline constexpr Bytes kDefaultPacingFloorBytes = kDefaultProbeUnitBytes;  // f
@@ -71,6 +76,7 @@ struct Params {
   int reduced_every = kDefaultReducedEvery;
   double reduced_cut = kDefaultReducedCut;
   Bytes probe_unit_bytes = kDefaultProbeUnitBytes;
+  Bytes fit_min_bytes = kDefaultFitMinBytes;
 
   Bytes pacing_floor_bytes = kDefaultPacingFloorBytes;
   Nanos min_pacing_duration = kDefaultMinPacingDuration;

@@ -354,5 +354,29 @@ TEST_F(Insensitive, SlopeDriftDisablesExemption) {
   EXPECT_TRUE(est_->exemption_disabled());
 }
 
+// Tests that charges below fit_min_bytes enter the fit as zero: jobs that overlapped only
+// 1-byte units (GPU-memory-only work) and ran longer must not be read as a slope of
+// milliseconds per byte (the GPU sweep saw 2e7 ms/GB from exactly that). Above the
+// threshold the same data moves the slope.
+TEST(PricingEstimator, TinyChargesDoNotFitASlope) {
+  const Params params = base_params();  // the estimator keeps a reference
+  Estimator est(profiled_task(), params);
+  for (int i = 0; i < 200; ++i) {
+    const Pricing p = est.price(Phase::kRest);
+    const bool busy = i % 2 == 1;  // every other job: 40 bytes charged and 5 ms longer
+    est.complete(p, (busy ? 45 : 40) * kMs, busy ? 40 : 0);
+  }
+  EXPECT_DOUBLE_EQ(est.held_slope(), 2.5e-3);  // still the prior
+  Params low = base_params();
+  low.fit_min_bytes = 0;
+  Estimator raw(profiled_task(), low);
+  for (int i = 0; i < 200; ++i) {
+    const Pricing p = raw.price(Phase::kRest);
+    const bool busy = i % 2 == 1;
+    raw.complete(p, (busy ? 45 : 40) * kMs, busy ? 40 : 0);
+  }
+  EXPECT_GT(raw.held_slope(), 1e3);  // 5 ms / 40 B: the failure the threshold prevents
+}
+
 }  // namespace
 }  // namespace ripple::pricing
