@@ -20,8 +20,9 @@
 // encoder over image patches, a prefill over the merged image tokens and the prompt,
 // and a short decode; it reports the request latency against the deadline.
 //
-// Decode runs six fused kernels per layer (see "Fused decode kernels"); --no-fuse runs the
-// ten unfused ones, which compute the same values; --check compares the two on the GPU.
+// Decode runs five fused kernels per layer (six with --stream copy; see "Fused decode
+// kernels"); --no-fuse runs the ten unfused ones, which compute the same values; --check
+// compares the two on the GPU.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -413,25 +414,33 @@ __global__ void to_bf16(const float* __restrict__ x, bf16* __restrict__ y, size_
 }
 
 // ---------------------------------------------------------------------------------------
-// Fused decode kernels (T = 1, the default; --no-fuse keeps the kernels above). Six kernels
-// per layer instead of ten. Each computes exactly what the unfused kernels compute: the same
-// arithmetic in the same order with the same bf16 rounding points, so the greedy fingerprint
-// is unchanged (--check compares the two paths on the GPU). Only the loads are scheduled
-// differently and intermediate values skip their round trip through memory.
+// Fused decode kernels (T = 1, the default; --no-fuse keeps the kernels above). Five kernels
+// per layer instead of ten where the weights are read in place (six with --stream copy).
+// Each computes exactly what the unfused kernels compute: the same arithmetic in the same
+// order with the same bf16 rounding points, so the greedy fingerprint is unchanged (--check
+// compares the two paths on the GPU). Only the loads are scheduled differently and
+// intermediate values skip their round trip through memory.
 //   add_rmsnorm_fused   input RMSNorm (+ the previous layer's residual); its weights are
-//                       loaded before the PDL wait;
+//                       loaded before the PDL wait. Only where the previous unit's down
+//                       projection did not do it already: layer 0, and every layer with
+//                       --stream copy (the next layer's norm weights are not staged yet);
 //   gemv_bf16           QKV projection (unchanged: float q, k, v);
 //   attention_fused     Qwen3's q/k norm and RoPE (qk_norm_rope_append's arithmetic) on the
 //                       GEMV's output, the new K/V row kept in shared memory and appended by
 //                       one block per KV head, split-K attention whose last block of a head
 //                       merges the splits (attention_combine's arithmetic). Before the wait it
-//                       prefetches its old cache rows into L2; after it, a slice of the o
-//                       projection's weights (HBM is otherwise idle during attention);
+//                       loads the q/k norm weights into shared memory and prefetches its old
+//                       cache rows into L2; after it, optionally (--prefetch-mb) a slice of
+//                       the o projection's weights;
 //   gemv_epi<kEpiNorm>  o projection; the last block to finish adds the residual and runs
 //                       the post-attention RMSNorm (add_rmsnorm's reduction tree);
 //   gemv_epi<kEpiSiLU>  gate/up projection: a block computes 4 gate rows and the 4 matching
 //                       up rows and writes bf16(SiLU(g) * u), silu_mul's arithmetic;
-//   gemv_bf16           down projection (unchanged).
+//   gemv_epi<kEpiNorm>  down projection; where the weights are read in place its last block
+//                       adds it to the residual stream and runs the next unit's input RMSNorm
+//                       (the next layer's, or the LM head's final norm) with that unit's
+//                       weights, so the next layer starts with its QKV GEMV. Otherwise
+//                       gemv_bf16, and the residual is left for the next add_rmsnorm_fused.
 // Cross-block hand-offs use the threadfence-reduction pattern: results stored, fence, a
 // ticket (atomicAdd); the block drawing the last ticket fences, reads the others' results
 // from L2 and resets the ticket for the next launch. Nothing before a PDL wait writes memory
@@ -556,7 +565,9 @@ __global__ void __launch_bounds__(kNormThreads) add_rmsnorm_fused(float* __restr
 enum { kEpiNorm = 0, kEpiSiLU = 1 };
 struct GemvEpi {
   // kEpiNorm: y is the residual branch; the last block adds it to resid and writes
-  // nout = RMSNorm(resid) * nw. ticket counts finished blocks (zero between launches).
+  // nout = RMSNorm(resid) * nw. ticket counts finished blocks (zero between launches; each
+  // launch in flight needs its own). The o projection (post-attention norm) and the down
+  // projection (the next unit's input norm).
   float* resid;
   const bf16* nw;
   bf16* nout;
@@ -638,10 +649,12 @@ __global__ void __launch_bounds__(256, 4) gemv_epi(const bf16* __restrict__ w, c
 }
 
 // qk_norm_rope_append's arithmetic for one q or k head (one warp): RMSNorm over hd, the norm
-// weight, RoPE at pos; store(i, value) receives each bf16 output element.
+// weight, RoPE at pos; store(i, value) receives each bf16 output element. nw: the norm weights
+// widened to float (in shared memory, loaded before the PDL wait): the same values as
+// qk_norm_rope_append's __bfloat162float(nw[i]).
 template <typename Store>
-__device__ __forceinline__ void qk_rope(const float* __restrict__ src, const bf16* __restrict__ nw, int hd, int pos,
-                                        int lane, Store store) {
+__device__ __forceinline__ void qk_rope(const float* __restrict__ src, const float* nw, int hd, int pos, int lane,
+                                        Store store) {
   float ss = 0.f;
   for (int i = lane; i < hd; i += 32) ss += src[i] * src[i];
   const float r = rsqrtf(warp_sum(ss) / hd + 1e-6f);
@@ -650,7 +663,7 @@ __device__ __forceinline__ void qk_rope(const float* __restrict__ src, const bf1
     const float inv = exp2f(-2.0f * i / hd * 19.931568569324174f);  // theta^(-2i/hd), Qwen3 rope_theta = 1e6
     float sn, cs;
     sincosf(pos * inv, &sn, &cs);
-    const float a = src[i] * r * __bfloat162float(nw[i]), b = src[i + half] * r * __bfloat162float(nw[i + half]);
+    const float a = src[i] * r * nw[i], b = src[i + half] * r * nw[i + half];
     store(i, __float2bfloat16(a * cs - b * sn));
     store(i + half, __float2bfloat16(b * cs + a * sn));
   }
@@ -682,10 +695,17 @@ __global__ void __launch_bounds__(kAttnThreads, 2)
   __shared__ __align__(16) bf16 knew[128];
   __shared__ __align__(16) bf16 vnew[128];
   __shared__ float msp[kMaxSplits], lsp[kMaxSplits];
+  __shared__ float qnw[128], knw[128];  // the q and k norm weights, widened
   __shared__ int last;
   pdl_trigger();
   const int h = blockIdx.x, group = heads / kv_heads, kvh = h / group, splits = gridDim.z;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+  // Before the wait: the q/k norm weights (constant) into shared memory, so that the q/k norm
+  // after the wait does not wait for them (blockDim >= 2 * hd).
+  if (int(threadIdx.x) < hd)
+    qnw[threadIdx.x] = __bfloat162float(qn[threadIdx.x]);
+  else if (int(threadIdx.x) < 2 * hd)
+    knw[threadIdx.x - hd] = __bfloat162float(kn[threadIdx.x - hd]);
   // Before the wait: the cache rows older than this step (written by earlier steps, constant
   // now) into L2. Under graph replay the position read here is only a hint for the prefetch.
   if (kv_pf && threadIdx.x == 0) {
@@ -700,6 +720,7 @@ __global__ void __launch_bounds__(kAttnThreads, 2)
       }
     }
   }
+  __syncthreads();  // qnw, knw
   pdl_wait();
   if (dpos != nullptr) pos0 = ld_cg(dpos);
   // The o projection's weights (or the first pf_bytes of them) into L2 while attention leaves
@@ -722,9 +743,9 @@ __global__ void __launch_bounds__(kAttnThreads, 2)
   // q (warp 0) and, where this block holds the new position, its k (warp 1) and v (warp 2),
   // rounded to bf16 as qk_norm_rope_append stores them; q then scaled as attention does.
   if (warp == 0) {
-    qk_rope(qkv + size_t(h) * hd, qn, hd, pos0, lane, [&](int i, bf16 v) { qs[i] = __bfloat162float(v) * scale; });
+    qk_rope(qkv + size_t(h) * hd, qnw, hd, pos0, lane, [&](int i, bf16 v) { qs[i] = __bfloat162float(v) * scale; });
   } else if (warp == 1 && has_new) {
-    qk_rope(qkv + size_t(heads + kvh) * hd, kn, hd, pos0, lane, [&](int i, bf16 v) { knew[i] = v; });
+    qk_rope(qkv + size_t(heads + kvh) * hd, knw, hd, pos0, lane, [&](int i, bf16 v) { knew[i] = v; });
   } else if (warp == 2 && has_new) {
     const float* src = qkv + size_t(heads + kv_heads + kvh) * hd;
     for (int i = lane; i < hd; i += 32) vnew[i] = __float2bfloat16(src[i]);
@@ -874,7 +895,7 @@ struct Options {
   bool graph = false;
   bool pdl = true;
   bool fuse = true;          // fused decode kernels (--no-fuse: the unfused reference path)
-  double prefetch_mb = -1;   // o-projection weights prefetched into L2 during attention (-1: half the L2)
+  double prefetch_mb = 0;    // o-projection weights prefetched into L2 during attention (MB; 0: off)
   bool check = false;        // --check: fused against unfused kernels on random inputs, then exit
 };
 
@@ -976,12 +997,9 @@ class Engine {
     CUDA_CHECK(cudaMemset(tickets_, 0, kTickets * sizeof(int)));
     nb_ = static_cast<bf16*>(dalloc(size_t(s.hidden) * sizeof(bf16)));
     // L2 prefetches (TMA) only of device memory: weights in HBM, and the KV cache when it is there.
-    int l2 = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, o_.device));
-    l2_bytes_ = size_t(l2);
     wpf_ = o_.weights == Place::kDevice;
     kvpf_ = o_.kv == Place::kDevice;
-    pf_cap_ = !wpf_ ? 0 : o_.prefetch_mb >= 0 ? size_t(o_.prefetch_mb * 1e6) : l2_bytes_ / 2;
+    pf_cap_ = wpf_ ? size_t(o_.prefetch_mb * 1e6) : 0;
     CUDA_CHECK(cudaMemset(token_, 0, sizeof(int)));
     if (o_.spill_mb > 0) {
       spill_bytes_ = size_t(o_.spill_mb * 1e6);
@@ -989,24 +1007,31 @@ class Engine {
       CUDA_CHECK(cudaHostAlloc(&spill_dst_, spill_bytes_, cudaHostAllocDefault));
     }
     const int smem = int(attention_smem(std::max(max_ctx_, o_.image_tokens), std::max(s.head_dim, 128)));
-    if (smem + 1024 > 227 * 1024) die("context too long for the attention kernel's shared memory");  // + attention_fused's static
+    if (smem + 2048 > 227 * 1024) die("context too long for the attention kernel's shared memory");  // + attention_fused's static
     CUDA_CHECK(cudaFuncSetAttribute(attention, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CUDA_CHECK(cudaFuncSetAttribute(attention_fused, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     CUDA_CHECK(cudaDeviceSynchronize());
   }
 
   // One decode step at position pos: T = 1 through every layer and the LM head.
+  // Where the weights are read in place, each layer's down projection also runs the next
+  // unit's input norm (the next layer's, or the LM head's final norm), with that unit's norm
+  // weights: so those weights are read, and counted, inside the previous unit's NVTX range.
   void decode_step(int pos, Counters* c, std::vector<Counters>* per_unit) {
     const Shape& s = p_.llm;
+    LayerLayout ll(s);
     launch(embed, dim3(1), dim3(256), 0, static_cast<const bf16*>(embed_), static_cast<const int*>(token_), x_, s.hidden);
     pending_ = false;
+    normed_ = false;
     c->embed += s.hidden * sizeof(bf16);
+    const bf16* final_norm = weights_ + layer_elems_ * s.layers + size_t(p_.vocab) * s.hidden;  // in place
     for (int l = 0; l < s.layers; ++l) {
       Counters u;
       nvtx_push("model.layers.%d", l);
       const bf16* w = fetch(layer_ptr(l), layer_elems_, unit_++);
       bf16* kc = kv_ + 2 * kv_layer_elems_ * l;
-      layer(s, w, 1, pos, kc, kc + kv_layer_elems_, max_ctx_, true, &u);
+      const bf16* next = !fuse_next() ? nullptr : l + 1 < s.layers ? layer_ptr(l + 1) + ll.ln1 : final_norm;
+      layer(s, w, 1, pos, kc, kc + kv_layer_elems_, max_ctx_, true, &u, next);
       release();
       spill(&u);
       nvtxRangePop();
@@ -1016,9 +1041,8 @@ class Engine {
     nvtxRangePushA("lm_head");
     Counters u;
     const bf16* w = fetch(weights_ + layer_elems_ * s.layers, head_elems_, unit_++);
-    norm(x_, w + size_t(p_.vocab) * s.hidden, 1, s.hidden);
+    input_norm(w + size_t(p_.vocab) * s.hidden, 1, s.hidden, &u);  // the final norm, unless the last layer ran it
     linear(w, xb_, big_, 1, p_.vocab, s.hidden, &u);
-    u.weight += s.hidden * sizeof(bf16);
     launch(argmax, dim3(1), dim3(1024), 0, static_cast<const float*>(big_), p_.vocab, token_);
     release();
     nvtxRangePop();
@@ -1071,7 +1095,7 @@ class Engine {
       }
       norm(x_ + size_t(T - 1) * s.hidden, w + size_t(p_.vocab) * s.hidden, 1, s.hidden);
       linear(w, xb_, big_, 1, p_.vocab, s.hidden, &u);
-      u.weight += s.hidden * sizeof(bf16);  // the final norm's weights, as decode_step counts them
+      u.weight += s.hidden * sizeof(bf16);  // the final norm's weights (run here: prefill layers leave it)
       launch(argmax, dim3(1), dim3(1024), 0, static_cast<const float*>(big_), p_.vocab, token_);
       release();
       nvtxRangePop();
@@ -1102,7 +1126,9 @@ class Engine {
   double kv_read_at(int pos) const { return p_.llm.layers * 2.0 * (pos + 1) * p_.llm.kv_heads * p_.llm.head_dim * sizeof(bf16); }
 
   // Times the pieces of one decode layer in place (device weights): the gate/up GEMV's
-  // achieved read bandwidth, the attention kernel at position pos, and the whole layer.
+  // achieved read bandwidth, the attention kernel at position pos, and the whole layer as it
+  // runs in decode (fused: its input norm ran in the previous repetition's down projection,
+  // layer 0 standing in for its own successor).
   void kernel_probe(int pos) {
     const Shape& s = p_.llm;
     LayerLayout ll(s);
@@ -1129,7 +1155,9 @@ class Engine {
       else
         attend(s, kc, kc + kv_layer_elems_, 1, pos, max_ctx_, true);
     });
-    const double layer_us = time_us([&] { layer(s, w, 1, pos, kc, kc + kv_layer_elems_, max_ctx_, true, &u); });
+    const bf16* next = fuse_next() ? w + ll.ln1 : nullptr;
+    const double layer_us = time_us([&] { layer(s, w, 1, pos, kc, kc + kv_layer_elems_, max_ctx_, true, &u, next); });
+    normed_ = pending_ = false;  // decode_step starts from the embedding
     const double gu_bytes = 2.0 * s.inter * s.hidden * sizeof(bf16);
     std::printf("ripple-llm: kernel probe: gate/up GEMV %.1f us (%.0f GB/s), attention at %d positions %.1f us, "
                 "whole layer %.1f us (%.0f GB/s of its weights)\n",
@@ -1139,11 +1167,16 @@ class Engine {
   // --check: the fused decode kernels against the unfused ones, on the GPU, on random inputs
   // with layer 0's weights and KV cache: whole layers (residual stream, down projection,
   // SiLU output, post-attention norm, appended K/V rows) at two positions, with the position
-  // on the host and in device memory (graph replay), and attention alone (q/k norm, RoPE,
-  // append, split merge) at positions covering 1 to 16 splits. Prints each comparison's
-  // largest absolute difference and that difference relative to the largest reference value.
-  // Returns true when every difference is within 1e-2 relative (the fused kernels are meant to
-  // be bit-identical; anything else may change the greedy fingerprint).
+  // on the host and in device memory (graph replay), each once as with --stream copy (the
+  // residual left pending) and once with the next unit's input norm in the down projection
+  // (random norm weights; against the unfused layer followed by add_rmsnorm: the residual
+  // stream and the normalized input too); attention alone (q/k norm, RoPE, append, split
+  // merge) at positions covering 1 to 16 splits; and one whole decode step (all layers and
+  // the LM head as decode runs them in this mode: logits and greedy token). Prints each
+  // comparison's largest absolute difference and that difference relative to the largest
+  // reference value. Returns true when every difference is within 1e-2 relative and the
+  // layers with the next norm and the decode step are bit-identical (the fused kernels are
+  // meant to be bit-identical throughout; anything else may change the greedy fingerprint).
   bool check() {
     const Shape& s = p_.llm;
     if (!fuse_) {
@@ -1159,6 +1192,7 @@ class Engine {
     float* x0 = static_cast<float*>(dalloc(size_t(H) * sizeof(float)));
     float* d0 = static_cast<float*>(dalloc(size_t(H) * sizeof(float)));
     float* qkv0 = static_cast<float*>(dalloc(size_t(nqkv) * sizeof(float)));
+    bf16* nw0 = static_cast<bf16*>(dalloc(size_t(H) * sizeof(bf16)));  // the next unit's norm weights
     auto rnd = [&](float* dst, size_t n, float scale, uint64_t seed) {  // bf16 noise widened, via qb_
       fill_uniform<<<64, 256, 0, cs_>>>(qb_, n, scale, seed, 0);
       widen<<<64, 256, 0, cs_>>>(qb_, dst, n);
@@ -1167,6 +1201,8 @@ class Engine {
     rnd(x0, H, 1.0f, 101);
     rnd(d0, H, 0.5f, 102);
     rnd(qkv0, nqkv, 2.0f, 103);
+    fill_uniform<<<64, 256, 0, cs_>>>(nw0, H, 1.0f, 104, 0);
+    CUDA_CHECK(cudaGetLastError());
     auto sync = [&] {
       CUDA_CHECK(cudaStreamSynchronize(cs_));
       CUDA_CHECK(cudaGetLastError());
@@ -1194,29 +1230,38 @@ class Engine {
     using Outs = std::vector<std::pair<const char*, std::vector<float>>>;
     auto set_pos = [&](bool device_pos, int pos) {
       sync();
-      if (device_pos) CUDA_CHECK(cudaMemcpy(dpos_buf_, &pos, sizeof(int), cudaMemcpyHostToDevice));
+      if (device_pos) CUDA_CHECK(cudaMemcpyAsync(dpos_buf_, &pos, sizeof(int), cudaMemcpyHostToDevice, cs_));
       dpos_ = device_pos ? dpos_buf_ : nullptr;
     };
-    // A whole layer on x0 with the residual d0 pending.
-    auto run_layer = [&](bool fused, bool device_pos, int pos) {
+    // A whole layer on x0 with the residual d0 pending. With next (norm weights), also the next
+    // unit's input norm: in the fused down projection's epilogue, or unfused after the layer.
+    auto run_layer = [&](bool fused, bool device_pos, int pos, const bf16* next) {
       CUDA_CHECK(cudaMemcpyAsync(x_, x0, size_t(H) * sizeof(float), cudaMemcpyDeviceToDevice, cs_));
       CUDA_CHECK(cudaMemcpyAsync(tmp_, d0, size_t(H) * sizeof(float), cudaMemcpyDeviceToDevice, cs_));
       set_pos(device_pos, pos);
       pending_ = true;
+      normed_ = false;
       const bool f = fuse_;
       fuse_ = fused;
       Counters u;
-      layer(s, w, 1, pos, kc, vc, max_ctx_, true, &u);
-      fuse_ = f;
+      layer(s, w, 1, pos, kc, vc, max_ctx_, true, &u, next);
       sync();
+      Outs o{{"residual x", {}},
+             {"down proj", get_f(tmp_, H)},
+             {"SiLU(g)*u", get_b(qb_, s.inter)},
+             {"post-attn norm", get_b(fused ? nb_ : xb_, H)}};
+      if (next != nullptr && !fused) {  // the next layer's unfused add_rmsnorm (fuse_ is off)
+        input_norm(next, 1, H, &u);
+        sync();
+      }
+      fuse_ = f;
+      o[0].second = get_f(x_, H);
+      if (next != nullptr) o.push_back({"next input norm", get_b(xb_, H)});
+      o.push_back({"K row", rows_at(kc, pos)});
+      o.push_back({"V row", rows_at(vc, pos)});
       dpos_ = nullptr;
-      pending_ = false;
-      return Outs{{"residual x", get_f(x_, H)},
-                  {"down proj", get_f(tmp_, H)},
-                  {"SiLU(g)*u", get_b(qb_, s.inter)},
-                  {"post-attn norm", get_b(fused ? nb_ : xb_, H)},
-                  {"K row", rows_at(kc, pos)},
-                  {"V row", rows_at(vc, pos)}};
+      pending_ = normed_ = false;
+      return o;
     };
     // Attention alone on the float q, k, v qkv0.
     auto run_attn = [&](bool fused, bool device_pos, int pos) {
@@ -1235,8 +1280,9 @@ class Engine {
       return Outs{{"attention out", get_b(xb_, size_t(s.heads) * hd)}, {"K row", rows_at(kc, pos)}, {"V row", rows_at(vc, pos)}};
     };
     double worst = 0;
-    bool exact = true;
-    auto compare = [&](const char* what, int pos, const Outs& ref, const Outs& got) {
+    bool exact = true, strict_exact = true;
+    // strict: must be bit-identical (the next-norm fusion and the whole step).
+    auto compare = [&](const char* what, int pos, const Outs& ref, const Outs& got, bool strict) {
       for (size_t t = 0; t < ref.size(); ++t) {
         const std::vector<float>& a = ref[t].second;
         const std::vector<float>& b = got[t].second;
@@ -1247,17 +1293,21 @@ class Engine {
           ref_max = std::max(ref_max, std::fabs(double(a[i])));
         }
         const double rel = abs_err / std::max(ref_max, 1e-30);
-        std::printf("ripple-llm: check: %-13s pos %5d  %-15s max abs err %.3g, max rel err %.3g\n", what, pos, ref[t].first,
-                    abs_err, rel);
+        std::printf("ripple-llm: check: %-18s pos %5d  %-15s max abs err %.3g, max rel err %.3g%s\n", what, pos,
+                    ref[t].first, abs_err, rel, strict && abs_err != 0 ? "  (must be bit-identical)" : "");
         exact = exact && abs_err == 0;
+        if (strict) strict_exact = strict_exact && abs_err == 0;
         worst = std::max(worst, rel);
       }
     };
     std::vector<int> layer_pos = {std::min(o_.context, max_ctx_ - 2), 3};
     for (int pos : layer_pos) {
-      const Outs ref = run_layer(false, false, pos);
-      compare("layer", pos, ref, run_layer(true, false, pos));
-      compare("layer (graph)", pos, ref, run_layer(true, true, pos));
+      const Outs ref = run_layer(false, false, pos, nullptr);
+      compare("layer", pos, ref, run_layer(true, false, pos, nullptr), false);
+      compare("layer (graph)", pos, ref, run_layer(true, true, pos, nullptr), false);
+      const Outs refn = run_layer(false, false, pos, nw0);
+      compare("layer+norm", pos, refn, run_layer(true, false, pos, nw0), true);
+      compare("layer+norm (graph)", pos, refn, run_layer(true, true, pos, nw0), true);
     }
     std::vector<int> attn_pos;
     for (int pos : {0, 1, 200, 255, 256, 300, 511, 1000, o_.context, 4100, 8191, max_ctx_ - 2})
@@ -1265,17 +1315,40 @@ class Engine {
         attn_pos.push_back(pos);
     for (int pos : attn_pos) {
       const Outs ref = run_attn(false, false, pos);
-      compare("attention", pos, ref, run_attn(true, false, pos));
-      if (pos == attn_pos.back()) compare("attn (graph)", pos, ref, run_attn(true, true, pos));
+      compare("attention", pos, ref, run_attn(true, false, pos), false);
+      if (pos == attn_pos.back()) compare("attn (graph)", pos, ref, run_attn(true, true, pos), false);
     }
-    release();
+    release();  // done with layer 0's (staged) weights: decode_step fetches its own
+    // One whole decode step from the same token at the same position, unfused then as decode
+    // runs in this mode (with --weights device or --stream zerocopy: the next unit's input norm
+    // in each down projection, the LM head's final norm in the last layer's). Both write the
+    // same new K/V rows; each layer's attention reads only the older rows and its own new one.
+    auto run_step = [&](bool fused, int pos) {
+      sync();
+      const int tok = 4242 % p_.vocab;  // pageable source: staged before the call returns
+      CUDA_CHECK(cudaMemcpyAsync(token_, &tok, sizeof(int), cudaMemcpyHostToDevice, cs_));
+      const bool f = fuse_;
+      fuse_ = fused;
+      Counters c;
+      decode_step(pos, &c, nullptr);
+      fuse_ = f;
+      sync();
+      return Outs{{"logits", get_f(big_, p_.vocab)}, {"greedy token", {float(last_token())}}};
+    };
+    {
+      const int pos = layer_pos[0];
+      const Outs ref = run_step(false, pos);
+      compare(fuse_next() ? "step (next norms)" : "step", pos, ref, run_step(true, pos), true);
+    }
     CUDA_CHECK(cudaFree(x0));
     CUDA_CHECK(cudaFree(d0));
     CUDA_CHECK(cudaFree(qkv0));
-    const bool pass = worst <= 1e-2;
+    CUDA_CHECK(cudaFree(nw0));
+    const bool pass = worst <= 1e-2 && strict_exact;
     std::printf("ripple-llm: check: %s (%s; largest relative difference %.3g)\n", pass ? "PASS" : "FAIL",
-                exact ? "bit-identical: the fused path computes what the unfused one does"
-                      : "not bit-identical: the greedy fingerprint may differ",
+                exact          ? "bit-identical: the fused path computes what the unfused one does"
+                : strict_exact ? "not bit-identical: the greedy fingerprint may differ"
+                               : "not bit-identical where it must be: layer+norm or the decode step differ",
                 worst);
     std::printf("RESULT engine=ripple-llm mode=check preset=%s pass=%d exact=%d max_rel_err=%.3g\n", p_.name, pass ? 1 : 0,
                 exact ? 1 : 0, worst);
@@ -1310,6 +1383,21 @@ class Engine {
     cfg.numAttrs = 1;
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, k, static_cast<KArgs>(args)...));
   }
+
+  // A unit's input norm (x_ += pending residual; xb_ = RMSNorm(x_) * w, its weights counted),
+  // unless the previous unit's last kernel already ran it with these weights (normed_).
+  void input_norm(const bf16* w, int T, int n, Counters* u) {
+    if (normed_) {
+      normed_ = false;
+      return;
+    }
+    norm(x_, w, T, n);
+    u->weight += double(n) * sizeof(bf16);
+  }
+
+  // The next unit's input norm runs in the down projection's epilogue (decode_step): with the
+  // fused kernels, where the next unit's weights are read in place (device or zero-copy).
+  bool fuse_next() const { return fuse_ && (o_.weights == Place::kDevice || o_.stream == Stream::kZeroCopy); }
 
   // x += pending residual (if any), then RMSNorm into xb_.
   void norm(float* x, const bf16* w, int T, int n) {
@@ -1423,18 +1511,21 @@ class Engine {
                               CUBLAS_GEMM_DEFAULT));
   }
 
+  // One layer over T tokens. next_norm (decode with the fused kernels only; ignored otherwise):
+  // the next unit's input-norm weights, read in place; the layer's down projection then also
+  // runs that norm (see layer_fused).
   void layer(const Shape& s, const bf16* w, int T, int pos0, bf16* kc, bf16* vc, int max_ctx, bool causal,
-             Counters* u) {
-    if (T == 1 && causal && fuse_ && &s == &p_.llm) return layer_fused(s, w, pos0, kc, vc, max_ctx, u);
+             Counters* u, const bf16* next_norm = nullptr) {
+    if (T == 1 && causal && fuse_ && &s == &p_.llm) return layer_fused(s, w, pos0, kc, vc, max_ctx, u, next_norm);
     LayerLayout ll(s);
     const int q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
-    norm(x_, w + ll.ln1, T, s.hidden);
+    input_norm(w + ll.ln1, T, s.hidden, u);
     linear(w + ll.qkv, xb_, big_, T, q + 2 * kv, s.hidden, u);
     const int warps = T * (s.heads + 2 * s.kv_heads);
     launch(qk_norm_rope_append, dim3((warps * 32 + 255) / 256), dim3(256), 0, static_cast<const float*>(big_),
            w + ll.qn, w + ll.kn, qb_, kc, vc, T, s.heads, s.kv_heads, s.head_dim, pos0, max_ctx,
            static_cast<const int*>(dpos_));
-    u->weight += 2.0 * (s.hidden + s.hidden + 2 * s.head_dim);  // norm weights
+    u->weight += 2.0 * (s.hidden + 2 * s.head_dim);  // post-attention and q/k norm weights
     u->kv_write += 2.0 * T * kv * sizeof(bf16);
     attend(s, kc, vc, T, pos0, max_ctx, causal);
     // Unique K/V bytes read (GQA: each KV head is read once from memory, then cached).
@@ -1461,14 +1552,16 @@ class Engine {
              s.head_dim, splits);
   }
 
-  // One decode layer (T = 1) with the fused kernels: six launches instead of ten, the same
-  // arithmetic and the same bytes counted as layer()'s unfused path.
-  void layer_fused(const Shape& s, const bf16* w, int pos0, bf16* kc, bf16* vc, int max_ctx, Counters* u) {
+  // One decode layer (T = 1) with the fused kernels: five launches (six without next_norm, and
+  // layer 0 adds its input norm) instead of ten, the same arithmetic and, per token, the same
+  // bytes counted as layer()'s unfused path.
+  void layer_fused(const Shape& s, const bf16* w, int pos0, bf16* kc, bf16* vc, int max_ctx, Counters* u,
+                   const bf16* next_norm) {
     LayerLayout ll(s);
     const int q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
-    norm(x_, w + ll.ln1, 1, s.hidden);                           // x += pending residual; xb = norm(x)
+    input_norm(w + ll.ln1, 1, s.hidden, u);                      // unless the previous down projection ran it
     linear(w + ll.qkv, xb_, big_, 1, q + 2 * kv, s.hidden, u);   // float q, k, v
-    u->weight += 2.0 * (s.hidden + s.hidden + 2 * s.head_dim);  // norm weights
+    u->weight += 2.0 * (s.hidden + 2 * s.head_dim);              // post-attention and q/k norm weights
     u->kv_write += 2.0 * kv * sizeof(bf16);
     attend_fused(s, w, kc, vc, pos0, max_ctx);                   // q/k norm, RoPE, append, attention, merge
     u->kv_read += 2.0 * (pos0 + 1) * kv * sizeof(bf16);
@@ -1488,14 +1581,29 @@ class Engine {
     e.act = qb_, e.inter = s.inter;
     launch(gemv_epi<kEpiSiLU, 4>, dim3((s.inter + 3) / 4), dim3(256), 0, w + ll.gu, static_cast<const bf16*>(nb_),
            static_cast<float*>(nullptr), 2 * s.inter, s.hidden, e);
-    linear(w + ll.d, qb_, tmp_, 1, s.hidden, s.inter, u);
-    pending_ = true;  // added by the next norm (next layer's, or the LM head's)
+    if (next_norm == nullptr) {
+      linear(w + ll.d, qb_, tmp_, 1, s.hidden, s.inter, u);
+      pending_ = true;  // added by the next norm (next layer's, or the LM head's)
+      return;
+    }
+    // Down projection into tmp_; its last block: x += tmp_, xb_ = norm(x) * next_norm, the next
+    // unit's input norm (its weights counted here, where they are read).
+    u->weight += double(s.hidden) * s.inter * sizeof(bf16) + double(s.hidden) * sizeof(bf16);
+    e = GemvEpi{};
+    e.resid = x_, e.nw = next_norm, e.nout = xb_, e.ticket = tickets_ + kTicketDown;
+    e.l2pf = wpf_ && (reinterpret_cast<uintptr_t>(next_norm) & 15) == 0 ? 1 : 0;
+    if (s.hidden <= 4 * kNormThreads)
+      launch(gemv_epi<kEpiNorm, 4>, rows_grid, dim3(256), 0, w + ll.d, static_cast<const bf16*>(qb_), tmp_, s.hidden, s.inter, e);
+    else
+      launch(gemv_epi<kEpiNorm, 8>, rows_grid, dim3(256), 0, w + ll.d, static_cast<const bf16*>(qb_), tmp_, s.hidden, s.inter, e);
+    pending_ = false;
+    normed_ = true;  // xb_ is the next unit's normalized input
   }
 
   // attention_fused for the decode position pos0 of the layer with weights w: reads the QKV
   // GEMV's output in big_, appends the new K/V row, leaves the attention output in xb_. The
-  // same splits as attend(). While it runs it prefetches the o projection's weights into L2
-  // (at most pf_cap_ bytes; device weights only).
+  // same splits as attend(). With --prefetch-mb N it also prefetches up to N MB of the o
+  // projection's weights into L2 (device weights only; off by default: it measured slower).
   void attend_fused(const Shape& s, const bf16* w, bf16* kc, bf16* vc, int pos0, int max_ctx) {
     LayerLayout ll(s);
     const int splits = std::clamp((pos0 + 1 + 255) / 256, 1, kMaxSplits);
@@ -1513,6 +1621,7 @@ class Engine {
     fill_uniform<<<256, 256, 0, cs_>>>(xb_, n, 1.0f, 7, 0);
     widen<<<256, 256, 0, cs_>>>(xb_, x_, n);
     pending_ = false;
+    normed_ = false;
   }
 
   static void add(Counters* c, const Counters& u) {
@@ -1537,12 +1646,13 @@ class Engine {
   int* token_ = nullptr;
   bool pdl_ = false;
   bool pending_ = false;     // tmp_ holds a residual not yet added to x_
+  bool normed_ = false;      // x_ is complete and xb_ holds the next unit's normalized input
   float* part_ = nullptr;    // split attention partials
   bool fuse_ = false;        // fused decode kernels
   int* tickets_ = nullptr;   // the fused kernels' cross-block tickets (zero between launches)
-  static constexpr int kTicketAttn = 0, kTicketNorm = 256, kTickets = 512;
+  static constexpr int kTicketAttn = 0, kTicketNorm = 256, kTicketDown = 384, kTickets = 512;
   bf16* nb_ = nullptr;       // fused path: the post-attention norm's output (gate/up input)
-  size_t l2_bytes_ = 0, pf_cap_ = 0;
+  size_t pf_cap_ = 0;
   bool wpf_ = false, kvpf_ = false;  // weights / KV cache in device memory: L2 prefetches allowed
   int* dpos_ = nullptr;      // non-null while capturing: kernels read the position here
   int* dpos_buf_ = nullptr;
@@ -1610,10 +1720,10 @@ void usage() {
       "  --warmup N           untimed decode steps first (default 2)\n"
       "  --no-pdl             plain launches (default: programmatic dependent launch where\n"
       "                       weights are read in place)\n"
-      "  --no-fuse            decode with the unfused kernels (ten per layer instead of six;\n"
+      "  --no-fuse            decode with the unfused kernels (ten per layer instead of five;\n"
       "                       the same arithmetic, the reference for --check)\n"
       "  --prefetch-mb N      during attention, prefetch up to N MB of the o projection's weights\n"
-      "                       into L2 (device weights; default: half the L2; 0: off)\n"
+      "                       into L2 (device weights; default 0: off, it measured slower)\n"
       "  --check              compare the fused decode kernels with the unfused ones on the GPU\n"
       "                       (random inputs, one layer), print the differences, PASS/FAIL, exit\n"
       "  --graph              replay one captured decode step (CUDA graph) instead of eager\n"
