@@ -77,7 +77,7 @@ struct Config {
   std::string stats_path, record_path;
   int grant_timeout_ms = 0;  // 0: wait as long as the agent says
   int reconnect_ms = 500;
-  bool learn = true;  // learn the NVTX pass (no profile sequence)
+  bool learn = true;  // learn the pass of NVTX units or of bare copies (no profile sequence)
 };
 
 std::string env_str(const char* k, const std::string& def) {
@@ -148,6 +148,7 @@ struct Counters {
   std::atomic<std::uint64_t> passthrough{0}, via_procaddr{0}, unwrapped{0}, errors{0};
   std::atomic<std::uint64_t> profile_resyncs{0}, nvtx_pushes{0}, seq_mismatch{0};
   std::atomic<std::uint64_t> passes_learned{0}, relearns{0}, learned_pass_units{0}, unit_copy_bytes{0};
+  std::atomic<std::uint64_t> copy_passes_learned{0}, units_drained{0};
   std::atomic<std::uint64_t> calls[kHookCount]{}, bytes[kHookCount]{};
 };
 Counters g_c;
@@ -188,8 +189,8 @@ struct Timed {
   std::uint64_t gen;
   CUevent start = nullptr, end = nullptr;
   CUcontext ctx = nullptr;
-  std::string unit;  // the unit's label (record mode; a one-unit grant when learning)
-  bool single = false;  // the grant covered one unit: its time is that unit's
+  std::string unit;  // the unit's label (record mode; a one-boundary grant when learning)
+  bool single = false;  // the grant covered one boundary's units: its time is that label's
 };
 
 struct ThreadState {
@@ -229,10 +230,17 @@ class Runtime {
   bool capturing(CUstream s);
   bool is_comm(CUstream s);
   // Boundaries.
-  int enter(const std::vector<std::uint32_t>& units, CUstream s, Source src, const std::string& label);
+  int enter(const std::vector<std::uint32_t>& units, CUstream s, Source src, const std::string& label, bool api = false);
+  // A copy or graph launch outside any unit (and outside any work but a learned bare pass).
+  int enter_bare(CUstream s, Source src, std::uint64_t bytes, int dir);
+  int enter_locked(std::vector<std::uint32_t> units, Source src, const std::string& label, bool bare, std::uint64_t bytes);
+  void count_unit(Source src);
   void exit_unit();
   // Under gm_.
   bool work_open() const { return pos_ < work_units_.size(); }
+  // The rest of the open work is acquired and closed without running (the engine went
+  // another way): the agent is charged for it, never less than what runs.
+  void drain_locked();
   void open_work_locked(const std::vector<std::uint32_t>& units);
   bool acquire_locked(std::size_t pos);
   bool connect_locked(std::size_t from);
@@ -253,6 +261,20 @@ class Runtime {
   void observe_locked(const std::string& label);
   void learn_locked(const std::vector<std::string>& labels);
   void deviate_locked(const std::string& label);
+  void renew_session_locked();
+  // Bare-pass learning (copies and graph launches outside units, no NVTX/API units).
+  std::vector<std::uint32_t> bare_step_locked(const std::string& label, std::uint64_t bytes,
+                                              std::vector<std::uint32_t> fallback, bool* whole_pass, std::size_t* from);
+  void bare_record_locked(const std::string& label, std::uint64_t bytes, std::uint64_t gap);
+  void bare_runs_update_locked();
+  void bare_runs_rebuild_locked();
+  bool bare_try_learn_locked();
+  bool bare_learn_locked(const std::vector<std::uint32_t>& ids, std::size_t cur);
+  std::size_t bare_threshold(std::size_t p) const;
+  void bare_restart_locked();
+  void deviate_bare_locked(const std::string& label);
+  void stop_bare_learning_locked(const char* why);
+  std::uint32_t bare_unit_of(const std::string& label) const;
   void begin_occurrence_locked(const std::string& label);
   void end_occurrence_locked();
   std::uint64_t duration_for(std::uint64_t bytes) const {
@@ -307,6 +329,7 @@ class Runtime {
   CUcontext start_ctx_ = nullptr;
   CUstream last_stream_ = nullptr;
   std::string grant_label_;
+  bool grant_single_ = false;  // the grant in hand covers exactly one boundary's units
   bool open_unit_ = false;
 
   // Watcher.
@@ -341,6 +364,31 @@ class Runtime {
   std::vector<std::uint32_t> pass_;
   std::unordered_map<std::string, std::uint32_t> learned_units_;
   std::vector<engine::UnitInfo> session_catalog_;  // what the current session's Hello held
+
+  // Bare-pass learning, under gm_ (see "bare-pass learning" below). The labels
+  // ("h2d-BYTES", "d2h-BYTES", "graph") are interned; the history is a ring of the last
+  // kBareRing labels, each with the kernel launches since the last boundary that was no
+  // device-to-host copy (where a learned pass's phase begins). brun_[p]: how many labels
+  // in a row equal the label p before them (the stream is p-periodic there); kept up
+  // while learning, rebuilt from the ring when a learned pass is dropped.
+  static constexpr std::size_t kMaxPass = engine::kMaxWorkUnits;
+  static constexpr std::size_t kBareRing = 2 * kMaxPass + 1;
+  static constexpr std::size_t kMinWindow = 8;      // labels a pass must repeat over, at least
+  static constexpr std::size_t kStablePasses = 64;  // a pass lived this long: kMinWindow again
+  static constexpr std::size_t kMaxLabels = 16384;  // distinct labels interned, at most
+  bool bare_learn_ = false;  // bare boundaries are learned (no NVTX or API unit seen)
+  bool bare_work_ = false;   // the open work is (the rest of) a learned bare pass
+  std::size_t bpos_ = 0;     // position in pass_ of the next bare label
+  std::uint64_t bpasses_ = 0;  // whole passes matched since learned
+  std::size_t bmin_window_ = kMinWindow;
+  std::uint64_t bn_ = 0;     // labels in the history
+  std::uint64_t last_bare_launches_ = 0;
+  std::unordered_map<std::string, std::uint32_t> bids_;
+  std::vector<std::string> bnames_;
+  std::vector<std::uint64_t> bbytes_;
+  std::vector<std::uint32_t> bhist_, brun_;
+  std::vector<std::uint64_t> bgap_;
+  bool warned_bare_ = false;
 };
 
 Runtime::Runtime() : cfg_(read_config()) {
@@ -388,7 +436,9 @@ Runtime::Runtime() : cfg_(read_config()) {
   }
   base_catalog_ = catalog_.size();
   // Without a profile sequence, NVTX engines get whole-pass works once the pass is learned.
-  learn_ = cfg_.learn && cfg_.b_nvtx && seq_.empty() && cfg_.record_path.empty();
+  learn_ = cfg_.learn && seq_.empty() && cfg_.record_path.empty();
+  // Without NVTX or API units, bare copies and graph launches are learned the same way.
+  bare_learn_ = learn_ && (cfg_.b_copy || cfg_.b_graph);
   if (recorded && cfg_.b_profile) matcher_ = std::make_unique<SequenceMatcher>(profile_);
 }
 
@@ -526,20 +576,10 @@ void Runtime::before(Op& op) {
       op.end_unit = st.end_unit;
     }
   } else if (op.kind == RH_GRAPH && cfg_.b_graph) {
-    bool bare;
-    {
-      std::lock_guard<std::mutex> l(gm_);
-      bare = !work_open() && !open_unit_;
-    }
-    if (bare && enter({graph_unit_}, op.stream, Source::kGraph, "graph") >= -1) op.gated = true;
+    if (enter_bare(op.stream, Source::kGraph, 0, RH_DIR_NONE) >= -1) op.gated = true;
   } else if (op.kind == RH_COPY && cfg_.b_copy && (op.dir == RH_DIR_H2D || op.dir == RH_DIR_D2H) &&
              op.bytes >= cfg_.copy_min_bytes) {
-    bool bare;
-    {
-      std::lock_guard<std::mutex> l(gm_);
-      bare = !work_open() && !open_unit_;
-    }
-    if (bare && enter(copy_units(op.bytes), op.stream, Source::kCopy, "copy") >= -1) op.gated = true;
+    if (enter_bare(op.stream, Source::kCopy, op.bytes, op.dir) >= -1) op.gated = true;
   }
   t_state.last_stream = op.stream;
   // The grant's start event goes on the first operation it covers.
@@ -564,14 +604,7 @@ void Runtime::after(const Op& op, CUresult r) {
 }
 
 // --- boundaries ----------------------------------------------------------------------
-// The calling thread blocks until a grant covers every unit in `units` (one unit, or the
-// copy units of one copy). Returns 0 when granted, -1 when the units run unmanaged, -2
-// when they were not entered at all (stream capture).
-int Runtime::enter(const std::vector<std::uint32_t>& units_in, CUstream s, Source src, const std::string& label) {
-  if (capturing(s)) {
-    g_c.capture_skips.fetch_add(1, std::memory_order_relaxed);
-    return -2;
-  }
+void Runtime::count_unit(Source src) {
   g_c.units.fetch_add(1, std::memory_order_relaxed);
   switch (src) {
     case Source::kNvtx: g_c.units_nvtx.fetch_add(1, std::memory_order_relaxed); break;
@@ -580,6 +613,18 @@ int Runtime::enter(const std::vector<std::uint32_t>& units_in, CUstream s, Sourc
     case Source::kGraph: g_c.units_graph.fetch_add(1, std::memory_order_relaxed); break;
     case Source::kApi: g_c.units_api.fetch_add(1, std::memory_order_relaxed); break;
   }
+}
+
+// The calling thread blocks until a grant covers every unit in `units` (one unit, or the
+// copy units of one copy). Returns 0 when granted, -1 when the units run unmanaged, -2
+// when they were not entered at all (stream capture). `api`: an explicit unit (its
+// bytes may make it a kCopy source).
+int Runtime::enter(const std::vector<std::uint32_t>& units_in, CUstream s, Source src, const std::string& label, bool api) {
+  if (capturing(s)) {
+    g_c.capture_skips.fetch_add(1, std::memory_order_relaxed);
+    return -2;
+  }
+  count_unit(src);
   if (rec_) {
     // Record mode: no agent; each unit is timed by its own event pair.
     std::lock_guard<std::mutex> l(gm_);
@@ -592,13 +637,50 @@ int Runtime::enter(const std::vector<std::uint32_t>& units_in, CUstream s, Sourc
     return 0;
   }
   std::lock_guard<std::mutex> l(gm_);
+  // An engine that marks its units keeps them: bare copies are not learned from then on.
+  if (src == Source::kNvtx || api) stop_bare_learning_locked(api ? "API" : "NVTX");
+  if (bare_work_ && work_open()) drain_locked();  // never part of a learned bare pass
+  return enter_locked(units_in, src, label, false, 0);
+}
+
+// A copy or graph launch outside any unit: a boundary unless a unit is open or a work
+// other than a learned bare pass is (the copies of an NVTX unit or pass belong to it).
+// Returns as enter(), or -3 when it is no boundary.
+int Runtime::enter_bare(CUstream s, Source src, std::uint64_t bytes, int dir) {
+  std::vector<std::uint32_t> units = src == Source::kCopy ? copy_units(bytes) : std::vector<std::uint32_t>{graph_unit_};
+  const char* plain = src == Source::kCopy ? "copy" : "graph";
+  if (rec_) {
+    bool bare;
+    {
+      std::lock_guard<std::mutex> l(gm_);
+      bare = !work_open() && !open_unit_;
+    }
+    return bare ? enter(units, s, src, plain) : -3;
+  }
+  std::lock_guard<std::mutex> l(gm_);
+  if (open_unit_ || (work_open() && !bare_work_)) return -3;
+  if (capturing(s)) {
+    g_c.capture_skips.fetch_add(1, std::memory_order_relaxed);
+    return -2;
+  }
+  count_unit(src);
+  if (!bare_learn_) return enter_locked(std::move(units), src, plain, false, 0);
+  // The learnable label: direction and exact bytes (fits the unit-name field up to
+  // 10^19 bytes), or "graph".
+  std::string label = src == Source::kGraph ? "graph" : std::string(dir == RH_DIR_H2D ? "h2d-" : "d2h-") + std::to_string(bytes);
+  return enter_locked(std::move(units), src, label, true, bytes);
+}
+
+int Runtime::enter_locked(std::vector<std::uint32_t> units, Source src, const std::string& label, bool bare,
+                          std::uint64_t bytes) {
   open_unit_ = true;
-  std::vector<std::uint32_t> units = units_in;
   bool whole_pass = false;
   std::size_t from = 0;
   if (src == Source::kNvtx && learn_) {
     begin_occurrence_locked(label);
     units = {learn_step_locked(label, &whole_pass, &from)};
+  } else if (bare) {
+    units = bare_step_locked(label, bytes, std::move(units), &whole_pass, &from);
   }
   if (!work_open()) {
     // A new work: the learned pass or the profile's forward sequence from this unit on,
@@ -610,7 +692,8 @@ int Runtime::enter(const std::vector<std::uint32_t>& units_in, CUstream s, Sourc
       auto it = std::find(seq_.begin(), seq_.end(), units[0]);
       if (it != seq_.end()) w.assign(it, seq_.end());
     }
-    pass_work_ = whole_pass;
+    pass_work_ = whole_pass && !bare;
+    bare_work_ = whole_pass && bare;
     open_work_locked(w);
   } else if (units.size() == 1 && work_units_[pos_] != units[0]) {
     // The engine went another way than the profile: positions advance regardless.
@@ -630,8 +713,25 @@ int Runtime::enter(const std::vector<std::uint32_t>& units_in, CUstream s, Sourc
       break;
     }
     grant_label_ = label;
+    // Its GPU time is this boundary's alone (a learned unit's duration).
+    grant_single_ = p == first && base_ + grant_->first == first && grant_end_ == last + 1;
   }
   return rc;
+}
+
+void Runtime::drain_locked() {
+  if (!work_open()) return;
+  g_c.units_drained.fetch_add(work_units_.size() - pos_, std::memory_order_relaxed);
+  for (std::size_t p = pos_; p < work_units_.size(); ++p) {
+    if (grant_ && p < grant_end_) continue;
+    close_grant_locked();
+    if (!acquire_locked(p)) break;  // unmanaged: nothing to settle
+    grant_label_.clear();
+  }
+  close_grant_locked();
+  work_units_.clear();
+  pos_ = base_ = 0;
+  pass_work_ = bare_work_ = false;
 }
 
 void Runtime::exit_unit() {
@@ -647,7 +747,7 @@ void Runtime::exit_unit() {
   if (!work_open()) {
     work_units_.clear();
     pos_ = base_ = 0;
-    pass_work_ = false;
+    pass_work_ = bare_work_ = false;
   }
 }
 
@@ -775,9 +875,13 @@ void Runtime::learn_locked(const std::vector<std::string>& labels) {
   g_c.learned_pass_units.store(pass_.size(), std::memory_order_relaxed);
   say("learned the NVTX pass: %zu units (%zu distinct, %llu bytes) from '%s'", pass_.size(),
       catalog_.size() - base_catalog_, static_cast<unsigned long long>(pass_bytes), labels.front().c_str());
-  // The agent must know the learned units: a new session whose Hello holds them (the
-  // restart path: the next acquire connects and announces the open work). Unchanged
-  // names and bytes keep the session.
+  renew_session_locked();
+}
+
+// The agent must know the learned units: a new session whose Hello holds them (the
+// restart path: the next acquire connects and announces the open work). Unchanged names
+// and bytes keep the session.
+void Runtime::renew_session_locked() {
   bool same = client_ && session_catalog_.size() == catalog_.size();
   for (std::size_t i = 0; same && i < catalog_.size(); ++i)
     same = session_catalog_[i].name == catalog_[i].name && session_catalog_[i].bytes == catalog_[i].bytes;
@@ -808,6 +912,247 @@ void Runtime::deviate_locked(const std::string& label) {
   prev_cand_.clear();
   const auto n = g_c.relearns.fetch_add(1, std::memory_order_relaxed) + 1;
   if (n <= 3) say("unit '%s' is off the learned pass: learning it again%s", label.c_str(), n == 3 ? " (said 3 times; counted from now on)" : "");
+}
+
+// --- bare-pass learning ----------------------------------------------------------------
+// An engine without NVTX or API units (weights streamed by a forward pre-hook, as
+// transformers offloading does) has only bare copies as boundaries: one work, one agent
+// round trip per copy. Their labels (direction and exact bytes; "graph" for a graph
+// launch) are learned like NVTX units, with these differences. Labels repeat inside a
+// pass (a layer's q and o projections have one size), so a pass is not "from one
+// occurrence of the first label to the next": it is the shortest period p such that the
+// last max(2p, bmin_window_) labels repeat with period p (twice in a row for p >= 4;
+// more repetitions for shorter passes, so three equal MLP copies in a row are no pass).
+// The history runs on across learned passes and deviations, so a copy that comes once
+// per forward pass (and drops the one-layer pass learned first) is explained by the
+// whole forward pass at its second occurrence. The phase starts at the host-to-device
+// copy (or graph launch) with the most kernel launches before it: a layer's first copy
+// after the previous layer's kernels; a pass ends with its read-back, so the launches
+// before a device-to-host copy count for the copy after it (the next pass's first).
+// Only a stream of device-to-host copies alone starts at one; no launches at all: the
+// phase starts where the repetition began. The learned units' bytes are the exact copy
+// sizes, and learned units stay in the catalog (up to the Hello's limit), so passes
+// relearned from known sizes keep the session. A label other than the one the pass
+// expects drops it: the rest of the open work is drained (acquired, never run), the
+// copy gets its own per-copy work, and learning goes on; a pass dropped within 4 passes
+// of being learned doubles the window (no churn on a stream that only looks periodic),
+// one that lived kStablePasses resets it.
+std::uint32_t Runtime::bare_unit_of(const std::string& label) const {
+  if (label == "graph") return graph_unit_;
+  auto it = learned_units_.find(label);
+  return it != learned_units_.end() ? it->second : UINT32_MAX;
+}
+
+std::size_t Runtime::bare_threshold(std::size_t p) const {
+  return std::max(p, bmin_window_ > p ? bmin_window_ - p : 0);
+}
+
+std::vector<std::uint32_t> Runtime::bare_step_locked(const std::string& label, std::uint64_t bytes,
+                                                     std::vector<std::uint32_t> fallback, bool* whole_pass,
+                                                     std::size_t* from) {
+  const std::uint64_t launches = g_c.launches.load(std::memory_order_relaxed);
+  const std::uint64_t gap = launches - last_bare_launches_;
+  if (label.compare(0, 4, "d2h-") != 0) last_bare_launches_ = launches;
+  bare_record_locked(label, bytes, gap);
+  if (learned_) {
+    const std::uint32_t unit = bare_unit_of(label);
+    if (unit == pass_[bpos_]) {
+      if (!work_open()) *whole_pass = true, *from = bpos_;
+      if (++bpos_ == pass_.size()) {
+        bpos_ = 0;
+        if (++bpasses_ == kStablePasses) bmin_window_ = kMinWindow;
+      }
+      return {unit};
+    }
+    // Off the learned pass: the rest of the open pass is granted but never runs (the
+    // agent is over-charged for it, never under-charged), and this copy is gated by a
+    // work of its own bytes.
+    if (work_open()) {
+      g_c.seq_mismatch.fetch_add(1, std::memory_order_relaxed);
+      drain_locked();
+    }
+    deviate_bare_locked(label);
+    bare_runs_rebuild_locked();
+  } else {
+    bare_runs_update_locked();
+  }
+  if (bare_try_learn_locked()) {
+    if (work_open()) drain_locked();  // not expected: every work closes before learning
+    *whole_pass = true;
+    *from = bpos_;
+    const std::uint32_t unit = pass_[bpos_];
+    if (++bpos_ == pass_.size()) bpos_ = 0;
+    return {unit};
+  }
+  return fallback;
+}
+
+void Runtime::bare_restart_locked() {
+  bn_ = 0;
+  std::fill(brun_.begin(), brun_.end(), 0);
+}
+
+void Runtime::bare_record_locked(const std::string& label, std::uint64_t bytes, std::uint64_t gap) {
+  if (bhist_.empty()) {  // at the first bare boundary: ~115 KB no other process pays for
+    bhist_.assign(kBareRing, 0);
+    bgap_.assign(kBareRing, 0);
+    brun_.assign(kMaxPass + 1, 0);
+  }
+  auto it = bids_.find(label);
+  if (it == bids_.end()) {
+    if (bnames_.size() >= kMaxLabels) {  // ever new sizes (a growing cache): start over
+      bids_.clear();
+      bnames_.clear();
+      bbytes_.clear();
+      bare_restart_locked();
+    }
+    it = bids_.emplace(label, static_cast<std::uint32_t>(bnames_.size())).first;
+    bnames_.push_back(label);
+    bbytes_.push_back(bytes);
+  }
+  const std::uint64_t n = bn_++;
+  bhist_[n % kBareRing] = it->second;
+  bgap_[n % kBareRing] = gap;
+}
+
+// brun_ for the label just recorded, from brun_ for the one before (while learning).
+void Runtime::bare_runs_update_locked() {
+  const std::uint64_t n = bn_ - 1;
+  const std::uint32_t id = bhist_[n % kBareRing];
+  const std::size_t pmax = static_cast<std::size_t>(std::min<std::uint64_t>(n, kMaxPass));
+  for (std::size_t p = 1; p <= pmax; ++p) brun_[p] = bhist_[(n - p) % kBareRing] == id ? brun_[p] + 1 : 0;
+}
+
+// brun_ from the history (after a learned pass, when it was not kept up): zero unless
+// the label just recorded equals the one p before; those runs are counted back (up to
+// what learning needs).
+void Runtime::bare_runs_rebuild_locked() {
+  std::fill(brun_.begin(), brun_.end(), 0);
+  const std::uint64_t n = bn_ - 1;
+  const std::uint64_t oldest = bn_ > kBareRing ? bn_ - kBareRing : 0;
+  const std::uint32_t id = bhist_[n % kBareRing];
+  const std::size_t pmax = static_cast<std::size_t>(std::min<std::uint64_t>(n - oldest, kMaxPass));
+  for (std::size_t p = 1; p <= pmax; ++p) {
+    if (bhist_[(n - p) % kBareRing] != id) continue;
+    const std::size_t cap = bare_threshold(p);
+    std::size_t run = 0;
+    for (std::uint64_t t = n; run < cap && t >= oldest + p && bhist_[t % kBareRing] == bhist_[(t - p) % kBareRing]; --t) ++run;
+    brun_[p] = run;
+  }
+}
+
+// Learns the shortest period the history ends with, if any (pass_, bpos_ = the position
+// of the label just recorded in it).
+bool Runtime::bare_try_learn_locked() {
+  const std::uint64_t n = bn_ - 1;
+  const std::size_t pmax = static_cast<std::size_t>(std::min<std::uint64_t>(n, kMaxPass));
+  std::size_t p = 0;
+  for (std::size_t q = 1; q <= pmax && !p; ++q)
+    if (brun_[q] >= bare_threshold(q)) p = q;
+  if (!p) return false;
+  // The repetition began at a (the labels a .. n are p-periodic); the phase: the offset
+  // with the most launches before it over the repetition (no device-to-host copy unless
+  // all are), the first one on a tie.
+  const std::uint64_t a = n + 1 - std::min(brun_[p], static_cast<std::uint32_t>(bare_threshold(p))) - p;
+  auto d2h = [&](std::uint64_t j) { return bnames_[bhist_[j % kBareRing]].compare(0, 4, "d2h-") == 0; };
+  bool any_start = false;
+  for (std::size_t i = 0; i < p; ++i) any_start |= !d2h(a + i);
+  std::vector<std::int64_t> sum(p, 0);
+  for (std::uint64_t j = a; j <= n; ++j)
+    sum[(j - a) % p] = any_start && d2h(j) ? -1 : sum[(j - a) % p] + static_cast<std::int64_t>(bgap_[j % kBareRing]);
+  const std::size_t r = static_cast<std::size_t>(std::max_element(sum.begin(), sum.end()) - sum.begin());
+  std::vector<std::uint32_t> ids(p);
+  for (std::size_t i = 0; i < p; ++i) ids[i] = bhist_[(a + r + i) % kBareRing];
+  return bare_learn_locked(ids, static_cast<std::size_t>((n - a - r) % p));
+}
+
+bool Runtime::bare_learn_locked(const std::vector<std::uint32_t>& ids, std::size_t cur) {
+  // Learned units stay: the catalog is the base, the units learned before, then this
+  // pass's new sizes; when it would not fit a Hello, the base and this pass's sizes.
+  std::vector<engine::UnitInfo> cat = catalog_;
+  std::unordered_map<std::string, std::uint32_t> idx = learned_units_;
+  std::size_t fresh = 0;
+  for (std::uint32_t id : ids) fresh += bnames_[id] != "graph" && !idx.count(bnames_[id]);
+  if (cat.size() + fresh > engine::kMaxUnits) {
+    cat.resize(base_catalog_);
+    idx.clear();
+  }
+  std::vector<std::uint32_t> pass;
+  std::uint64_t pass_bytes = 0;
+  for (std::uint32_t id : ids) {
+    const std::string& lb = bnames_[id];
+    std::uint32_t u;
+    if (lb == "graph") {
+      u = graph_unit_;
+    } else {
+      auto it = idx.find(lb);
+      if (it == idx.end()) {
+        if (cat.size() >= engine::kMaxUnits || lb.size() >= engine::kUnitNameBytes) {
+          if (!warned_bare_) say("a copy pass of more than %zu distinct sizes does not fit a Hello: not learned", engine::kMaxUnits - base_catalog_);
+          warned_bare_ = true;
+          bmin_window_ = std::min(2 * bmin_window_, 2 * kMaxPass);
+          bare_restart_locked();
+          return false;
+        }
+        engine::UnitInfo info;
+        info.name = lb;
+        info.bytes = std::max<std::uint64_t>(1, bbytes_[id]);  // exact: the agent charges what is copied
+        std::uint64_t ns = 0;
+        {
+          std::lock_guard<std::mutex> l(learn_m_);
+          auto sm = samples_.find(lb);
+          if (sm != samples_.end()) ns = median(sm->second.ns);
+        }
+        info.duration_ns = ns ? ns : duration_for(info.bytes);
+        it = idx.emplace(lb, static_cast<std::uint32_t>(cat.size())).first;
+        cat.push_back(std::move(info));
+      }
+      u = it->second;
+    }
+    pass.push_back(u);
+    pass_bytes += cat[u].bytes;
+  }
+  catalog_ = std::move(cat);
+  learned_units_ = std::move(idx);
+  pass_ = std::move(pass);
+  learned_ = true;
+  bpos_ = cur;
+  bpasses_ = 0;
+  std::set<std::uint32_t> distinct(pass_.begin(), pass_.end());
+  g_c.passes_learned.fetch_add(1, std::memory_order_relaxed);
+  g_c.copy_passes_learned.fetch_add(1, std::memory_order_relaxed);
+  g_c.learned_pass_units.store(pass_.size(), std::memory_order_relaxed);
+  say("learned the copy pass: %zu copies (%zu distinct sizes, %llu bytes) from '%s'", pass_.size(), distinct.size(),
+      static_cast<unsigned long long>(pass_bytes), bnames_[ids.front()].c_str());
+  renew_session_locked();
+  return true;
+}
+
+void Runtime::deviate_bare_locked(const std::string& label) {
+  learned_ = false;
+  if (bpasses_ < 4) bmin_window_ = std::min(2 * bmin_window_, 2 * kMaxPass);
+  const auto n = g_c.relearns.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (n <= 3) say("copy '%s' is off the learned pass: learning it again%s", label.c_str(), n == 3 ? " (said 3 times; counted from now on)" : "");
+}
+
+void Runtime::stop_bare_learning_locked(const char* why) {
+  if (!bare_learn_) return;
+  bare_learn_ = false;
+  if (bare_work_ && work_open()) drain_locked();
+  if (learned_) {
+    say("%s units: the learned copy pass is dropped; copies are not learned any more", why);
+    learned_ = false;
+    pass_.clear();
+    learned_units_.clear();
+    catalog_.resize(base_catalog_);
+  }
+  // The history is not needed any more.
+  std::vector<std::uint32_t>().swap(bhist_);
+  std::vector<std::uint32_t>().swap(brun_);
+  std::vector<std::uint64_t>().swap(bgap_);
+  bids_.clear();
+  bnames_.clear();
+  bbytes_.clear();
 }
 
 void Runtime::open_work_locked(const std::vector<std::uint32_t>& units) {
@@ -950,7 +1295,7 @@ void Runtime::close_grant_locked() {
   t.grant = *grant_;
   t.gen = gen_.load();
   t.unit = grant_label_;
-  t.single = grant_->count == 1;
+  t.single = grant_single_;
   if (!pending_start_.load() && start_ev_) {
     t.start = start_ev_;
     t.ctx = start_ctx_;
@@ -962,6 +1307,7 @@ void Runtime::close_grant_locked() {
   grant_.reset();
   grant_end_ = 0;
   grant_label_.clear();
+  grant_single_ = false;
   start_watcher_locked();
   inflight_.fetch_add(1);
   {
@@ -1081,9 +1427,9 @@ int Runtime::api_begin(const char* name, std::uint64_t bytes) {
   load_driver();
   ++t_state.api_depth;
   const int u = name ? profile_.find(name) : -1;
-  if (u >= 0) return enter({static_cast<std::uint32_t>(u)}, t_state.last_stream, Source::kApi, name);
-  if (bytes > 0) return enter(copy_units(bytes), t_state.last_stream, Source::kCopy, name ? name : "unit");
-  return enter({generic_unit_}, t_state.last_stream, Source::kApi, name ? name : "unit");
+  if (u >= 0) return enter({static_cast<std::uint32_t>(u)}, t_state.last_stream, Source::kApi, name, true);
+  if (bytes > 0) return enter(copy_units(bytes), t_state.last_stream, Source::kCopy, name ? name : "unit", true);
+  return enter({generic_unit_}, t_state.last_stream, Source::kApi, name ? name : "unit", true);
 }
 
 int Runtime::api_end() {
@@ -1130,9 +1476,11 @@ void Runtime::fork_child() {
   // do not, and the child's first session sends the learned catalog.
   occ_label_.clear();
   occ_open_.store(false);
-  pass_work_ = false;
+  pass_work_ = bare_work_ = false;
   renewing_ = false;
   session_catalog_.clear();
+  // The child's copies are its own stream: a learned pass stays, the history does not.
+  if (bare_learn_) bare_restart_locked();
   t_state = ThreadState{};
 }
 
@@ -1160,8 +1508,10 @@ void Runtime::write_stats() {
   fprintf(f, "\"passthrough\":%llu,\"via_procaddr\":%llu,\"unwrapped\":%llu,\"errors\":%llu,\"profile_resyncs\":%llu,",
           v(g_c.passthrough), v(g_c.via_procaddr), v(g_c.unwrapped), v(g_c.errors), v(g_c.profile_resyncs));
   fprintf(f, "\"nvtx_pushes\":%llu,\"seq_mismatch\":%llu,", v(g_c.nvtx_pushes), v(g_c.seq_mismatch));
-  fprintf(f, "\"passes_learned\":%llu,\"relearns\":%llu,\"learned_pass_units\":%llu,\"unit_copy_bytes\":%llu,\"calls\":{",
+  fprintf(f, "\"passes_learned\":%llu,\"relearns\":%llu,\"learned_pass_units\":%llu,\"unit_copy_bytes\":%llu,",
           v(g_c.passes_learned), v(g_c.relearns), v(g_c.learned_pass_units), v(g_c.unit_copy_bytes));
+  fprintf(f, "\"copy_passes_learned\":%llu,\"units_drained\":%llu,\"calls\":{", v(g_c.copy_passes_learned),
+          v(g_c.units_drained));
   bool first = true;
   for (int i = 0; i < kHookCount; ++i) {
     if (!g_c.calls[i].load()) continue;

@@ -37,7 +37,7 @@ struct ripple_cuhook_stats {
   uint64_t passthrough;       /* cuGetProcAddress results passed through unwrapped */
   uint64_t via_procaddr;      /* calls through pointers from cuGetProcAddress */
   /* Added later: a caller passing the older, smaller size gets the fields above only. */
-  uint64_t passes_learned;    /* NVTX passes learned (whole-pass works since) */
+  uint64_t passes_learned;    /* NVTX or copy passes learned (whole-pass works since) */
   uint64_t relearns;          /* learned passes dropped: the engine went another way */
 };
 

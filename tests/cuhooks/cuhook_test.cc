@@ -699,6 +699,258 @@ TEST_F(CuhookTest, LearnedPassSurvivesAgentRestart) {
   EXPECT_GE(whole + 1, seen.works.size()) << "only the first work may be the rest of an open pass";
 }
 
+// --- learned copy passes (no NVTX: bare copies are the boundaries) -------------------
+
+// The bytes the agent is charged for work i (its units in its session's catalog) and
+// whether it is a per-copy work (power-of-two copy units only).
+std::uint64_t work_bytes(const GrantServer::Seen& seen, std::size_t i) {
+  std::uint64_t b = 0;
+  const auto& cat = seen.hellos.at(seen.work_hello.at(i)).units;
+  for (auto u : seen.works.at(i).units) b += cat.at(u).bytes;
+  return b;
+}
+bool per_copy_work(const GrantServer::Seen& seen, std::size_t i) {
+  const auto& cat = seen.hellos.at(seen.work_hello.at(i)).units;
+  for (auto u : seen.works.at(i).units)
+    if (cat.at(u).name.rfind("copy-2^", 0) != 0) return false;
+  return true;
+}
+std::uint64_t round4k(std::uint64_t b) { return (b + 4095) / 4096 * 4096; }
+
+// A transformers decoder offloaded to pinned memory, scaled down: per layer the copies
+// of q, k, v, o (q and o of one size, k and v of another) and three MLP matrices of a
+// size that is no multiple of 4 KiB, then the layer's kernels.
+const std::vector<std::uint64_t> kLayerCopies = {2097152, 1048576, 1048576, 2097152, 3000000, 3000000, 3000000};
+const std::string kLayerSizes = "2097152,1048576,1048576,2097152,3000000,3000000,3000000";
+
+// Tests that without NVTX the hook learns the pass of bare copies although its first
+// size recurs inside it (q and o): the shortest period seen twice in a row (one layer,
+// 7 copies), then one new Hello whose learned units carry the exact copy sizes, then one
+// work and one grant per layer instead of one per copy; that the agent is charged exactly
+// the copied bytes once learned (per-copy works before round up to 4 KiB); and that
+// RIPPLE_LEARN=off keeps one work per copy.
+TEST_F(CuhookTest, CopyPassIsLearnedAndAnnouncedWhole) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "layercopies", "10", "4", "2", kLayerSizes});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto seen = srv.seen();
+  json st = stats_of(r);
+  const int copies = 10 * 4 * 7;
+  EXPECT_EQ(st["units_copy"].get<int>(), copies);
+  EXPECT_EQ(st["passes_learned"].get<int>(), 1);
+  EXPECT_EQ(st["copy_passes_learned"].get<int>(), 1);
+  EXPECT_EQ(st["relearns"].get<int>(), 0);
+  EXPECT_EQ(st["learned_pass_units"].get<int>(), 7);
+  EXPECT_EQ(st["seq_mismatch"].get<int>(), 0);
+  EXPECT_EQ(st["units_drained"].get<int>(), 0);
+  EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
+  EXPECT_NE(r.err.find("learned the copy pass: 7 copies (3 distinct sizes"), std::string::npos) << r.err;
+  ASSERT_EQ(seen.hellos.size(), 2u) << "one Hello re-sent after learning\n" << r.err;
+  EXPECT_EQ(seen.byes, 1u);
+  const std::size_t base = seen.hellos[0].units.size();
+  ASSERT_EQ(seen.hellos[1].units.size(), base + 3);
+  std::vector<std::string> names;
+  for (std::size_t i = base; i < base + 3; ++i) names.push_back(seen.hellos[1].units[i].name);
+  EXPECT_EQ(names, (std::vector<std::string>{"h2d-2097152", "h2d-1048576", "h2d-3000000"}));
+  EXPECT_EQ(seen.hellos[1].units[base + 2].bytes, 3000000u) << "exact, not rounded to 4 KiB";
+  for (std::size_t i = base; i < base + 3; ++i) EXPECT_GT(seen.hellos[1].units[i].duration_ns, 0u);
+  const auto b = static_cast<std::uint32_t>(base);
+  const std::vector<std::uint32_t> layer = {b, b + 1, b + 1, b, b + 2, b + 2, b + 2};
+  // Per-copy works until the second layer's last copy (where the pass is learned: the
+  // rest of the layer), then one work per layer.
+  std::size_t per_copy = 0, learned_positions = 0, whole = 0;
+  std::uint64_t charged = 0, rounding = 0;
+  for (std::size_t i = 0; i < seen.works.size(); ++i) {
+    charged += work_bytes(seen, i);
+    if (per_copy_work(seen, i)) {
+      EXPECT_EQ(learned_positions, 0u) << "a per-copy work after learning: " << i;
+      EXPECT_EQ(seen.work_hello[i], 0u);
+      ++per_copy;
+      const std::uint64_t wb = work_bytes(seen, i);
+      EXPECT_TRUE(wb == 2097152 || wb == 1048576 || wb == round4k(3000000)) << wb;
+      if (wb == round4k(3000000)) rounding += round4k(3000000) - 3000000;
+    } else {
+      EXPECT_EQ(seen.work_hello[i], 1u);
+      learned_positions += seen.works[i].units.size();
+      whole += seen.works[i].units == layer;
+    }
+  }
+  EXPECT_EQ(per_copy, 13u);
+  EXPECT_EQ(per_copy + learned_positions, static_cast<std::size_t>(copies)) << "one position per copy";
+  EXPECT_EQ(whole, 38u);
+  ASSERT_EQ(seen.works.size(), 13u + 1 + 38);
+  EXPECT_EQ(seen.works[13].units, (std::vector<std::uint32_t>{b + 2})) << "the rest of the layer it was learned in";
+  EXPECT_EQ(st["grants"].get<int>(), 52);
+  EXPECT_LT(st["grants"].get<int>() * 5, copies) << "far fewer round trips than copies";
+  EXPECT_EQ(seen.dones.size(), 52u) << "every grant's GPU time reported";
+  auto fake = fake_counts(r);
+  const std::uint64_t copied = fake["cuMemcpyHtoDAsync_v2"].at(1);
+  std::uint64_t want = 0;
+  for (auto c : kLayerCopies) want += c;
+  ASSERT_EQ(copied, 40 * want);
+  EXPECT_EQ(charged, copied + rounding) << "exact bytes once learned (per-copy works: 4 KiB granules)";
+
+  GrantServer off(sock_ + ".off");
+  ASSERT_TRUE(off.start());
+  Outcome o = run({"direct", "layercopies", "10", "4", "2", kLayerSizes},
+                  {{"RIPPLE_SOCKET", sock_ + ".off"}, {"RIPPLE_LEARN", "off"}, {"RIPPLE_CUHOOK_STATS", tmp_ + "/off.json"}});
+  ASSERT_TRUE(exited_ok(o)) << o.err;
+  EXPECT_EQ(off.seen().hellos.size(), 1u);
+  EXPECT_EQ(off.seen().works.size(), static_cast<std::size_t>(copies));
+  json so = json::parse(slurp(tmp_ + "/off.json"), nullptr, false);
+  EXPECT_EQ(so["passes_learned"].get<int>(), 0);
+  EXPECT_EQ(so["grants"].get<int>(), copies);
+}
+
+// Tests that when the copies change (layers of A, C, E after layers of A, B, C, D) the
+// learned pass is dropped at the first copy off it: the rest of the open pass is drained
+// (granted, never run: the agent is over-charged, never under-charged), the copy gets its
+// own work, and the new pass is learned; its new size makes a new session, whose catalog
+// keeps the sizes learned before.
+TEST_F(CuhookTest, ChangedCopyPassIsRelearned) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "layercopies", "6", "4", "1", "1048576,2097152,3145728,1572864", "layercopies", "6", "4",
+                   "1", "1048576,3145728,1310720"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  auto seen = srv.seen();
+  json st = stats_of(r);
+  EXPECT_EQ(st["units_copy"].get<int>(), 6 * 4 * 4 + 6 * 4 * 3);
+  EXPECT_EQ(st["passes_learned"].get<int>(), 2);
+  EXPECT_EQ(st["relearns"].get<int>(), 1);
+  EXPECT_EQ(st["seq_mismatch"].get<int>(), 1);
+  EXPECT_EQ(st["units_drained"].get<int>(), 3) << "the rest of the open pass: 2, 3 and 1.5 MiB";
+  EXPECT_EQ(st["learned_pass_units"].get<int>(), 3);
+  EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
+  EXPECT_NE(r.err.find("off the learned pass"), std::string::npos) << r.err;
+  ASSERT_EQ(seen.hellos.size(), 3u) << r.err;
+  const std::size_t base = seen.hellos[0].units.size();
+  ASSERT_EQ(seen.hellos[2].units.size(), base + 5);
+  std::vector<std::string> names;
+  for (std::size_t i = base; i < base + 5; ++i) names.push_back(seen.hellos[2].units[i].name);
+  EXPECT_EQ(names, (std::vector<std::string>{"h2d-1048576", "h2d-2097152", "h2d-3145728", "h2d-1572864", "h2d-1310720"}));
+  const auto b = static_cast<std::uint32_t>(base);
+  EXPECT_EQ(seen.works.back().units, (std::vector<std::uint32_t>{b, b + 2, b + 4})) << "A, C, E: the phase begins after the kernels";
+  EXPECT_EQ(seen.work_hello.back(), 2u);
+  // The copy off the pass: its own per-copy work of its bytes, right after the drained pass.
+  std::size_t drained = seen.works.size();
+  for (std::size_t i = 0; i < seen.works.size(); ++i)
+    if (seen.work_hello[i] == 1 && seen.works[i].units.size() == 4) drained = i;
+  ASSERT_LT(drained + 1, seen.works.size());
+  EXPECT_TRUE(per_copy_work(seen, drained + 1));
+  EXPECT_EQ(work_bytes(seen, drained + 1), 3145728u);
+  std::uint64_t charged = 0;
+  for (std::size_t i = 0; i < seen.works.size(); ++i) charged += work_bytes(seen, i);
+  const std::uint64_t copied = fake_counts(r)["cuMemcpyHtoDAsync_v2"].at(1);
+  EXPECT_EQ(charged, copied + 2097152 + 3145728 + 1572864) << "exact, plus the drained rest of one pass";
+}
+
+// Tests that a copy that comes once per forward pass (the next token read back, a
+// boundary once RIPPLE_COPY_MIN_BYTES is 4 KiB) drops the one-layer pass learned first,
+// and at its second occurrence the whole forward pass is learned (4 layers x 7 copies and
+// the read-back, beginning at the first layer's first copy): one work and one grant per
+// forward pass from then on, still exactly the copied bytes.
+TEST_F(CuhookTest, WholeForwardPassIsLearnedFromAPerPassCopy) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "layercopies", "10", "4", "2", kLayerSizes}, {{"RIPPLE_COPY_MIN_BYTES", "4096"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto seen = srv.seen();
+  json st = stats_of(r);
+  EXPECT_EQ(st["units_copy"].get<int>(), 10 * 29);
+  EXPECT_EQ(st["passes_learned"].get<int>(), 3) << "a layer, a layer again, the forward pass";
+  EXPECT_EQ(st["relearns"].get<int>(), 2);
+  EXPECT_EQ(st["learned_pass_units"].get<int>(), 29);
+  EXPECT_EQ(st["seq_mismatch"].get<int>(), 0) << "each read-back came with no work open";
+  EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
+  ASSERT_EQ(seen.hellos.size(), 3u) << "learned sizes, then the read-back's size\n" << r.err;
+  const std::size_t base = seen.hellos[0].units.size();
+  ASSERT_EQ(seen.hellos[2].units.size(), base + 4);
+  EXPECT_EQ(seen.hellos[2].units[base + 3].name, "d2h-4096");
+  const auto b = static_cast<std::uint32_t>(base);
+  std::vector<std::uint32_t> pass;
+  for (int l = 0; l < 4; ++l) pass.insert(pass.end(), {b, b + 1, b + 1, b, b + 2, b + 2, b + 2});
+  pass.push_back(b + 3);
+  ASSERT_GE(seen.works.size(), 9u);
+  for (std::size_t i = seen.works.size() - 8; i < seen.works.size(); ++i) EXPECT_EQ(seen.works[i].units, pass) << i;
+  EXPECT_EQ(seen.works[seen.works.size() - 9].units, (std::vector<std::uint32_t>{b + 3})) << "learned at the read-back";
+  EXPECT_EQ(st["grants"].get<int>(), static_cast<int>(seen.works.size()));
+  // Pass 1: 13 per-copy works, the rest of layer 2, layers 3 and 4, the read-back's own
+  // work. Pass 2 likewise, but the layer pass dropped after 2 layers doubled the window
+  // (9 labels in a row): 15 per-copy works, the rest of layer 3, layer 4, the read-back
+  // (where the forward pass is learned). Passes 3-10: one work each.
+  EXPECT_EQ(seen.works.size(), 17u + 18 + 8) << [&] {
+    std::string o;
+    for (auto& w : seen.works) o += std::to_string(w.units.size()) + " ";
+    return o;
+  }();
+  std::uint64_t charged = 0, rounding = 0;
+  for (std::size_t i = 0; i < seen.works.size(); ++i) {
+    charged += work_bytes(seen, i);
+    if (per_copy_work(seen, i) && work_bytes(seen, i) == round4k(3000000)) rounding += round4k(3000000) - 3000000;
+  }
+  auto fake = fake_counts(r);
+  EXPECT_EQ(charged, fake["cuMemcpyHtoDAsync_v2"].at(1) + fake["cuMemcpyDtoHAsync_v2"].at(1) + rounding);
+}
+
+// Tests that an engine with NVTX units keeps them: a copy pass learned before the first
+// unit range is dropped, its copies inside units are never boundaries, and the NVTX pass
+// is learned; the last session's Hello holds the NVTX units and no copy units.
+TEST_F(CuhookTest, NvtxUnitsEndCopyLearning) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "layercopies", "4", "4", "1", "1048576,2097152", "offload", "10", "3", "2", "3145728"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  auto seen = srv.seen();
+  json st = stats_of(r);
+  EXPECT_EQ(st["copy_passes_learned"].get<int>(), 1);
+  EXPECT_EQ(st["passes_learned"].get<int>(), 2) << "the copy pass, then the NVTX pass";
+  EXPECT_EQ(st["relearns"].get<int>(), 0);
+  EXPECT_EQ(st["units_copy"].get<int>(), 32) << "the offload copies inside units are no boundaries";
+  EXPECT_EQ(st["units_nvtx"].get<int>(), 40);
+  EXPECT_EQ(st["learned_pass_units"].get<int>(), 4);
+  EXPECT_NE(r.err.find("NVTX units: the learned copy pass is dropped"), std::string::npos) << r.err;
+  ASSERT_GE(seen.hellos.size(), 3u) << r.err;
+  auto u = by_name(seen.hellos.back());
+  for (int l = 0; l < 3; ++l) EXPECT_EQ(u["layers." + std::to_string(l)].bytes, 3145728u + 4096u) << l;
+  for (const auto& x : seen.hellos.back().units) EXPECT_NE(x.name.rfind("h2d-", 0), 0u) << x.name;
+  EXPECT_EQ(seen.works.back().units.size(), 4u);
+}
+
+// Tests that after an agent restart the new session's Hello holds the learned copy units
+// and whole layer passes keep being announced.
+TEST_F(CuhookTest, CopyPassSurvivesAgentRestart) {
+  auto first = std::make_unique<GrantServer>(sock_);
+  ASSERT_TRUE(first->start());
+  GrantServer second(sock_);
+  Outcome r = run({"direct", "sleep", "10", "layercopies", "60", "2", "1", "1048576,2097152,2097152"}, {}, false, [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    first->stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    ASSERT_TRUE(second.start());
+  });
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  json st = stats_of(r);
+  EXPECT_EQ(st["passes_learned"].get<int>(), 1) << r.err;
+  EXPECT_EQ(st["relearns"].get<int>(), 0);
+  EXPECT_GE(st["agent_losses"].get<int>(), 1);
+  auto seen = second.seen();
+  ASSERT_GE(seen.hellos.size(), 1u) << r.err;
+  auto u = by_name(seen.hellos[0]);
+  EXPECT_EQ(u["h2d-1048576"].bytes, 1048576u);
+  EXPECT_EQ(u["h2d-2097152"].bytes, 2097152u);
+  ASSERT_GE(seen.works.size(), 5u);
+  std::size_t whole = 0;
+  for (const auto& w : seen.works) {
+    EXPECT_LE(w.units.size(), 3u);
+    whole += w.units.size() == 3;
+  }
+  EXPECT_GE(whole + 1, seen.works.size()) << "only the first work may be the rest of an open pass";
+}
+
 // --- tools -----------------------------------------------------------------------
 
 // Tests that ripple-profile record writes each NVTX unit's kernel sequence, and that the

@@ -26,6 +26,13 @@
  *         vlm P V L K            P passes of V ranges "visual.blocks.N" (a vision tower),
  *                                L ranges "model.layers.N" and "lm_head", K kernels each
  *         copies N BYTES         N host-to-device copies of BYTES (offload-style streaming)
+ *         layercopies P L K SIZES
+ *                                P forward passes of L layers, no NVTX: per layer one
+ *                                host-to-device copy of each size in SIZES (comma-separated,
+ *                                in order; a layer's weights copied by a forward pre-hook,
+ *                                as transformers offloading does), then K kernels; before
+ *                                the layers an embedding kernel, after them a head kernel
+ *                                and a 4 KiB device-to-host copy (the next token)
  *         graph N                N CUDA graph launches
  *         fork                   ops, fork; the child runs the ops mix again
  *         sleep MS               sleep between passes (layers/nvtx/copies)
@@ -352,6 +359,38 @@ static void vlm(int passes, int V, int L, int K) {
   }
 }
 
+static void layercopies(int passes, int L, int K, const char* sizes_arg) {
+  unsigned long long sizes[64], max = 0;
+  int n = 0;
+  for (const char* p = sizes_arg; *p && n < 64;) {
+    char* end = NULL;
+    sizes[n] = strtoull(p, &end, 0);
+    if (end == p || sizes[n] == 0) { fprintf(stderr, "driver_app: bad layercopies sizes '%s'\n", sizes_arg); exit(2); }
+    if (sizes[n] > max) max = sizes[n];
+    ++n;
+    p = *end == ',' ? end + 1 : end;
+  }
+  static const char* names[] = {"attn_k", "mlp_k", "norm_k", "rope_k", "gemv_k", "act_k"};
+  CUfunction fs[6];
+  for (int k = 0; k < 6; ++k) fs[k] = func(names[k]);
+  CUfunction embed = func("embed_k"), head = func("head_k");
+  CUdeviceptr d;
+  CHECK(cuMemAlloc(&d, max));
+  char* h = calloc(1, max);
+  for (int p = 0; p < passes; ++p) {
+    kernel(embed, 4096);
+    for (int l = 0; l < L; ++l) {
+      for (int c = 0; c < n; ++c) CHECK(A.htod_async(d, h, sizes[c], g_stream));
+      for (int k = 0; k < K; ++k) kernel(fs[k % 6], 65536);
+    }
+    kernel(head, 8192);
+    CHECK(A.dtoh_async(h, d, 4096, g_stream)); /* the next token: below RIPPLE_COPY_MIN_BYTES */
+    nap();
+  }
+  free(h);
+  CHECK(cuMemFree(d));
+}
+
 static void copies(int n, unsigned long long bytes) {
   CUdeviceptr d;
   CHECK(cuMemAlloc(&d, bytes));
@@ -412,6 +451,10 @@ int main(int argc, char** argv) {
     else if (!strcmp(m, "nvtx")) layers(a, b, c, 1), i += 3;
     else if (!strcmp(m, "api")) layers(a, b, c, 2), i += 3;
     else if (!strcmp(m, "copies")) copies(a, strtoull(argv[i + 2], NULL, 0)), i += 2;
+    else if (!strcmp(m, "layercopies")) {
+      if (i + 4 >= argc) { fprintf(stderr, "driver_app: layercopies needs P L K SIZES\n"); return 2; }
+      layercopies(a, b, c, argv[i + 4]), i += 4;
+    }
     else if (!strcmp(m, "offload")) {
       if (i + 4 >= argc) { fprintf(stderr, "driver_app: offload needs P L K BYTES\n"); return 2; }
       offload(a, b, c, strtoull(argv[i + 4], NULL, 0), ctx), i += 4;

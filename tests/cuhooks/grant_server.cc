@@ -77,10 +77,12 @@ void GrantServer::grant_pending_locked() {
 void GrantServer::handle(int fd, const engine::Message& m) {
   std::lock_guard<std::mutex> l(m_);
   if (auto* h = std::get_if<engine::Hello>(&m)) {
+    hello_of_[fd] = seen_.hellos.size();
     seen_.hellos.push_back(*h);
     send_msg(fd, engine::Welcome{static_cast<std::uint32_t>(seen_.hellos.size()), "test-grant-server", 0, fail_});
   } else if (auto* w = std::get_if<engine::WorkMsg>(&m)) {
     seen_.works.push_back(*w);
+    seen_.work_hello.push_back(hello_of_.count(fd) ? hello_of_[fd] : SIZE_MAX);
     pending_.emplace_back(fd, *w);
     if (mode_ == Mode::kAuto || released_) grant_pending_locked();
   } else if (std::get_if<engine::StartMsg>(&m)) {

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -24,6 +25,7 @@ class GrantServer {
   struct Seen {
     std::vector<engine::Hello> hellos;
     std::vector<engine::WorkMsg> works;
+    std::vector<std::size_t> work_hello;  // per work: the index in hellos of its session's Hello
     std::vector<engine::GrantMsg> grants;
     std::vector<std::uint64_t> grant_sent_ns;
     std::vector<engine::DoneMsg> dones;
@@ -57,6 +59,7 @@ class GrantServer {
   Seen seen_;
   std::vector<std::pair<int, engine::WorkMsg>> pending_;
   std::vector<int> sessions_;
+  std::map<int, std::size_t> hello_of_;  // session fd -> its Hello in seen_.hellos
   bool released_ = false;
   std::uint64_t next_grant_ = 1;
 };
