@@ -215,6 +215,31 @@ __global__ void qk_norm_rope_append(const float* __restrict__ qkv, const bf16* _
   }
 }
 
+// Block-wide softmax over scores[0, ctx): mx comes in as each thread's running max and
+// leaves as the block's; scores become exp(score - max); returns the block's sum (every
+// thread). One function for both attention kernels, so their arithmetic stays the same.
+__device__ __forceinline__ float attn_softmax(float* scores, int ctx, float& mx, float* red, int warp, int lane,
+                                              int nw) {
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  if (lane == 0) red[warp] = mx;
+  __syncthreads();
+  mx = -1e30f;
+  for (int i = 0; i < nw; ++i) mx = fmaxf(mx, red[i]);
+  __syncthreads();
+  float sum = 0.f;
+  for (int p = threadIdx.x; p < ctx; p += blockDim.x) {
+    const float e = __expf(scores[p] - mx);
+    scores[p] = e;
+    sum += e;
+  }
+  sum = warp_sum(sum);
+  if (lane == 0) red[warp] = sum;
+  __syncthreads();
+  sum = 0.f;
+  for (int i = 0; i < nw; ++i) sum += red[i];
+  return sum;
+}
+
 // Attention for query token t of head h (grid: heads x T, 512 threads): over positions
 // [0, ctx) with ctx = causal ? pos0 + t + 1 : pos0 + T. Decode attention is a latency
 // problem, not a bandwidth one (a head's K/V are a few hundred KB), so every thread owns
@@ -266,23 +291,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention(const bf16* __restrict
     scores[p] = s;
     mx = fmaxf(mx, s);
   }
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-  if (lane == 0) red[warp] = mx;
-  __syncthreads();
-  mx = -1e30f;
-  for (int i = 0; i < nw; ++i) mx = fmaxf(mx, red[i]);
-  __syncthreads();
-  float sum = 0.f;
-  for (int p = threadIdx.x; p < ctx; p += blockDim.x) {
-    const float e = __expf(scores[p] - mx);
-    scores[p] = e;
-    sum += e;
-  }
-  sum = warp_sum(sum);
-  if (lane == 0) red[warp] = sum;
-  __syncthreads();
-  sum = 0.f;
-  for (int i = 0; i < nw; ++i) sum += red[i];
+  const float sum = attn_softmax(scores, ctx, mx, red, warp, lane, nw);
   // V: warp w takes a contiguous chunk of positions; lane l owns dimensions 4l..4l+3
   // (8-byte loads; hd % 4 == 0, hd <= 128) and keeps 8 rows in flight.
   const int chunk = (ctx + nw - 1) / nw, p0 = warp * chunk, p1 = min(ctx, p0 + chunk);
@@ -783,23 +792,7 @@ __global__ void __launch_bounds__(kAttnThreads, 2)
     scores[ctx - 1] = s;
     mx = fmaxf(mx, s);
   }
-  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-  if (lane == 0) red[warp] = mx;
-  __syncthreads();
-  mx = -1e30f;
-  for (int i = 0; i < nw; ++i) mx = fmaxf(mx, red[i]);
-  __syncthreads();
-  float sum = 0.f;
-  for (int p = threadIdx.x; p < ctx; p += blockDim.x) {
-    const float e = __expf(scores[p] - mx);
-    scores[p] = e;
-    sum += e;
-  }
-  sum = warp_sum(sum);
-  if (lane == 0) red[warp] = sum;
-  __syncthreads();
-  sum = 0.f;
-  for (int i = 0; i < nw; ++i) sum += red[i];
+  const float sum = attn_softmax(scores, ctx, mx, red, warp, lane, nw);
   // V: attention's chunks and per-lane order; cached rows 8 in flight, then the new row.
   const int chunk = (ctx + nw - 1) / nw, p0 = warp * chunk, p1 = min(ctx, p0 + chunk), pc = min(p1, cn);
   if (4 * lane < hd) {
