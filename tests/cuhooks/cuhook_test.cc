@@ -120,6 +120,25 @@ class CuhookTest : public ::testing::Test {
     return r;
   }
 
+  // Runs driver_app across an agent restart: one grant server stops `down_ms` in and a
+  // second starts 150 ms later. *seen gets what the second one saw.
+  Outcome run_across_restart(std::vector<std::string> args, GrantServer::Seen* seen,
+                             std::map<std::string, std::string> env = {}, int down_ms = 200) {
+    auto first = std::make_unique<GrantServer>(sock_);
+    EXPECT_TRUE(first->start());
+    GrantServer second(sock_);
+    bool started = false;
+    Outcome r = run(std::move(args), std::move(env), false, [&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(down_ms));
+      first->stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      started = second.start();
+    });
+    EXPECT_TRUE(started);
+    *seen = second.seen();
+    return r;
+  }
+
   static std::string slurp(const std::string& p) {
     std::ifstream in(p);
     std::stringstream ss;
@@ -435,22 +454,15 @@ TEST_F(CuhookTest, FailClosedWaitsForTheAgent) {
 // deadlocks, and reconnects to the new agent.
 TEST_F(CuhookTest, AgentRestartReconnects) {
   write_profile();
-  auto first = std::make_unique<GrantServer>(sock_);
-  ASSERT_TRUE(first->start());
-  GrantServer second(sock_);
-  Outcome r = run({"direct", "sleep", "20", "layers", "30", "4", "3"}, {{"RIPPLE_PROFILE", tmp_ + "/profile.json"}}, false,
-              [&] {
-                std::this_thread::sleep_for(std::chrono::milliseconds(150));
-                first->stop();
-                std::this_thread::sleep_for(std::chrono::milliseconds(150));
-                ASSERT_TRUE(second.start());
-              });
+  GrantServer::Seen seen;
+  Outcome r = run_across_restart({"direct", "sleep", "20", "layers", "30", "4", "3"}, &seen,
+                                 {{"RIPPLE_PROFILE", tmp_ + "/profile.json"}}, 150);
   ASSERT_TRUE(exited_ok(r)) << r.err;
   json st = stats_of(r);
   EXPECT_GE(st["agent_losses"].get<int>(), 1);
   EXPECT_GE(st["agent_connects"].get<int>(), 2);
-  EXPECT_GE(second.seen().hellos.size(), 1u);
-  EXPECT_GE(second.seen().grants.size(), 1u);
+  EXPECT_GE(seen.hellos.size(), 1u);
+  EXPECT_GE(seen.grants.size(), 1u);
 }
 
 // Tests that fork works: parent and child both run their launches to completion, and
@@ -672,21 +684,13 @@ TEST_F(CuhookTest, RelearningTheSamePassKeepsTheSession) {
 // Tests that after an agent restart the new session's Hello holds the learned units and
 // whole passes keep being announced (the open pass's rest first).
 TEST_F(CuhookTest, LearnedPassSurvivesAgentRestart) {
-  auto first = std::make_unique<GrantServer>(sock_);
-  ASSERT_TRUE(first->start());
-  GrantServer second(sock_);
-  Outcome r = run({"direct", "sleep", "10", "nvtx", "60", "4", "2"}, {}, false, [&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    first->stop();
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    ASSERT_TRUE(second.start());
-  });
+  GrantServer::Seen seen;
+  Outcome r = run_across_restart({"direct", "sleep", "10", "nvtx", "60", "4", "2"}, &seen);
   ASSERT_TRUE(exited_ok(r)) << r.err;
   json st = stats_of(r);
   EXPECT_EQ(st["passes_learned"].get<int>(), 1) << r.err;
   EXPECT_EQ(st["relearns"].get<int>(), 0);
   EXPECT_GE(st["agent_losses"].get<int>(), 1);
-  auto seen = second.seen();
   ASSERT_GE(seen.hellos.size(), 1u) << r.err;
   auto u = by_name(seen.hellos[0]);
   for (int l = 0; l < 4; ++l) EXPECT_EQ(u.count("layers." + std::to_string(l)), 1u) << l;
@@ -923,21 +927,13 @@ TEST_F(CuhookTest, NvtxUnitsEndCopyLearning) {
 // Tests that after an agent restart the new session's Hello holds the learned copy units
 // and whole layer passes keep being announced.
 TEST_F(CuhookTest, CopyPassSurvivesAgentRestart) {
-  auto first = std::make_unique<GrantServer>(sock_);
-  ASSERT_TRUE(first->start());
-  GrantServer second(sock_);
-  Outcome r = run({"direct", "sleep", "10", "layercopies", "60", "2", "1", "1048576,2097152,2097152"}, {}, false, [&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    first->stop();
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    ASSERT_TRUE(second.start());
-  });
+  GrantServer::Seen seen;
+  Outcome r = run_across_restart({"direct", "sleep", "10", "layercopies", "60", "2", "1", "1048576,2097152,2097152"}, &seen);
   ASSERT_TRUE(exited_ok(r)) << r.err;
   json st = stats_of(r);
   EXPECT_EQ(st["passes_learned"].get<int>(), 1) << r.err;
   EXPECT_EQ(st["relearns"].get<int>(), 0);
   EXPECT_GE(st["agent_losses"].get<int>(), 1);
-  auto seen = second.seen();
   ASSERT_GE(seen.hellos.size(), 1u) << r.err;
   auto u = by_name(seen.hellos[0]);
   EXPECT_EQ(u["h2d-1048576"].bytes, 1048576u);
