@@ -55,7 +55,17 @@ Status Client::send(const Message& m) {
   if (Status s = encode(m, out); !s) return s;
   ssize_t n = ::send(fd_, out.data(), out.size(), MSG_NOSIGNAL);
   if (n < 0) {
-    if (errno == EPIPE || errno == ECONNRESET) return make_errno_error(kErrAgentGone, "agent closed the session");
+    if (errno == EPIPE || errno == ECONNRESET) {
+      // The agent may have said why before closing: its Bye can still be queued unread.
+      // Read what is queued so agent_bye() tells the engine (a stopping agent, say).
+      open_ = false;
+      for (int i = 0; i < 64 && agent_bye_.text.empty(); ++i) {
+        auto m = receive_until(monotonic_ns());  // never waits
+        if (!m) break;
+        if (auto* b = std::get_if<ByeMsg>(&*m)) agent_bye_ = *b;
+      }
+      return make_errno_error(kErrAgentGone, "agent closed the session");
+    }
     return make_errno_error(-errno, "failed to send {}: {}", type_name(m), std::strerror(errno));
   }
   return Status::Ok();

@@ -147,6 +147,13 @@ int main(int argc, char** argv) {
   const std::uint64_t t_end = monotonic_ns() + static_cast<std::uint64_t>(o.duration_s * 1e9);
   std::uint64_t next_release = monotonic_ns();
   std::string bye;
+  // The agent left (whichever call noticed first): fail-open, loudly, with its reason.
+  auto lose_agent = [&](const std::string& why) {
+    managed = false;
+    bye = (*client)->agent_bye().text.empty() ? why : (*client)->agent_bye().text;
+    std::fprintf(stderr, "agent_engine %s: agent gone (%s): running UNMANAGED (fail-open)\n", o.name.c_str(),
+                 bye.c_str());
+  };
   for (std::uint64_t work = 1; !g_stop && monotonic_ns() < t_end && (o.rtt == 0 || work <= o.rtt); ++work) {
     if (bound) {  // one pass per period
       while (!g_stop && monotonic_ns() < next_release) sleep_ns(std::min<std::uint64_t>(next_release - monotonic_ns(), 50'000'000));
@@ -158,10 +165,7 @@ int main(int argc, char** argv) {
     const unsigned n = o.rtt ? 1 : o.units;
     ripple::engine::WorkMsg w{work, deadline, std::vector<std::uint32_t>(n, 0)};
     if (managed) {
-      if (auto s = (*client)->announce(w); !s) {
-        managed = false;
-        bye = s.error().message;
-      }
+      if (auto s = (*client)->announce(w); !s) lose_agent(s.error().message);
     }
     for (unsigned first = 0; first < n && !g_stop;) {
       unsigned count = n - first;
@@ -171,10 +175,7 @@ int main(int argc, char** argv) {
         auto r = (*client)->acquire(work, first, 1000);
         if (!r) {
           if (r.error().code == ripple::engine::kErrTimeout) continue;
-          managed = false;  // the agent left: fail-open, loudly
-          bye = (*client)->agent_bye().text.empty() ? r.error().message : (*client)->agent_bye().text;
-          std::fprintf(stderr, "agent_engine %s: agent gone (%s): running UNMANAGED (fail-open)\n", o.name.c_str(),
-                       bye.c_str());
+          lose_agent(r.error().message);
           continue;
         }
         if (o.rtt) rtt_us.push_back(static_cast<double>(monotonic_ns() - asked) / 1e3);

@@ -226,5 +226,46 @@ TEST(EngineClient, HoldsGrantUntilItsCpuRelease) {
   rmdir(dir);
 }
 
+// Tests that an engine whose send finds the agent gone still learns why: the agent's Bye,
+// queued before it closed, is read (the closed-loop test's SIGTERM check once saw "agent
+// closed the session" instead of the agent's reason when an announce hit the closed socket
+// before any receive).
+TEST(EngineClient, SendToAClosedAgentReadsItsBye) {
+  char dir[] = "/tmp/ripple-proto-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/engine.sock";
+  int ls = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(ls, 1), 0);
+  std::thread agent([&] {
+    int c = accept(ls, nullptr, nullptr);
+    std::vector<std::uint8_t> buf(kMaxMessageBytes);
+    recv(c, buf.data(), buf.size(), 0);  // hello
+    auto send_one = [&](const Message& m) {
+      auto d = bytes_of(m);
+      send(c, d.data(), d.size(), 0);
+    };
+    send_one(Welcome{0, "ripple", 20'000'000, FailMode::kOpen});
+    send_one(ByeMsg{ByeReason::kShutdown, "ripple-agent is stopping"});
+    close(c);
+  });
+  auto client = Client::connect(path, hello(), 2000);
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  agent.join();  // the agent has said Bye and closed: nothing was read yet
+  WorkMsg w{1, 0, {0}};
+  Status s = (*client)->announce(w);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, kErrAgentGone);
+  EXPECT_EQ((*client)->agent_bye().text, "ripple-agent is stopping");
+  EXPECT_EQ((*client)->agent_bye().reason, ByeReason::kShutdown);
+  client->reset();
+  close(ls);
+  unlink(path.c_str());
+  rmdir(dir);
+}
+
 }  // namespace
 }  // namespace ripple::engine
