@@ -139,6 +139,19 @@ def frames_due_judges_by_deadline():
         raise AssertionError("no error for a zero period")
 
 
+@case
+def token_log_parses_and_names_bad_line():
+    """Tests the LLM token log parser (GPU throughput from the engine's own count)."""
+    from benchlib import gpu
+    assert gpu.parse_token_log("token,end_ns\n1,100\n2,250\n", "t.csv") == [100, 250]
+    try:
+        gpu.parse_token_log("token,end_ns\n1,x\n", "t.csv")
+    except ValueError as e:
+        assert str(e).startswith("t.csv:2: expected token,end_ns"), e
+    else:
+        raise AssertionError("no error")
+
+
 for i, f in enumerate(cases, 1):
     try:
         f()

@@ -882,6 +882,7 @@ struct Options {
   double period_ms = 5000, deadline_ms = 0;
   int image_tokens = 1024, prompt_tokens = 64, frame_decode_tokens = 16, requests = 5;
   std::string frame_log;  // --frame-log: one CSV line per frame, as it ends
+  std::string token_log;  // --token-log: one CSV line per decoded token, as it ends
   bool probe = true;
   bool per_unit = false;
   int warmup = 2;
@@ -1727,6 +1728,8 @@ void usage() {
       "  --frames             VLM-like mode: one request (vision encoder, prefill, short decode)\n"
       "                       per --period-ms, checked against --deadline-ms (default: period)\n"
       "  --requests N --image-tokens N --prompt-tokens N --frame-decode-tokens N\n"
+      "  --token-log FILE     decode: write token,end_ns (CLOCK_MONOTONIC) per timed token as it\n"
+      "                       ends (the stream is synchronised after every token then)\n"
       "  --frame-log FILE     write frame,release_ns,start_ns,end_ns (CLOCK_MONOTONIC) per frame\n"
       "                       as it ends, warm-up frame 0 included; release = its scheduled time\n");
 }
@@ -1776,6 +1779,8 @@ int main_impl(int argc, char** argv) {
       o.period_ms = num(need(i, "--period-ms"), "--period-ms", 1, 1e7);
     } else if (a == "--deadline-ms") {
       o.deadline_ms = num(need(i, "--deadline-ms"), "--deadline-ms", 1, 1e7);
+    } else if (a == "--token-log") {
+      o.token_log = need(i, "--token-log");
     } else if (a == "--frame-log") {
       o.frame_log = need(i, "--frame-log");
     } else if (a == "--requests") {
@@ -1914,6 +1919,16 @@ int main_impl(int argc, char** argv) {
     eng.capture_step(pos, &captured);
     eng.set_pos(pos);
   }
+  FILE* tlog = nullptr;
+  if (!o.token_log.empty()) {
+    tlog = std::fopen(o.token_log.c_str(), "w");
+    if (!tlog) {
+      std::fprintf(stderr, "ripple-llm: error: --token-log: cannot write %s: %s\n", o.token_log.c_str(), std::strerror(errno));
+      return 2;
+    }
+    std::fprintf(tlog, "token,end_ns\n");
+    std::fflush(tlog);
+  }
   auto wall0 = std::chrono::steady_clock::now();
   CUDA_CHECK(cudaEventRecord(e0, eng.stream()));
   for (;;) {
@@ -1930,6 +1945,13 @@ int main_impl(int argc, char** argv) {
       eng.decode_step(pos++, &c, steps == 0 ? &units : nullptr);
     }
     ++steps;
+    if (tlog) {  // the engine's own progress, for throughput measured where it happens
+      CUDA_CHECK(cudaStreamSynchronize(eng.stream()));
+      const auto now = std::chrono::steady_clock::now();
+      std::fprintf(tlog, "%d,%lld\n", steps,
+                   static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count()));
+      std::fflush(tlog);
+    }
     if (o.duration_s > 0) {
       if (steps % 4 == 0) {
         CUDA_CHECK(cudaStreamSynchronize(eng.stream()));

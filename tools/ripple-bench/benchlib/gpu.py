@@ -13,8 +13,9 @@ interposer. They start once per sweep and stay resident:
 3. Each run starts an agent on that socket; the interposers connect (their reconnect
    path), the run is scored, the agent stops, the engines block again.
 
-Throughput: the LLM's granted bytes in the scored window / its bytes per token (the sum of
-its recorded units). VLM deadlines: ripple-llm's frame log (each frame's scheduled release
+Throughput: the tokens the LLM finished in the scored window, from its own token log
+(`ripple-llm --token-log`); the agent's granted bytes / the bytes per token (the sum of its
+recorded units) are kept beside it as a cross-check. VLM deadlines: ripple-llm's frame log (each frame's scheduled release
 and its end), so a frame delayed by admission counts from its release.
 """
 from __future__ import annotations
@@ -56,6 +57,20 @@ def parse_frame_log(text: str, source: str = "frames") -> list[Frame]:
     return out
 
 
+def parse_token_log(text: str, source: str = "tokens") -> list[int]:
+    """ripple-llm --token-log: `token,end_ns` (CLOCK_MONOTONIC); returns the end times."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#") or line.startswith("token"):
+            continue
+        try:
+            out.append(int(line.split(",")[1]))
+        except (IndexError, ValueError):
+            raise ValueError(f"{source}:{n}: expected token,end_ns: {line!r}") from None
+    return out
+
+
 def profile_bytes_per_pass(path: Path) -> int:
     """Bytes of one forward pass: the recorded units in sequence (graph units excluded)."""
     p = json.loads(path.read_text())
@@ -69,6 +84,7 @@ class GpuEngines:
         self.d.mkdir(exist_ok=True)
         self.sock = d / "engine.sock"
         self.frame_log = d / "vlm-frames.csv"
+        self.token_log = d / "llm-tokens.csv"
         self.procs: dict[str, subprocess.Popen] = {}
         a = bench.o.a
         self.vp = a.vlm_gpu_period_ms
@@ -115,7 +131,7 @@ class GpuEngines:
         run = b.bin("ripple-run")
         common = ["--socket", self.sock, "--fail", "closed"]
         llm = [run, "--engine", "llm", "--kind", "best-effort", "--profile", self.profiles["llm"], *common, "--",
-               *self.llm_cmd, "--duration-s", f"{total_s:g}"]
+               *self.llm_cmd, "--duration-s", f"{total_s:g}", "--token-log", self.token_log]
         vlm = [run, "--engine", "vlm", "--kind", "deadline-bound", "--period-ms", f"{self.vp:g}",
                "--deadline-ms", f"{self.vp:g}", "--profile", self.profiles["vlm"], *common, "--",
                *self.vlm_cmd, "--requests", str(int(total_s * 1000 / self.vp) + 1), "--frame-log", self.frame_log]
@@ -143,6 +159,12 @@ class GpuEngines:
                 return
             time.sleep(0.2)
         raise self.b.Error(f"the GPU engines did not reach their first unit within {timeout:.0f} s")
+
+    def token_ends(self) -> list[int]:
+        try:
+            return parse_token_log(self.token_log.read_text(), str(self.token_log))
+        except OSError:
+            return []
 
     def frames(self) -> list[Frame]:
         try:

@@ -52,6 +52,8 @@ def summarize(b, is_plant: bool) -> dict:
                 "vlm_misses": vlm_misses,
                 "vlm_frames": sum(r.vlm["works_done"] for r in runs),
                 "llm_tok_s": tok, "llm_tok_s_sd": tok_sd,
+                # GPU: tokens/s from the granted bytes (a cross-check of the engine's own count)
+                "llm_tok_s_granted": _mean_sd([r.llm.get("tok_s_granted", math.nan) for r in runs])[0],
                 "llm_gbps": _mean_sd([r.llm_gbps for r in runs])[0],
                 "gaps": gaps,
                 "feasible": metrics.feasible(worst, o.eps, vlm_misses),
