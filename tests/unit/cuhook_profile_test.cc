@@ -194,6 +194,31 @@ TEST_F(ModelDir, MoeDecoderAndTiedHead) {
   EXPECT_EQ(p->units[2].bytes, 6400u);
 }
 
+// Tests that a VLM's vision blocks become their own units, named as the interposer names
+// their NVTX ranges and placed before the decoder, instead of being folded into the
+// decoder's layers (three vision blocks against two decoder layers used to be refused).
+TEST_F(ModelDir, VisionTowerKeepsItsOwnUnits) {
+  config({{"num_hidden_layers", 2}, {"hidden_size", 64}, {"num_attention_heads", 4}});
+  safetensors("model.safetensors", {{"model.embed_tokens.weight", 1000 * 64 * 2},
+                                    {"model.visual.blocks.0.attn.qkv.weight", 300},
+                                    {"model.visual.blocks.0.mlp.fc1.weight", 200},
+                                    {"model.visual.blocks.2.attn.qkv.weight", 300},
+                                    {"model.visual.blocks.1.attn.qkv.weight", 300},
+                                    {"model.layers.0.self_attn.q_proj.weight", 8192},
+                                    {"model.layers.1.self_attn.q_proj.weight", 8192},
+                                    {"lm_head.weight", 1000 * 64 * 2}});
+  auto p = catalog_from_model_dir(dir_.string());
+  ASSERT_TRUE(p) << p.error().message;
+  std::vector<std::string> names;
+  for (const auto& u : p->units) names.push_back(u.name);
+  const std::vector<std::string> want = {"visual.layers.0", "visual.layers.1", "visual.layers.2", "embed",
+                                         "layers.0",        "layers.1",        "head"};
+  EXPECT_EQ(names, want);
+  EXPECT_EQ(p->units[0].bytes, 500u);
+  EXPECT_EQ(p->units[0].kind, "tower");
+  EXPECT_EQ(p->units[4].bytes, 8192u);
+}
+
 // Tests that a layout with no layer tensors is refused with a reason naming the expectation.
 TEST_F(ModelDir, UnknownLayoutIsRefused) {
   config({{"num_hidden_layers", 2}, {"hidden_size", 64}});

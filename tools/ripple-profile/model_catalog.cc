@@ -100,12 +100,25 @@ Result<Profile> catalog_from_model_dir(const std::string& dir) {
     std::map<int, std::uint64_t> experts;
   };
   std::vector<Layer> layer(static_cast<std::size_t>(layers_cfg));
+  // Layers of another tower (a VLM's vision blocks): named as the interposer names their
+  // NVTX ranges (visual.blocks.3 -> visual.layers.3), in the order first seen by number.
+  std::map<std::string, std::pair<int, std::uint64_t>> tower;  // name -> (layer number, bytes)
   std::uint64_t embed = 0, head = 0, final_norm = 0, other = 0;
   bool has_head = false;
   for (const auto& t : tensors) {
     std::smatch m;
     if (std::regex_search(t.name, m, layer_re)) {
       const int l = std::stoi(m[1].str());
+      bool is_unit = false;
+      // The name up to the layer number, e.g. "model.visual.blocks.3".
+      const std::string path = t.name.substr(0, static_cast<std::size_t>(m.position(0) + m.length(0) - 1));
+      const std::string unit = unit_name_for_range(path, kDefaultNvtxPattern, &is_unit);
+      if (is_unit && unit != "layers." + m[1].str()) {
+        auto& [num, bytes] = tower[unit];
+        num = l;
+        bytes += t.bytes;
+        continue;
+      }
       if (l < 0 || l >= layers_cfg)
         return make_error("{}: tensor '{}' names layer {} but config.json has {} layers", dir, t.name, l, layers_cfg);
       std::smatch em;
@@ -131,6 +144,13 @@ Result<Profile> catalog_from_model_dir(const std::string& dir) {
   Profile p;
   p.model = cfg.value("_name_or_path", fs::absolute(d).filename().string());
   p.kv_bytes_per_token = 2ull * static_cast<std::uint64_t>(layers_cfg) * kv_heads * head_dim * esize;
+  // Another tower runs first (a VLM encodes the image, then the decoder prefills on it).
+  std::vector<std::pair<std::string, std::pair<int, std::uint64_t>>> towers(tower.begin(), tower.end());
+  std::stable_sort(towers.begin(), towers.end(), [](const auto& a, const auto& b) {
+    const std::string ta = a.first.substr(0, a.first.rfind("layers.")), tb = b.first.substr(0, b.first.rfind("layers."));
+    return ta != tb ? ta < tb : a.second.first < b.second.first;
+  });
+  for (const auto& [name, nb] : towers) p.units.push_back({name, "tower", nb.second, nb.second, 0, {}});
   if (embed) p.units.push_back({"embed", "embed", hidden * esize, embed, 0, {}});
   for (int l = 0; l < layers_cfg; ++l) {
     const Layer& L = layer[static_cast<std::size_t>(l)];
