@@ -97,15 +97,17 @@ Result<Message> Client::receive_until(std::uint64_t until_ns) {
     const int r = ::ppoll(&p, 1, until_ns != 0 ? &ts : nullptr, nullptr);
     if (r < 0 && errno != EINTR) return make_errno_error(-errno, "failed to poll agent socket: {}", std::strerror(errno));
   }
+  // The agent is gone. A Bye it sent before going (read earlier, say by a failed send)
+  // says why better than the socket does: keep it.
   if (n < 0 && errno == ECONNRESET) {  // the agent closed with our messages unread
     open_ = false;
-    agent_bye_ = {ByeReason::kShutdown, "agent reset the connection"};
+    if (agent_bye_.text.empty()) agent_bye_ = {ByeReason::kShutdown, "agent reset the connection"};
     return make_errno_error(kErrAgentGone, "agent closed the session");
   }
   if (n < 0) return make_errno_error(-errno, "failed to receive from agent: {}", std::strerror(errno));
   if (n == 0) {
     open_ = false;
-    agent_bye_ = {ByeReason::kShutdown, "agent closed the socket"};
+    if (agent_bye_.text.empty()) agent_bye_ = {ByeReason::kShutdown, "agent closed the socket"};
     return make_errno_error(kErrAgentGone, "agent closed the session");
   }
   if (static_cast<std::size_t>(n) > buf_.size()) return make_error("agent message of {} bytes is too large", n);

@@ -261,6 +261,11 @@ TEST(EngineClient, SendToAClosedAgentReadsItsBye) {
   EXPECT_EQ(s.error().code, kErrAgentGone);
   EXPECT_EQ((*client)->agent_bye().text, "ripple-agent is stopping");
   EXPECT_EQ((*client)->agent_bye().reason, ByeReason::kShutdown);
+  // The next receive finds the closed socket: the reason stays the agent's own.
+  auto g = (*client)->acquire(1, 0, 100);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.error().code, kErrAgentGone);
+  EXPECT_EQ((*client)->agent_bye().text, "ripple-agent is stopping");
   client->reset();
   close(ls);
   unlink(path.c_str());
