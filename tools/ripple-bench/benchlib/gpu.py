@@ -41,34 +41,33 @@ class Frame:
         return (self.end_ns - self.release_ns) / 1e6
 
 
-def parse_frame_log(text: str, source: str = "frames") -> list[Frame]:
-    """ripple-llm --frame-log: `frame,release_ns,start_ns,end_ns` (CLOCK_MONOTONIC)."""
-    out = []
+def _int_rows(text: str, source: str, header: str) -> list[list[int]]:
+    """The rows of a ripple-llm CSV log whose header is `header`, as integers; a malformed
+    line is an error naming the source, the line and the expected columns."""
+    width = header.count(",") + 1
+    rows = []
     for n, line in enumerate(text.splitlines(), 1):
         line = line.strip()
-        if not line or line.startswith("#") or line.startswith("frame"):
+        if not line or line.startswith("#") or line == header:
             continue
-        parts = line.split(",")
         try:
-            _, rel, st, end = (int(p) for p in parts[:4])
+            row = [int(p) for p in line.split(",")[:width]]
         except ValueError:
-            raise ValueError(f"{source}:{n}: expected frame,release_ns,start_ns,end_ns: {line!r}") from None
-        out.append(Frame(rel, st, end))
-    return out
+            row = []
+        if len(row) != width:
+            raise ValueError(f"{source}:{n}: expected {header}: {line!r}")
+        rows.append(row)
+    return rows
+
+
+def parse_frame_log(text: str, source: str = "frames") -> list[Frame]:
+    """ripple-llm --frame-log: `frame,release_ns,start_ns,end_ns` (CLOCK_MONOTONIC)."""
+    return [Frame(rel, st, end) for _, rel, st, end in _int_rows(text, source, "frame,release_ns,start_ns,end_ns")]
 
 
 def parse_token_log(text: str, source: str = "tokens") -> list[int]:
     """ripple-llm --token-log: `token,end_ns` (CLOCK_MONOTONIC); returns the end times."""
-    out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#") or line.startswith("token"):
-            continue
-        try:
-            out.append(int(line.split(",")[1]))
-        except (IndexError, ValueError):
-            raise ValueError(f"{source}:{n}: expected token,end_ns: {line!r}") from None
-    return out
+    return [end for _, end in _int_rows(text, source, "token,end_ns")]
 
 
 def profile_bytes_per_pass(path: Path) -> int:
