@@ -72,7 +72,10 @@ def parse_token_log(text: str, source: str = "tokens") -> list[int]:
 
 def profile_bytes_per_pass(path: Path) -> int:
     """Bytes of one forward pass: the recorded units in sequence (graph units excluded)."""
-    p = json.loads(path.read_text())
+    try:
+        p = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: not a readable unit profile ({e})") from None
     return sum(int(u.get("bytes", 0)) for u in p.get("units", []) if u.get("kind") != "graph")
 
 
@@ -120,7 +123,10 @@ class GpuEngines:
             if r.returncode != 0 or not self.profiles[name].exists():
                 raise b.Error(f"ripple-profile record of the {name} engine failed (exit {r.returncode}): "
                               f"{out.read_text(errors='replace').strip()[-600:]}")
-        self.bytes_per_token = profile_bytes_per_pass(self.profiles["llm"])
+        try:
+            self.bytes_per_token = profile_bytes_per_pass(self.profiles["llm"])
+        except ValueError as e:
+            raise b.Error(str(e)) from None
         if self.bytes_per_token <= 0:
             raise b.Error(f"{self.profiles['llm']}: the LLM's units carry no bytes (no copies seen in its units?)")
 
