@@ -39,6 +39,38 @@ std::string decode_error(std::vector<std::uint8_t> d) {
   return r.ok() ? std::string("(decoded)") : r.error().message;
 }
 
+// The agent's side of an engine socket for the client tests: a listening SOCK_SEQPACKET
+// socket in a fresh folder, removed with it.
+struct AgentSocket {
+  AgentSocket() {
+    char d[] = "/tmp/ripple-proto-XXXXXX";
+    if (mkdtemp(d) == nullptr) return;
+    dir = d;
+    path = dir + "/engine.sock";
+    fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, path.c_str());
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(fd, 1) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  ~AgentSocket() {
+    if (fd >= 0) close(fd);
+    if (!path.empty()) unlink(path.c_str());
+    if (!dir.empty()) rmdir(dir.c_str());
+  }
+  bool ok() const { return fd >= 0; }
+  std::string dir, path;
+  int fd = -1;
+};
+
+void send_msg(int c, const Message& m) {
+  auto d = bytes_of(m);
+  send(c, d.data(), d.size(), 0);
+}
+
 // Tests that every message type survives encode/decode with every field intact and
 // that the Hello's size is header + 64 + 40 per unit.
 TEST(EngineProtocol, RoundTripsEveryMessage) {
@@ -129,15 +161,10 @@ TEST(EngineProtocol, RefusesMalformedDatagrams) {
 // Tests the engine-side pipelining check: a successor whose work identity is not the
 // engine's position is handed back with a Discard, and the matching grant is used.
 TEST(EngineClient, DiscardsStaleSuccessor) {
-  char dir[] = "/tmp/ripple-proto-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string path = std::string(dir) + "/engine.sock";
-  int ls = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strcpy(addr.sun_path, path.c_str());
-  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(ls, 1), 0);
+  AgentSocket sock;
+  ASSERT_TRUE(sock.ok());
+  const std::string& path = sock.path;
+  const int ls = sock.fd;
   std::vector<Message> seen;
   std::thread agent([&] {
     int c = accept(ls, nullptr, nullptr);
@@ -148,10 +175,7 @@ TEST(EngineClient, DiscardsStaleSuccessor) {
       if (m) seen.push_back(*m);
     };
     recv_one();  // hello
-    auto send_one = [&](const Message& m) {
-      auto d = bytes_of(m);
-      send(c, d.data(), d.size(), 0);
-    };
+    auto send_one = [&](const Message& m) { send_msg(c, m); };
     send_one(Welcome{0, "ripple", 20'000'000, FailMode::kOpen});
     const std::uint64_t far = monotonic_ns() + 10'000'000'000ull;
     send_one(GrantMsg{1, 5, 4, 2, 200, far, monotonic_ns(), true});   // wrong position
@@ -169,9 +193,6 @@ TEST(EngineClient, DiscardsStaleSuccessor) {
   EXPECT_EQ((*client)->discarded(), 1u);
   client->reset();
   agent.join();
-  close(ls);
-  unlink(path.c_str());
-  rmdir(dir);
   ASSERT_EQ(seen.size(), 3u);
   EXPECT_EQ(std::get<DiscardMsg>(seen[1]).grant_id, 1u);
   EXPECT_TRUE(std::holds_alternative<ByeMsg>(seen[2]));
@@ -182,24 +203,16 @@ TEST(EngineClient, DiscardsStaleSuccessor) {
 // grant; the next acquire returns the same grant no earlier than the release, with
 // nothing discarded.
 TEST(EngineClient, HoldsGrantUntilItsCpuRelease) {
-  char dir[] = "/tmp/ripple-proto-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string path = std::string(dir) + "/engine.sock";
-  int ls = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strcpy(addr.sun_path, path.c_str());
-  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(ls, 1), 0);
+  AgentSocket sock;
+  ASSERT_TRUE(sock.ok());
+  const std::string& path = sock.path;
+  const int ls = sock.fd;
   std::atomic<std::uint64_t> release{0};
   std::thread agent([&] {
     int c = accept(ls, nullptr, nullptr);
     std::vector<std::uint8_t> buf(kMaxMessageBytes);
     recv(c, buf.data(), buf.size(), 0);  // hello
-    auto send_one = [&](const Message& m) {
-      auto d = bytes_of(m);
-      send(c, d.data(), d.size(), 0);
-    };
+    auto send_one = [&](const Message& m) { send_msg(c, m); };
     send_one(Welcome{0, "ripple", 20'000'000, FailMode::kOpen});
     release = monotonic_ns() + 30'000'000;
     send_one(GrantMsg{1, 5, 0, 1, 100, release + 20'000'000, monotonic_ns(), false, release.load()});
@@ -221,9 +234,6 @@ TEST(EngineClient, HoldsGrantUntilItsCpuRelease) {
   EXPECT_EQ((*client)->held_for_release(), 1u);
   client->reset();
   agent.join();
-  close(ls);
-  unlink(path.c_str());
-  rmdir(dir);
 }
 
 // Tests that an engine whose send finds the agent gone still learns why: the agent's Bye,
@@ -231,23 +241,15 @@ TEST(EngineClient, HoldsGrantUntilItsCpuRelease) {
 // closed the session" instead of the agent's reason when an announce hit the closed socket
 // before any receive).
 TEST(EngineClient, SendToAClosedAgentReadsItsBye) {
-  char dir[] = "/tmp/ripple-proto-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string path = std::string(dir) + "/engine.sock";
-  int ls = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strcpy(addr.sun_path, path.c_str());
-  ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(ls, 1), 0);
+  AgentSocket sock;
+  ASSERT_TRUE(sock.ok());
+  const std::string& path = sock.path;
+  const int ls = sock.fd;
   std::thread agent([&] {
     int c = accept(ls, nullptr, nullptr);
     std::vector<std::uint8_t> buf(kMaxMessageBytes);
     recv(c, buf.data(), buf.size(), 0);  // hello
-    auto send_one = [&](const Message& m) {
-      auto d = bytes_of(m);
-      send(c, d.data(), d.size(), 0);
-    };
+    auto send_one = [&](const Message& m) { send_msg(c, m); };
     send_one(Welcome{0, "ripple", 20'000'000, FailMode::kOpen});
     send_one(ByeMsg{ByeReason::kShutdown, "ripple-agent is stopping"});
     close(c);
@@ -267,9 +269,6 @@ TEST(EngineClient, SendToAClosedAgentReadsItsBye) {
   EXPECT_EQ(g.error().code, kErrAgentGone);
   EXPECT_EQ((*client)->agent_bye().text, "ripple-agent is stopping");
   client->reset();
-  close(ls);
-  unlink(path.c_str());
-  rmdir(dir);
 }
 
 }  // namespace
