@@ -45,6 +45,8 @@ const std::vector<Key>& keys() {
       {"eta", Kind::kFloat, "", [](double v, Params& p) { p.eta = v; return std::string(); }},
       {"margin_window", Kind::kInt, "residuals (W_q)",
        [](double v, Params& p) { return set_int(p.margin_window, v); }},
+      {"margin_clip", Kind::kBool, "",
+       [](double v, Params& p) { p.margin_clip = v != 0; return std::string(); }},
       {"margin_start", Kind::kInt, "residuals",
        [](double v, Params& p) { return set_int(p.margin_start, v); }},
       {"warmup_window", Kind::kInt, "residuals",

@@ -24,18 +24,20 @@ ConformalMargin::ConformalMargin(const Params& params, double window_target)
       target_ppm_(to_ppm(window_target)),
       alpha_ppm_(target_ppm_),  // ACI starts at its target level
       margin_start_(params.margin_start),
+      clip_(params.margin_clip),
       window_(static_cast<std::size_t>(params.margin_window)),
       warm_pooled_(static_cast<std::size_t>(params.warmup_window)),
       warm_phase_{SortedWindow(static_cast<std::size_t>(params.warmup_window)),
                   SortedWindow(static_cast<std::size_t>(params.warmup_window))} {}
 
 std::optional<double> ConformalMargin::conformal_rank(const SortedWindow& w,
-                                                      std::int64_t alpha_ppm) {
+                                                      std::int64_t alpha_ppm, bool clip) {
   const auto n = static_cast<std::int64_t>(w.size());
   if (n == 0) return std::nullopt;
   if (alpha_ppm >= kPpm) return w.rank(1);  // alpha >= 1: the smallest residual
   const std::int64_t m = ceil_div((kPpm - alpha_ppm) * (n + 1), kPpm);
-  if (m > n) return std::nullopt;  // rank beyond the retained samples: unbounded
+  if (m > n && !clip) return std::nullopt;  // rank beyond the retained samples: unbounded
+  if (m > n) return w.rank(static_cast<std::size_t>(n));
   return w.rank(static_cast<std::size_t>(std::max<std::int64_t>(m, 1)));
 }
 
@@ -48,7 +50,7 @@ std::optional<double> ConformalMargin::empirical_quantile(const SortedWindow& w,
 }
 
 std::optional<double> ConformalMargin::margin(Phase phase) const {
-  if (adaptive()) return conformal_rank(window_, alpha_ppm_);
+  if (adaptive()) return conformal_rank(window_, alpha_ppm_, clip_);
   const auto pooled = empirical_quantile(warm_pooled_, target_ppm_);
   const auto own = empirical_quantile(warm_phase_[static_cast<int>(phase)], target_ppm_);
   if (pooled && own) return std::max(*pooled, *own);

@@ -4,8 +4,9 @@
 //   q_ij = e_(m),  m = ceil((1 - alpha_ij)(n_ij + 1))                         (Eq. 5)
 //   alpha_i,j+1 = alpha_ij + eta (eps'_i - err_ij),  eta = 0.01
 //
-// Rank endpoints: m > n is an unbounded margin (the caller uses q = D_i); alpha >= 1
-// uses the smallest residual. alpha is kept in integer parts per million. One level
+// Rank endpoints: m > n is an unbounded margin (the caller uses q = D_i), or with
+// Params::margin_clip the largest retained residual (ours, params.h); alpha >= 1 uses the
+// smallest residual. alpha is kept in integer parts per million. One level
 // serves both VLM phases; before the adaptive margin starts (fewer than 50 observed
 // residuals) the warm-up margin is the larger of the job's phase quantile and the
 // pooled quantile at level 1 - eps', each over up to the last 50 residuals, solo-profile
@@ -43,8 +44,10 @@ class ConformalMargin {
   std::int64_t target_ppm() const { return target_ppm_; }
   std::size_t retained() const { return window_.size(); }
 
-  // Eq. 5's rank on a sorted window; nullopt when m exceeds the sample count.
-  static std::optional<double> conformal_rank(const SortedWindow& w, std::int64_t alpha_ppm);
+  // Eq. 5's rank on a sorted window; nullopt when m exceeds the sample count, unless
+  // `clip`: then the largest sample.
+  static std::optional<double> conformal_rank(const SortedWindow& w, std::int64_t alpha_ppm,
+                                              bool clip = false);
   // Empirical (type 1) quantile at level 1 - target: rank ceil((1 - target) n), in [1, n].
   static std::optional<double> empirical_quantile(const SortedWindow& w, std::int64_t target_ppm);
 
@@ -53,6 +56,7 @@ class ConformalMargin {
   std::int64_t target_ppm_;
   std::int64_t alpha_ppm_;
   std::int64_t margin_start_;
+  bool clip_;
   std::int64_t observed_ = 0;
   SortedWindow window_;                        // last W_q observed residuals
   SortedWindow warm_pooled_;                   // last 50, seeds included

@@ -34,6 +34,32 @@ TEST(PricingMargin, RankEndpoints) {
   EXPECT_FALSE(ConformalMargin::conformal_rank(SortedWindow(4), 500'000).has_value());
 }
 
+// Tests margin_clip: a rank beyond the samples takes the largest one instead of unbounded,
+// and only through the adaptive margin when the option is set.
+TEST(PricingMargin, ClipTakesTheLargestResidual) {
+  const auto w = window_of(1, 50);
+  EXPECT_EQ(ConformalMargin::conformal_rank(w, 10'908, true), 50.0);
+  EXPECT_EQ(ConformalMargin::conformal_rank(w, -5'000, true), 50.0);
+  EXPECT_EQ(ConformalMargin::conformal_rank(w, 20'000, true), 50.0);
+  EXPECT_EQ(ConformalMargin::conformal_rank(w, 500'000, true), 26.0);  // ceil(0.5 * 51)
+  EXPECT_FALSE(ConformalMargin::conformal_rank(SortedWindow(4), 500'000, true).has_value());
+
+  Params spec, clipped;
+  clipped.margin_clip = true;
+  ConformalMargin a(spec, 0.01090766), b(clipped, 0.01090766);
+  for (int k = 1; k <= 60; ++k) {
+    a.add_residual(k, Phase::kRest);
+    b.add_residual(k, Phase::kRest);
+  }
+  // n = 60, alpha = 10908 ppm: m = ceil(0.989092 * 61) = 61 > 60.
+  EXPECT_FALSE(a.margin(Phase::kRest).has_value());
+  EXPECT_EQ(b.margin(Phase::kRest), 60.0);
+  b.update_level(true);  // alpha falls below zero: still the largest
+  b.update_level(true);
+  EXPECT_LT(b.alpha_ppm(), 0);
+  EXPECT_EQ(b.margin(Phase::kRest), 60.0);
+}
+
 // Tests the level update alpha += eta (eps' - err) in integer ppm.
 TEST(PricingMargin, LevelUpdateInPartsPerMillion) {
   Params params;
