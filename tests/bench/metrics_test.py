@@ -115,8 +115,6 @@ def table7_folds_cap_levels():
     assert "| cap-x | 8.00 / 30.00 ✗ (cap-1/2) |" in report.markdown_table(s)
 
 
-print(f"1..{len(cases)}")
-failed = 0
 @case
 def frames_due_judges_by_deadline():
     """Tests VLM frame scoring: frames whose deadline falls in the window; a late or unlogged one misses."""
@@ -152,6 +150,23 @@ def token_log_parses_and_names_bad_line():
         raise AssertionError("no error")
 
 
+@case
+def ratios_to_unmanaged_and_best_feasible_other():
+    """Tests issue 7's two ratios: ripple over unmanaged, and over the best other policy
+    meeting every target (an infeasible faster policy does not count)."""
+    pt = lambda pol, tok, feas, k=1.5: {"policy": pol, "k": k, "llm_tok_s": tok, "feasible": feas}
+    r = report.ratios([pt("ripple", 1.0, True), pt("unmanaged", 2.0, False), pt("pause", 1.25, True),
+                       pt("sereno", 1.6, True), pt("cap-1/2", 1.9, False), pt("ripple", 1.0, True, 2.0)])
+    assert list(r) == ["1.5"], r  # k = 2 has ripple alone: no ratio
+    v = r["1.5"]
+    assert v["vs_unmanaged"] == 0.5 and v["best_feasible_other"] == "sereno", v
+    assert abs(v["vs_best_feasible_other"] - 0.625) < 1e-12 and v["ripple_feasible"], v
+    v = report.ratios([pt("ripple", 1.0, False), pt("unmanaged", 2.0, False)])["1.5"]
+    assert v["best_feasible_other"] is None and v["vs_best_feasible_other"] is None and not v["ripple_feasible"]
+
+
+print(f"1..{len(cases)}")
+failed = 0
 for i, f in enumerate(cases, 1):
     try:
         f()

@@ -74,8 +74,30 @@ def summarize(b, is_plant: bool) -> dict:
                     for n, js in b.profile.items()},
         "bound_tok_s": {f"{k:g}": b.bound(k) for k in o.ks},
         "points": points,
+        "ratios": ratios(points),
         "_responses": responses,
     }
+
+
+def ratios(points: list[dict]) -> dict[str, dict]:
+    """Per k: ripple's LLM tokens/s over unmanaged's, and over the best other policy that
+    met every target at that k (issue 7's two ratios; None where a side is missing)."""
+    out: dict[str, dict] = {}
+    for k in sorted({p["k"] for p in points}):
+        at = {p["policy"]: p for p in points if p["k"] == k}
+        r = at.get("ripple")
+        if r is None or len(at) == 1:
+            continue
+        u = at.get("unmanaged")
+        feas = [p for pol, p in at.items() if pol != "ripple" and p["feasible"]]
+        best = max(feas, key=lambda p: p["llm_tok_s"], default=None)
+        def over(q):
+            return r["llm_tok_s"] / q["llm_tok_s"] if q and q["llm_tok_s"] > 0 else None
+        out[f"{k:g}"] = {"ripple_feasible": r["feasible"],
+                         "vs_unmanaged": over(u),
+                         "best_feasible_other": best["policy"] if best else None,
+                         "vs_best_feasible_other": over(best)}
+    return out
 
 
 def _pct(x: float) -> str:
@@ -126,6 +148,16 @@ def markdown_table(s: dict) -> str:
             vals.append(f"{p['llm_tok_s']:.2f} / {_pct(p['worst_dmr'])}{mark}{name}")
         out.append(f"| {row} | " + " | ".join(vals) + " |")
     out.append("| bound (fluid) | " + " | ".join(f"{s['bound_tok_s'].get(f'{k:g}', math.nan):.2f}" for k in ks) + " |")
+    rs = s.get("ratios") or ratios(s["points"])
+    if rs:
+        def f(x):
+            return "n/a" if x is None else f"{x:.2f}"
+        out += ["", "Ripple's LLM tokens/s as a ratio: " + "; ".join(
+            f"k = {k}: {f(v['vs_unmanaged'])} of unmanaged, "
+            + (f"{f(v['vs_best_feasible_other'])} of {v['best_feasible_other']} (the best other policy meeting "
+               f"every target)" if v["best_feasible_other"] else "no other policy met every target")
+            + ("" if v["ripple_feasible"] else " (ripple itself missed a target)")
+            for k, v in rs.items()) + "."]
     out += ["", "Per point: per-task DMR (%), VLM misses/frames, LLM GB/s, and the LLM's scored time "
             "(Fig. 9): busy, budget wait, decision, delivery, other gap (%).", "",
             "| policy | k | " + " | ".join(f"{t} DMR" for t in s["tasks"]) +
