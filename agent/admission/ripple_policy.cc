@@ -48,7 +48,7 @@ Ahead ahead_for_release(const Context& ctx, const EngineState& e, Nanos start, B
   const pricing::Estimator& est = ledger.task(*task);
   if (!est.has_priced() || !est.crossing_response(1, 0)) return {};
   const double lower = static_cast<double>(est.base_allowance()) * (1 - params.rate_limit) * (1 - params.reduced_cut);
-  Bytes entry = std::min(params.pacing_floor_bytes, static_cast<Bytes>(lower));
+  Bytes entry = std::min(params.pacing_floor(), static_cast<Bytes>(lower));
   for (const pricing::Grant& g : ledger.grants_in_flight()) entry -= g.bytes;
   const Bytes limit = std::min(entry, budget);
   Ahead out;

@@ -163,9 +163,9 @@ Pricing Estimator::price(Phase phase, Bytes smallest_other_base) {
     p.reduced = true;
   }
 
-  p.guard = tight_deadline_guard(p.slope_held, params_.pacing_floor_bytes, deadline_, p.a_hat,
+  p.guard = tight_deadline_guard(p.slope_held, params_.pacing_floor(), deadline_, p.a_hat,
                                  p.margin, static_cast<double>(solo_p99_));
-  p.floor = p.guard ? 0 : params_.pacing_floor_bytes;
+  p.floor = p.guard ? 0 : params_.pacing_floor();
   // An allowance below one unit receives a one-unit probe on alternate releases.
   if (p.allowance < unit && !p.guard) {
     probe_turn_ = !probe_turn_;
@@ -257,7 +257,7 @@ std::optional<double> Estimator::crossing_response(Nanos into_release, Bytes byt
   const Estimates e = current(margin_.worst_margin());
   if (e.cold || !e.margin || *e.margin >= deadline_) return std::nullopt;
   const double p99 = static_cast<double>(solo_p99_);
-  if (tight_deadline_guard(e.held, params_.pacing_floor_bytes, deadline_, e.a_hat, *e.margin, p99))
+  if (tight_deadline_guard(e.held, params_.pacing_floor(), deadline_, e.a_hat, *e.margin, p99))
     return std::nullopt;
   // (t_end - R) + max(a_hat + q, p_i) + kappa_hat max(0, A_bar - c)  (App. C)
   const double further = static_cast<double>(std::max<Bytes>(0, allowance_bound() - bytes));

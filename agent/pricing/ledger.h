@@ -76,7 +76,8 @@ class Ledger {
   TaskId add_task(TaskSpec spec);
 
   // The probe size: the largest, over the bound engines, of each engine's smallest
-  // nonzero decode unit (App. C). Set when engines register.
+  // nonzero decode unit (App. C). Set when engines register; the floor f follows it
+  // unless set (Params::pacing_floor).
   void set_probe_unit(Bytes unit) { params_.probe_unit_bytes = unit; }
 
   // A job of `task` released at `now`: priced, and charged every grant in flight.

@@ -44,7 +44,8 @@ std::string validate(const Params& p) {
     return fmt::format("reduced_cut must be in [0, 1) (got {})", p.reduced_cut);
   if (p.probe_unit_bytes < 1) return fmt::format("probe_unit must be >= 1 byte (got {})", p.probe_unit_bytes);
   if (p.fit_min_bytes < 0) return fmt::format("fit_min must be >= 0 bytes (got {})", p.fit_min_bytes);
-  if (p.pacing_floor_bytes < 0) return fmt::format("pacing_floor must be >= 0 bytes (got {})", p.pacing_floor_bytes);
+  if (p.pacing_floor_bytes < 0 && p.pacing_floor_bytes != kFloorIsProbeUnit)
+    return fmt::format("pacing_floor must be >= 0 bytes (got {})", p.pacing_floor_bytes);
   if (p.min_pacing_duration < 1)
     return fmt::format("min_pacing_duration must be >= 1 ns (got {})", p.min_pacing_duration);
   if (p.grant_horizon < 0) return fmt::format("grant_horizon must be >= 0 (got {} ns)", p.grant_horizon);

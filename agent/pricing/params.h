@@ -50,8 +50,11 @@ inline constexpr Bytes kDefaultProbeUnitBytes = 385'978'880;   // one Qwen3-8B l
 // 2e7 ms/GB). Ours, not the paper's.
 inline constexpr Bytes kDefaultFitMinBytes = 1 << 20;
 
-// Budget (Eq. 3, 6).
-inline constexpr Bytes kDefaultPacingFloorBytes = kDefaultProbeUnitBytes;  // f
+// Budget (Eq. 3, 6). The floor f defaults to one probe unit U and follows U when the
+// engines' announced units set it (Ledger::set_probe_unit): kFloorIsProbeUnit. A value
+// >= 0 fixes f.
+inline constexpr Bytes kFloorIsProbeUnit = -1;
+inline constexpr Bytes kDefaultPacingFloorBytes = kFloorIsProbeUnit;  // f
 inline constexpr Nanos kDefaultMinPacingDuration = 1;  // a_hat floored at 1 ns
 
 // Certification (App. C, "Task exemptions") and the grant horizon H (App. D).
@@ -84,7 +87,11 @@ struct Params {
   Bytes probe_unit_bytes = kDefaultProbeUnitBytes;
   Bytes fit_min_bytes = kDefaultFitMinBytes;
 
-  Bytes pacing_floor_bytes = kDefaultPacingFloorBytes;
+  Bytes pacing_floor_bytes = kDefaultPacingFloorBytes;  // kFloorIsProbeUnit: f = U
+  // f as used: the set value, or the probe unit U.
+  Bytes pacing_floor() const {
+    return pacing_floor_bytes == kFloorIsProbeUnit ? probe_unit_bytes : pacing_floor_bytes;
+  }
   Nanos min_pacing_duration = kDefaultMinPacingDuration;
 
   bool certification = true;

@@ -23,6 +23,8 @@ TEST(PricingConfig, DefaultsAreThePapersValues) {
   EXPECT_EQ(p.reduced_every, 8);
   EXPECT_EQ(p.reduced_cut, 0.40);
   EXPECT_EQ(p.probe_unit_bytes, 385'978'880);
+  EXPECT_EQ(p.pacing_floor_bytes, kFloorIsProbeUnit);  // f = U
+  EXPECT_EQ(p.pacing_floor(), 385'978'880);
   EXPECT_EQ(p.certify_passes, 50);
   EXPECT_EQ(p.grant_horizon, 18 * kNsPerMs);
   EXPECT_EQ(validate(p), "");

@@ -78,7 +78,7 @@ TEST(PricingEstimator, FirstReleaseFromSoloProfile) {
   EXPECT_TRUE(p.probe);          // below one unit: probe on the first alternate release
   EXPECT_EQ(p.allowance, kUnit);
   EXPECT_FALSE(p.guard);         // ceil(2.5e-3 * U) = 964,948 ns < 30 ms
-  EXPECT_EQ(p.floor, kDefaultPacingFloorBytes);
+  EXPECT_EQ(p.floor, kDefaultProbeUnitBytes);  // f unset: one probe unit
   EXPECT_EQ(p.pacing_duration, 40 * kMs);
   EXPECT_EQ(est.solo_p99(), 40 * kMs);
 }

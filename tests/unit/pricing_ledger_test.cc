@@ -45,6 +45,29 @@ TEST(PricingLedger, PacedReleaseWithFloor) {
   EXPECT_EQ(ledger.budget(r - 5 * kMs), 100'000'000);  // a query before R sees the floor
 }
 
+// Tests that an unset floor is the probe unit and follows it when engines set it, and a
+// set floor stays: f at entry.
+TEST(PricingLedger, UnsetFloorFollowsTheProbeUnit) {
+  Params p = ledger_params();
+  p.pacing_floor_bytes = kFloorIsProbeUnit;
+  Ledger follows(p);
+  EXPECT_EQ(follows.params().pacing_floor(), kGBytes);
+  follows.set_probe_unit(300'000'000);
+  EXPECT_EQ(follows.params().pacing_floor(), 300'000'000);
+  const TaskId a = follows.add_task(task("a", 40 * kMs, 70 * kMs));
+  const Nanos r = 1000 * kMs;
+  ASSERT_EQ(follows.on_release(a, 1, r).allowance, 300'000'000);  // the probe, U = 0.3 GB
+  EXPECT_EQ(follows.budget(r), 300'000'000);                       // f = U at entry
+
+  Ledger fixed(ledger_params());  // f = 0.1 GB, set
+  fixed.set_probe_unit(300'000'000);
+  EXPECT_EQ(fixed.params().pacing_floor(), 100'000'000);
+  EXPECT_TRUE(validate(Params{}).empty());
+  Params bad;
+  bad.pacing_floor_bytes = -5;
+  EXPECT_NE(validate(bad).find("pacing_floor"), std::string::npos);
+}
+
 // Tests that no active job means no budget limit, and B(t) is the minimum over jobs.
 TEST(PricingLedger, GlobalBudgetIsMinimumOverActiveJobs) {
   Ledger ledger(ledger_params());
