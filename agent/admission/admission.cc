@@ -343,6 +343,11 @@ Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos 
   e.stats.units += plan.count;
   e.stats.bytes += plan.bytes;
   e.stats.busy += measured;
+  const Nanos end = g->started >= 0 ? g->started + measured : now;
+  if (end - plan.predicted_end > kLateEndSlack) {
+    ++e.stats.late_ends;
+    e.stats.late_max = std::max(e.stats.late_max, end - plan.predicted_end);
+  }
   if (plan.first + plan.count == work->units.size()) {
     ++e.stats.works_done;
     if (now > work->deadline) ++e.stats.deadline_misses;

@@ -635,6 +635,8 @@ json Agent::status_json(Nanos now) const {
     x["bytes"] = s.bytes;
     x["works_done"] = s.works_done;
     x["deadline_misses"] = s.deadline_misses;
+    x["late_ends"] = s.late_ends;  // grants that ended > 1 ms after their predicted end
+    x["late_max_ms"] = ms(s.late_max);
     x["busy_s"] = static_cast<double>(s.busy) / 1e9;
     x["throughput_gbps"] = alive_s > 0 ? static_cast<double>(s.bytes) / 1e9 / alive_s : 0.0;
     x["wait_ms"] = {{"budget", ms(s.wait_budget)}, {"decision", ms(s.wait_decision)}, {"delivery", ms(s.wait_delivery)}};

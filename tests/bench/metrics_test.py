@@ -165,6 +165,18 @@ def ratios_to_unmanaged_and_best_feasible_other():
     assert v["best_feasible_other"] is None and v["vs_best_feasible_other"] is None and not v["ripple_feasible"]
 
 
+@case
+def engine_delta_counts_the_window():
+    """Tests one engine's counters over the scored window, late grant ends included, and that
+    a missing engine counts zero."""
+    s0 = {"engines": [{"name": "llm", "grants": 5, "successors": 2, "late_ends": 1, "bytes": 10}]}
+    s1 = {"engines": [{"name": "llm", "grants": 9, "successors": 5, "late_ends": 4, "bytes": 30},
+                      {"name": "vlm", "grants": 3}]}
+    d = metrics.engine_delta(s0, s1, "llm")
+    assert (d["grants"], d["successors"], d["late_ends"], d["bytes"], d["stale"]) == (4, 3, 3, 20, 0), d
+    assert metrics.engine_delta(s0, s1, "other") == {k: 0 for k in d}, metrics.engine_delta(s0, s1, "other")
+
+
 print(f"1..{len(cases)}")
 failed = 0
 for i, f in enumerate(cases, 1):

@@ -301,10 +301,17 @@ TEST(Admission, MeasuredTimeScalesPredictions) {
   ASSERT_EQ(d.grants.size(), 1u);
   ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, 10 * kMs, 10 * kMs));
   EXPECT_DOUBLE_EQ(f.adm->engine(llm)->scale, 1.2);
+  // It ended at 10 ms against a predicted 5 ms: counted late, overrun 5 ms.
+  EXPECT_EQ(f.adm->engine(llm)->stats.late_ends, 1u);
+  EXPECT_EQ(f.adm->engine(llm)->stats.late_max, 5 * kMs);
   ASSERT_TRUE(f.adm->announce(llm, work(2, 5), 10 * kMs));
   d = f.adm->decide(10 * kMs);
   ASSERT_EQ(d.grants.size(), 1u);
   EXPECT_EQ(d.grants[0].predicted_end, 16 * kMs);
+  // Started at 11 ms and ran 5.5 ms: ends at 16.5 ms, within the 1 ms slack.
+  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 11 * kMs));
+  ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, 5 * kMs + kMs / 2, 20 * kMs));
+  EXPECT_EQ(f.adm->engine(llm)->stats.late_ends, 1u);
 }
 
 // Tests the wait-time breakdown (Fig. 9): budget wait from idle-with-work to the
