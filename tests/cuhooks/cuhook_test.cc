@@ -200,6 +200,23 @@ std::map<std::string, ripple::engine::UnitInfo> by_name(const ripple::engine::He
   return m;
 }
 
+// After a run across an agent restart: the pass was learned once and kept (no relearn),
+// the agent was lost at least once, and the new session was announced whole passes of
+// `pass_units` units (only its first work may be the rest of the pass open at the restart).
+void expect_pass_kept_across_restart(const json& st, const std::string& err, const GrantServer::Seen& seen,
+                                     std::size_t pass_units) {
+  EXPECT_EQ(st["passes_learned"].get<int>(), 1) << err;
+  EXPECT_EQ(st["relearns"].get<int>(), 0);
+  EXPECT_GE(st["agent_losses"].get<int>(), 1);
+  ASSERT_GE(seen.works.size(), 5u);
+  std::size_t whole = 0;
+  for (const auto& w : seen.works) {
+    EXPECT_LE(w.units.size(), pass_units);
+    whole += w.units.size() == pass_units;
+  }
+  EXPECT_GE(whole + 1, seen.works.size()) << "only the first work may be the rest of an open pass";
+}
+
 // --- resolution paths ----------------------------------------------------------------
 
 struct PathCase {
@@ -687,20 +704,10 @@ TEST_F(CuhookTest, LearnedPassSurvivesAgentRestart) {
   GrantServer::Seen seen;
   Outcome r = run_across_restart({"direct", "sleep", "10", "nvtx", "60", "4", "2"}, &seen);
   ASSERT_TRUE(exited_ok(r)) << r.err;
-  json st = stats_of(r);
-  EXPECT_EQ(st["passes_learned"].get<int>(), 1) << r.err;
-  EXPECT_EQ(st["relearns"].get<int>(), 0);
-  EXPECT_GE(st["agent_losses"].get<int>(), 1);
   ASSERT_GE(seen.hellos.size(), 1u) << r.err;
   auto u = by_name(seen.hellos[0]);
   for (int l = 0; l < 4; ++l) EXPECT_EQ(u.count("layers." + std::to_string(l)), 1u) << l;
-  ASSERT_GE(seen.works.size(), 5u);
-  std::size_t whole = 0;
-  for (const auto& w : seen.works) {
-    EXPECT_LE(w.units.size(), 4u);
-    whole += w.units.size() == 4;
-  }
-  EXPECT_GE(whole + 1, seen.works.size()) << "only the first work may be the rest of an open pass";
+  expect_pass_kept_across_restart(stats_of(r), r.err, seen, 4);
 }
 
 // --- learned copy passes (no NVTX: bare copies are the boundaries) -------------------
@@ -930,21 +937,11 @@ TEST_F(CuhookTest, CopyPassSurvivesAgentRestart) {
   GrantServer::Seen seen;
   Outcome r = run_across_restart({"direct", "sleep", "10", "layercopies", "60", "2", "1", "1048576,2097152,2097152"}, &seen);
   ASSERT_TRUE(exited_ok(r)) << r.err;
-  json st = stats_of(r);
-  EXPECT_EQ(st["passes_learned"].get<int>(), 1) << r.err;
-  EXPECT_EQ(st["relearns"].get<int>(), 0);
-  EXPECT_GE(st["agent_losses"].get<int>(), 1);
   ASSERT_GE(seen.hellos.size(), 1u) << r.err;
   auto u = by_name(seen.hellos[0]);
   EXPECT_EQ(u["h2d-1048576"].bytes, 1048576u);
   EXPECT_EQ(u["h2d-2097152"].bytes, 2097152u);
-  ASSERT_GE(seen.works.size(), 5u);
-  std::size_t whole = 0;
-  for (const auto& w : seen.works) {
-    EXPECT_LE(w.units.size(), 3u);
-    whole += w.units.size() == 3;
-  }
-  EXPECT_GE(whole + 1, seen.works.size()) << "only the first work may be the rest of an open pass";
+  expect_pass_kept_across_restart(stats_of(r), r.err, seen, 3);
 }
 
 // --- tools -----------------------------------------------------------------------

@@ -71,6 +71,15 @@ void send_msg(int c, const Message& m) {
   send(c, d.data(), d.size(), 0);
 }
 
+// The agent side of a session: accepts on `ls`, reads the engine's Hello into `buf`, sends
+// the Welcome; returns the connection.
+int accept_and_welcome(int ls, std::vector<std::uint8_t>& buf) {
+  int c = accept(ls, nullptr, nullptr);
+  recv(c, buf.data(), buf.size(), 0);  // hello
+  send_msg(c, Welcome{0, "ripple", 20'000'000, FailMode::kOpen});
+  return c;
+}
+
 // Tests that every message type survives encode/decode with every field intact and
 // that the Hello's size is header + 64 + 40 per unit.
 TEST(EngineProtocol, RoundTripsEveryMessage) {
@@ -209,11 +218,9 @@ TEST(EngineClient, HoldsGrantUntilItsCpuRelease) {
   const int ls = sock.fd;
   std::atomic<std::uint64_t> release{0};
   std::thread agent([&] {
-    int c = accept(ls, nullptr, nullptr);
     std::vector<std::uint8_t> buf(kMaxMessageBytes);
-    recv(c, buf.data(), buf.size(), 0);  // hello
+    const int c = accept_and_welcome(ls, buf);
     auto send_one = [&](const Message& m) { send_msg(c, m); };
-    send_one(Welcome{0, "ripple", 20'000'000, FailMode::kOpen});
     release = monotonic_ns() + 30'000'000;
     send_one(GrantMsg{1, 5, 0, 1, 100, release + 20'000'000, monotonic_ns(), false, release.load()});
     recv(c, buf.data(), buf.size(), 0);  // bye
@@ -246,11 +253,9 @@ TEST(EngineClient, SendToAClosedAgentReadsItsBye) {
   const std::string& path = sock.path;
   const int ls = sock.fd;
   std::thread agent([&] {
-    int c = accept(ls, nullptr, nullptr);
     std::vector<std::uint8_t> buf(kMaxMessageBytes);
-    recv(c, buf.data(), buf.size(), 0);  // hello
+    const int c = accept_and_welcome(ls, buf);
     auto send_one = [&](const Message& m) { send_msg(c, m); };
-    send_one(Welcome{0, "ripple", 20'000'000, FailMode::kOpen});
     send_one(ByeMsg{ByeReason::kShutdown, "ripple-agent is stopping"});
     close(c);
   });
