@@ -37,9 +37,11 @@
 /* Jobs allowed over LIMIT_NS: an interrupt, or the host descheduling the
  * vCPU, between the kernel's timestamp and the program's clock_gettime delays
  * the program's reading (tens of us per interrupt in a nested VM, and more
- * when other work shares the machine). A systematic error cannot hide in
- * this allowance: the median must stay within MEDIAN_LIMIT_US. */
-#define NOISE_PCT 5
+ * when other work shares the machine). Measured on the 2-core CI VM: 0 to
+ * 12 of 200 jobs over the limit per run (5 runs x 8 wait kinds; 12 failed a
+ * 5 % allowance in CI). A systematic error cannot hide in this allowance:
+ * the median must stay within MEDIAN_LIMIT_US. */
+#define NOISE_PCT 10
 #define MEDIAN_LIMIT_US 20.0
 
 static char periodic_path[PATH_MAX];

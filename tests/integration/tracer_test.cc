@@ -26,7 +26,7 @@ namespace ripple::tracer {
 namespace {
 
 constexpr uint64_t kLimitNs = 50000;  // start/completion vs the program's own clock
-constexpr int kNoisePct = 5;          // see tests/bpf/tracer_test.c
+constexpr int kNoisePct = 10;          // see tests/bpf/tracer_test.c
 constexpr double kMedianLimitUs = 20;
 
 std::string test_dir() {
