@@ -82,6 +82,8 @@ e5=$("$B/bin/ripple-bench" --backend plant --agent-set horizon=60 2>&1); c5=$?
 e6=$("$B/bin/ripple-bench" --backend plant --task-args lidar=--size 2>&1); c6=$?
 e7=$("$B/bin/ripple-bench" --backend plant --llm-profile "$tmp/none.json" 2>&1); c7=$?
 e8=$("$B/bin/ripple-bench" --backend plant --ripple-prep-s 0 2>&1); c8=$?
+e9=$("$B/bin/ripple-bench" --backend plant --variant ripple+clip:pricing.margin_clip=true 2>&1); c9=$?
+e10=$("$B/bin/ripple-bench" --backend plant --policies ripple,fifo+x --variant fifo+x:agent.lease_ms=5 2>&1); c10=$?
 if [ "$c1" = 2 ] && [ "$e1" = "ripple-bench: error: --k: 0.5 outside [1, 10]" ] &&
    [ "$c2" = 2 ] && echo "$e2" | grep -q "^ripple-bench: error: --mix: cannot read $tmp/none.toml" &&
    [ "$c3" = 2 ] && echo "$e3" | grep -q "^ripple-bench: error: --policies: unknown policy 'fifo'" &&
@@ -89,9 +91,11 @@ if [ "$c1" = 2 ] && [ "$e1" = "ripple-bench: error: --k: 0.5 outside [1, 10]" ] 
    [ "$c5" = 2 ] && [ "$e5" = "ripple-bench: error: --agent-set: 'horizon=60' is not agent.KEY=VALUE or pricing.KEY=VALUE" ] &&
    [ "$c6" = 2 ] && echo "$e6" | grep -q "^ripple-bench: error: --task-args: no task 'lidar' in " &&
    [ "$c7" = 2 ] && [ "$e7" = "ripple-bench: error: --llm-profile: no such file $tmp/none.json" ] &&
-   [ "$c8" = 2 ] && [ "$e8" = "ripple-bench: error: --ripple-prep-s: must be > 0" ]; then
+   [ "$c8" = 2 ] && [ "$e8" = "ripple-bench: error: --ripple-prep-s: must be > 0" ] &&
+   [ "$c9" = 2 ] && [ "$e9" = "ripple-bench: error: --variant: 'ripple+clip' is not in --policies" ] &&
+   [ "$c10" = 2 ] && echo "$e10" | grep -q "^ripple-bench: error: --variant: 'fifo+x:agent.lease_ms=5' is not POLICY+TAG"; then
   ok "bad options refused: ${e1#ripple-bench: error: }; ${e3#ripple-bench: error: }; ${e5#ripple-bench: error: }"
 else
-  not_ok "bad options refused" "$c1 $e1" "$c2 $e2" "$c3 $e3" "$c4 $e4" "$c5 $e5" "$c6 $e6" "$c7 $e7" "$c8 $e8"
+  not_ok "bad options refused" "$c1 $e1" "$c2 $e2" "$c3 $e3" "$c4 $e4" "$c5 $e5" "$c6 $e6" "$c7 $e7" "$c8 $e8" "$c9 $e9" "$c10 $e10"
 fi
 exit $failed

@@ -166,6 +166,21 @@ def ratios_to_unmanaged_and_best_feasible_other():
 
 
 @case
+def ratios_of_ripple_variants():
+    """Tests that a ripple variant (ripple+TAG) gets its own ratios and never counts as the
+    best other policy, with or without plain ripple at that k."""
+    pt = lambda pol, tok, feas, k=1.5: {"policy": pol, "k": k, "llm_tok_s": tok, "feasible": feas}
+    r = report.ratios([pt("ripple", 1.0, True), pt("ripple+clip", 1.8, True), pt("unmanaged", 2.0, False),
+                       pt("pause", 1.25, True)])["1.5"]
+    assert r["best_feasible_other"] == "pause" and r["vs_unmanaged"] == 0.5, r
+    c = r["variants"]["ripple+clip"]
+    assert c["vs_unmanaged"] == 0.9 and abs(c["vs_best_feasible_other"] - 1.44) < 1e-12, c
+    r = report.ratios([pt("ripple+clip", 1.0, False), pt("unmanaged", 2.0, True)])["1.5"]
+    assert "vs_unmanaged" not in r and r["variants"]["ripple+clip"]["best_feasible_other"] == "unmanaged", r
+    assert report.ratios([pt("ripple", 1.0, True), pt("ripple+clip", 1.0, True)]) == {}
+
+
+@case
 def engine_delta_counts_the_window():
     """Tests one engine's counters over the scored window, late grant ends included, and that
     a missing engine counts zero."""

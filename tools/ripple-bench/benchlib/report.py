@@ -70,6 +70,7 @@ def summarize(b, is_plant: bool) -> dict:
         "command": "ripple-bench " + " ".join(sys.argv[1:]),
         "mix": b.mix_name, "tasks": [t.name for t in b.tasks],
         "periods_ms": {t.name: t.period_ms for t in b.tasks},
+        "variants": o.variants,
         "eps": o.eps, "runs": o.runs, "prep_s": o.prep_s, "ripple_prep_s": o.ripple_prep_s, "score_s": o.score_s, "layout": b.layout,
         "profile": {n: {"jobs": len(js), "p50_ms": metrics.percentile([j.response_ms for j in js], 50),
                         "p99_ms": metrics.percentile([j.response_ms for j in js], 99)}
@@ -81,24 +82,37 @@ def summarize(b, is_plant: bool) -> dict:
     }
 
 
+def is_ripple(policy: str) -> bool:
+    """ripple or one of its variants (ripple+TAG)."""
+    return policy == "ripple" or policy.startswith("ripple+")
+
+
 def ratios(points: list[dict]) -> dict[str, dict]:
     """Per k: ripple's LLM tokens/s over unmanaged's, and over the best other policy that
-    met every target at that k (issue 7's two ratios; None where a side is missing)."""
+    met every target at that k (issue 7's two ratios; None where a side is missing). The
+    same for each ripple variant, under "variants"; no ripple variant counts as "other"."""
     out: dict[str, dict] = {}
     for k in sorted({p["k"] for p in points}):
         at = {p["policy"]: p for p in points if p["k"] == k}
-        r = at.get("ripple")
-        if r is None or len(at) == 1:
+        mine = [pol for pol in at if is_ripple(pol)]
+        if not mine or len(at) == len(mine):
             continue
         u = at.get("unmanaged")
-        feas = [p for pol, p in at.items() if pol != "ripple" and p["feasible"]]
+        feas = [p for pol, p in at.items() if not is_ripple(pol) and p["feasible"]]
         best = max(feas, key=lambda p: p["llm_tok_s"], default=None)
-        def over(q):
-            return r["llm_tok_s"] / q["llm_tok_s"] if q and q["llm_tok_s"] > 0 else None
-        out[f"{k:g}"] = {"ripple_feasible": r["feasible"],
-                         "vs_unmanaged": over(u),
-                         "best_feasible_other": best["policy"] if best else None,
-                         "vs_best_feasible_other": over(best)}
+
+        def entry(r):
+            def over(q):
+                return r["llm_tok_s"] / q["llm_tok_s"] if q and q["llm_tok_s"] > 0 else None
+            return {"ripple_feasible": r["feasible"],
+                    "vs_unmanaged": over(u),
+                    "best_feasible_other": best["policy"] if best else None,
+                    "vs_best_feasible_other": over(best)}
+        e = entry(at["ripple"]) if "ripple" in at else {}
+        variants = {pol: entry(at[pol]) for pol in mine if pol != "ripple"}
+        if variants:
+            e["variants"] = variants
+        out[f"{k:g}"] = e
     return out
 
 
@@ -154,12 +168,20 @@ def markdown_table(s: dict) -> str:
     if rs:
         def f(x):
             return "n/a" if x is None else f"{x:.2f}"
-        out += ["", "Ripple's LLM tokens/s as a ratio: " + "; ".join(
-            f"k = {k}: {f(v['vs_unmanaged'])} of unmanaged, "
-            + (f"{f(v['vs_best_feasible_other'])} of {v['best_feasible_other']} (the best other policy meeting "
-               f"every target)" if v["best_feasible_other"] else "no other policy met every target")
-            + ("" if v["ripple_feasible"] else " (ripple itself missed a target)")
-            for k, v in rs.items()) + "."]
+
+        def line(who, items):
+            return f"{who}'s LLM tokens/s as a ratio: " + "; ".join(
+                f"k = {k}: {f(v['vs_unmanaged'])} of unmanaged, "
+                + (f"{f(v['vs_best_feasible_other'])} of {v['best_feasible_other']} (the best other policy meeting "
+                   f"every target)" if v["best_feasible_other"] else "no other policy met every target")
+                + ("" if v["ripple_feasible"] else f" ({who} itself missed a target)")
+                for k, v in items) + "."
+        main = [(k, v) for k, v in rs.items() if "ripple_feasible" in v]
+        if main:
+            out += ["", line("Ripple", main)]
+        names = sorted({n for v in rs.values() for n in v.get("variants", {})})
+        for n in names:
+            out += ["", line(n, [(k, v["variants"][n]) for k, v in rs.items() if n in v.get("variants", {})])]
     out += ["", "Per point: per-task DMR (%), VLM misses/frames, LLM GB/s, and the LLM's scored time "
             "(Fig. 9): busy, budget wait, decision, delivery, other gap (%).", "",
             "| policy | k | " + " | ".join(f"{t} DMR" for t in s["tasks"]) +
