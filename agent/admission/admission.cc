@@ -50,11 +50,15 @@ Bytes EngineState::bytes_of(std::uint32_t count) const {
   return b;
 }
 
-Nanos EngineState::duration_of(std::uint32_t count) const {
+static Nanos predicted(const EngineState& e, std::uint32_t count, double scale) {
   Nanos d = 0;
-  for (std::uint32_t k = 0; k < count; ++k) d += unit(k).duration;
-  return spec.grant_overhead + static_cast<Nanos>(std::llround(scale * static_cast<double>(d)));
+  for (std::uint32_t k = 0; k < count; ++k) d += e.unit(k).duration;
+  return e.spec.grant_overhead + static_cast<Nanos>(std::llround(scale * static_cast<double>(d)));
 }
+
+Nanos EngineState::duration_of(std::uint32_t count) const { return predicted(*this, count, slot_scale()); }
+
+Nanos EngineState::duration_alone(std::uint32_t count) const { return predicted(*this, count, scale); }
 
 Nanos EngineState::due_time(std::uint32_t k, double gamma) const {
   const Work& w = *queue.front();
@@ -140,6 +144,7 @@ Result<EngineId> Admission::add_engine(EngineSpec spec, Nanos now) {
   e.id = static_cast<EngineId>(engines_.size());
   e.spec = std::move(spec);
   e.last_done = now;
+  e.queued_durations = opts_.queued_durations;
   e.wait = {WaitCause::kNoWork, 0, 0, kNever, {}};
   engines_.push_back(std::move(e));
   update_probe_unit();
@@ -261,7 +266,8 @@ Decision Admission::decide(Nanos now) {
       g.not_before = pick.not_before;
       ++e.stats.for_release;
     }
-    g.predicted_end = g.predicted_start + e.duration_of(pick.count);
+    // Delivered ahead for a release, it may find the engine idle: it runs alone.
+    g.predicted_end = g.predicted_start + (pick.not_before > 0 ? e.duration_alone(pick.count) : e.duration_of(pick.count));
     g.successor = e.outstanding > 0;
     // The engine may start it only while the checks that admitted it hold: within
     // the lease, and not so late that it would cross a release it was admitted not
@@ -335,14 +341,26 @@ Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos 
   const std::shared_ptr<const Work> work = g->work;
   Nanos profiled = 0;
   for (std::uint32_t k = 0; k < plan.count; ++k) profiled += e.spec.catalog[work->units[plan.first + k]].duration;
+  // Queued: the engine started it before the grant before it was done, and its measured
+  // time reaches back past that one's end (a pipelined engine's event pair spans the
+  // overlap). Its own share is then its time after that end.
+  const Nanos since_prev = now - e.last_done;
+  const bool queued = g->started >= 0 && g->started < e.last_done && measured > since_prev;
+  const Nanos own = queued ? std::max<Nanos>(0, since_prev) : measured;
   if (profiled > 0 && measured > 0) {
-    const double ratio = static_cast<double>(measured) / static_cast<double>(profiled);
-    e.scale = (1 - opts_.scale_smoothing) * e.scale + opts_.scale_smoothing * std::clamp(ratio, 0.05, 20.0);
+    const auto smooth = [&](double cur, Nanos t) {
+      const double ratio = std::clamp(static_cast<double>(t) / static_cast<double>(profiled), 0.05, 20.0);
+      return cur <= 0 ? ratio : (1 - opts_.scale_smoothing) * cur + opts_.scale_smoothing * ratio;
+    };
+    if (queued && own > 0) e.queued_scale = smooth(e.queued_scale, own);
+    // With queued durations on, the solo scale learns from grants that ran alone only.
+    if (!(queued && opts_.queued_durations)) e.scale = smooth(e.scale, measured);
   }
   ledger_.grant_executed(plan.id);  // executed bytes stay charged (App. C, "Charging")
   e.stats.units += plan.count;
   e.stats.bytes += plan.bytes;
-  e.stats.busy += measured;
+  e.stats.busy += own;
+  if (queued) ++e.stats.queued;
   const Nanos end = g->started >= 0 ? g->started + measured : now;
   if (end - plan.predicted_end > kLateEndSlack) {
     ++e.stats.late_ends;

@@ -30,6 +30,12 @@ struct Options {
   Nanos lease = 20 * kNsPerMs;         // successor lease (App. D, Table 8)
   bool pipelining = true;              // deliver one successor ahead (§4.3)
   double scale_smoothing = 0.2;        // EWMA weight of a new measured/profiled ratio
+  // Predict a successor's duration from the grants that ran queued behind another (their
+  // time after the one before ended), not from grants that ran alone. A pipelined engine
+  // (copy-in of the next unit overlapping the last one's copy-out) finishes a queued unit
+  // sooner than a lone one, and its event pairs span the overlap. Off: the paper's single
+  // measured/profiled scale.
+  bool queued_durations = false;
 };
 
 struct Decision {

@@ -32,6 +32,11 @@ struct EngineState {
   Nanos busy_until = 0;        // predicted end of the last outstanding grant
   Nanos last_done = 0;         // when the last grant finished
   double scale = 1.0;          // measured / profiled duration, smoothed
+  // A grant queued behind the one before it: its incremental time (its end minus that
+  // one's end) / profiled, smoothed; 0 until one is seen. Used for successors' predicted
+  // durations when queued_durations is set (Options::queued_durations).
+  double queued_scale = 0.0;
+  bool queued_durations = false;
   Nanos idle_since = -1;       // idle with work since (-1: not idle with work)
   Nanos request_start = -1;    // deadline-bound: when its latest request was announced
   // The smallest unit it has announced in a work (kUnlimitedBytes: none yet). The probe
@@ -47,9 +52,15 @@ struct EngineState {
     return has_work() ? static_cast<std::uint32_t>(queue.front()->units.size()) - cursor : 0;
   }
   const UnitSpec& unit(std::uint32_t k) const { return spec.catalog[queue.front()->units[cursor + k]]; }
-  // Bytes and predicted duration (overhead included) of the next `count` units.
+  // Bytes and predicted duration (overhead included) of the next `count` units, for a
+  // grant that starts at this engine's slot (Context::slot): a successor, queued behind
+  // the grant outstanding, takes the queued scale when queued_durations is set.
   Bytes bytes_of(std::uint32_t count) const;
   Nanos duration_of(std::uint32_t count) const;
+  // The same for a grant that runs alone (nothing queued before it; e.g. one that waits
+  // for a CPU release).
+  Nanos duration_alone(std::uint32_t count) const;
+  double slot_scale() const { return queued_durations && outstanding > 0 && queued_scale > 0 ? queued_scale : scale; }
   // Due time of unit `cursor + k` of a deadline-bound request: its units are spread
   // evenly over gamma of the interval from announcement to deadline (§4.1).
   Nanos due_time(std::uint32_t k, double gamma) const;

@@ -55,7 +55,7 @@ Ahead ahead_for_release(const Context& ctx, const EngineState& e, Nanos start, B
   out.release = release;
   for (std::uint32_t n = 1; n <= e.remaining(); ++n) {
     const Bytes bytes = e.bytes_of(n);
-    const Nanos dur = e.duration_of(n);
+    const Nanos dur = e.duration_alone(n);  // it may find the engine idle at the release
     const Nanos end = release + dur;
     if (bytes > limit || (n > 1 && dur > ctx.horizon) || end - release > est.spec().period) break;
     bool crossing_ok = true;
@@ -108,7 +108,7 @@ Pick RipplePolicy::pick(const Context& ctx) {
     std::uint32_t n = 0;
     Bytes bytes = 0;
     Nanos units_ns = 0;
-    const double scale = e.scale;
+    const double scale = e.slot_scale();
     for (std::uint32_t k = 0; k < e.remaining(); ++k) {
       const UnitSpec& u = e.unit(k);
       const Nanos dur = e.spec.grant_overhead +
@@ -141,7 +141,7 @@ Pick RipplePolicy::pick(const Context& ctx) {
     if (fits_budget && !held_for_due && ctx.pipelining) {
       const Ahead a = ahead_for_release(ctx, e, c.start, budget);
       const bool before_due = c.due != kNever || waiting_bound == nullptr ||
-                              a.release + e.duration_of(a.count) <= waiting_bound->due;
+                              a.release + e.duration_alone(a.count) <= waiting_bound->due;
       if (a.count > 0 && before_due) {
         out.engine = e.id;
         out.count = a.count;

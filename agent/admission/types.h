@@ -111,7 +111,11 @@ struct EngineStats {
   std::uint64_t grants = 0, units = 0, successors = 0, stale = 0, works_done = 0;
   std::uint64_t for_release = 0;  // grants delivered ahead for a CPU release
   Bytes bytes = 0;           // granted bytes that executed
-  Nanos busy = 0;            // measured GPU time reported in done messages
+  // GPU time the engine's grants occupied: the union of the intervals [done - measured,
+  // done]. A grant queued behind the one before it (pipelined) adds only its time after
+  // that one's end, so overlapping grants are not counted twice.
+  Nanos busy = 0;
+  std::uint64_t queued = 0;  // grants that ran queued behind the one before (see on_done)
   Nanos wait_budget = 0;     // idle with work until a grant is decided
   Nanos wait_decision = 0;   // decided -> sent (daemon reports it)
   Nanos wait_delivery = 0;   // sent -> engine started it

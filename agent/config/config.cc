@@ -80,7 +80,7 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
   if (Status s = known_keys(w, t, "agent",
                             {"core", "policy", "fail_mode", "engine_socket", "control_socket", "allowed_uids",
                              "allowed_gids", "log_level", "pin_dir", "tracer_wakeup", "poll_us", "spin_us",
-                             "lease_ms", "horizon_ms", "gamma", "pipelining"});
+                             "lease_ms", "horizon_ms", "gamma", "pipelining", "queued_durations"});
       !s)
     return s;
   for (const auto& [kk, n] : t) {
@@ -121,9 +121,10 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
       auto v = id_list<gid_t>(w, n, key);
       if (!v) return v.error();
       a.allowed_gids = *v;
-    } else if (k == "tracer_wakeup" || k == "pipelining") {
+    } else if (k == "tracer_wakeup" || k == "pipelining" || k == "queued_durations") {
       if (!n.is_boolean()) return error_at(w, n, key, "must be true or false");
-      (k == "pipelining" ? a.admission.pipelining : a.tracer_wakeup) = *n.value<bool>();
+      (k == "pipelining" ? a.admission.pipelining : k == "queued_durations" ? a.admission.queued_durations : a.tracer_wakeup) =
+          *n.value<bool>();
     } else if (k == "poll_us") {
       auto v = number(w, n, key);
       if (!v) return v.error();

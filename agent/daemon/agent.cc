@@ -637,7 +637,10 @@ json Agent::status_json(Nanos now) const {
     x["deadline_misses"] = s.deadline_misses;
     x["late_ends"] = s.late_ends;  // grants that ended > 1 ms after their predicted end
     x["late_max_ms"] = ms(s.late_max);
-    x["busy_s"] = static_cast<double>(s.busy) / 1e9;
+    x["busy_s"] = static_cast<double>(s.busy) / 1e9;  // union of the grants' GPU intervals
+    x["queued"] = s.queued;  // grants that ran queued behind the one before
+    x["scale"] = e.scale;
+    x["queued_scale"] = e.queued_scale;
     x["throughput_gbps"] = alive_s > 0 ? static_cast<double>(s.bytes) / 1e9 / alive_s : 0.0;
     x["wait_ms"] = {{"budget", ms(s.wait_budget)}, {"decision", ms(s.wait_decision)}, {"delivery", ms(s.wait_delivery)}};
     x["wait"] = {{"cause", std::string(admission::to_string(e.wait.cause))}, {"detail", admission::describe(e.wait, now)}};

@@ -184,11 +184,11 @@ def ratios_of_ripple_variants():
 def engine_delta_counts_the_window():
     """Tests one engine's counters over the scored window, late grant ends included, and that
     a missing engine counts zero."""
-    s0 = {"engines": [{"name": "llm", "grants": 5, "successors": 2, "late_ends": 1, "bytes": 10}]}
-    s1 = {"engines": [{"name": "llm", "grants": 9, "successors": 5, "late_ends": 4, "bytes": 30},
+    s0 = {"engines": [{"name": "llm", "grants": 5, "successors": 2, "late_ends": 1, "bytes": 10, "queued": 1}]}
+    s1 = {"engines": [{"name": "llm", "grants": 9, "successors": 5, "late_ends": 4, "bytes": 30, "queued": 3},
                       {"name": "vlm", "grants": 3}]}
     d = metrics.engine_delta(s0, s1, "llm")
-    assert (d["grants"], d["successors"], d["late_ends"], d["bytes"], d["stale"]) == (4, 3, 3, 20, 0), d
+    assert (d["grants"], d["successors"], d["late_ends"], d["bytes"], d["stale"], d["queued"]) == (4, 3, 3, 20, 0, 2), d
     assert metrics.engine_delta(s0, s1, "other") == {k: 0 for k in d}, metrics.engine_delta(s0, s1, "other")
 
 

@@ -314,6 +314,43 @@ TEST(Admission, MeasuredTimeScalesPredictions) {
   EXPECT_EQ(f.adm->engine(llm)->stats.late_ends, 1u);
 }
 
+// Tests grants queued behind the one before (a pipelined engine): a successor the engine
+// started before its predecessor was done counts only its time after that one's end as
+// busy and in queued_scale; with queued_durations on, the next successor's predicted
+// duration takes queued_scale and the solo scale learns from lone grants only; off, one
+// scale learns from both (the paper's rule) and busy is still the union.
+TEST(Admission, QueuedGrantsOwnTimeAndSuccessorDurations) {
+  for (const bool on : {true, false}) {
+    SCOPED_TRACE(on ? "queued_durations on" : "queued_durations off");
+    Options o;
+    o.horizon = kMs;  // one 1 ms unit per grant
+    o.queued_durations = on;
+    Fixture f(0, o);
+    const EngineId llm = f.add(engine("llm"));
+    ASSERT_TRUE(f.adm->announce(llm, work(1, 10), 0));
+    Decision d = f.adm->decide(0);
+    ASSERT_EQ(d.grants.size(), 2u);
+    ASSERT_TRUE(d.grants[1].successor);
+    ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 0));
+    ASSERT_TRUE(f.adm->on_start(llm, d.grants[1].id, kMs / 2));  // passed its boundary early
+    // Alone: 2 ms measured, done at 2 ms. Queued: its event pair spans 0.5-3 ms (2.5 ms),
+    // done at 3 ms, so its own time is 1 ms.
+    ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, 2 * kMs, 2 * kMs));
+    ASSERT_TRUE(f.adm->on_done(llm, d.grants[1].id, 2 * kMs + kMs / 2, 3 * kMs));
+    const EngineState& e = *f.adm->engine(llm);
+    EXPECT_EQ(e.stats.queued, 1u);
+    EXPECT_EQ(e.stats.busy, 3 * kMs);  // not 4.5 ms: the overlap counts once
+    EXPECT_DOUBLE_EQ(e.queued_scale, 1.0);
+    EXPECT_DOUBLE_EQ(e.scale, on ? 1.2 : 1.2 * 0.8 + 2.5 * 0.2);
+    d = f.adm->decide(3 * kMs);
+    ASSERT_EQ(d.grants.size(), 2u);
+    const Nanos alone = on ? 1'200'000 : 1'460'000;
+    EXPECT_EQ(d.grants[0].predicted_end, 3 * kMs + alone);
+    EXPECT_EQ(d.grants[1].predicted_start, 3 * kMs + alone);
+    EXPECT_EQ(d.grants[1].predicted_end, 3 * kMs + alone + (on ? kMs : alone));
+  }
+}
+
 // Tests the wait-time breakdown (Fig. 9): budget wait from idle-with-work to the
 // decision, decision to sent, and sent to started.
 TEST(Admission, WaitTimeBreakdown) {

@@ -24,6 +24,7 @@ spin_us = 40
 lease_ms = 26
 horizon_ms = 12
 gamma = 0.9
+queued_durations = true
 
 [pricing]
 peak_rate_gbps = 200.0
@@ -68,6 +69,7 @@ TEST(AgentConfig, ParsesFullFile) {
   EXPECT_EQ(c.agent.admission.lease, 26'000'000);
   EXPECT_EQ(c.agent.admission.horizon, 12'000'000);
   EXPECT_DOUBLE_EQ(c.agent.admission.gamma, 0.9);
+  EXPECT_TRUE(c.agent.admission.queued_durations);
   EXPECT_DOUBLE_EQ(c.pricing.peak_rate_bytes_per_ns, 200.0);
   ASSERT_EQ(c.tasks.size(), 2u);
   EXPECT_EQ(c.tasks[0].spec.deadline, 75'000'000);

@@ -134,14 +134,15 @@ def gap_breakdown(s0: dict, s1: dict, engine: str, scored_s: float) -> dict[str,
 
 def engine_delta(s0: dict, s1: dict, engine: str) -> dict[str, float]:
     """Counters of one engine over the window: works done, bytes, deadline misses, grants,
-    successors, stale grants, grants that ended late against their prediction."""
+    successors, stale grants, grants that ended late against their prediction, grants that
+    ran queued behind the one before (pipelined)."""
     def eng(s):
         for e in s.get("engines", []):
             if e.get("name") == engine:
                 return e
         return {}
     e0, e1 = eng(s0), eng(s1)
-    keys = ("works_done", "bytes", "deadline_misses", "grants", "successors", "stale", "late_ends")
+    keys = ("works_done", "bytes", "deadline_misses", "grants", "successors", "stale", "late_ends", "queued")
     return {k: (e1.get(k, 0) - e0.get(k, 0)) if e1 else 0 for k in keys}
 
 

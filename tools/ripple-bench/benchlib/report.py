@@ -56,7 +56,7 @@ def summarize(b, is_plant: bool) -> dict:
                 "llm_tok_s_granted": _mean_sd([r.llm.get("tok_s_granted", math.nan) for r in runs])[0],
                 "llm_gbps": _mean_sd([r.llm_gbps for r in runs])[0],
                 # the LLM's grants in the scored windows, summed over runs
-                "llm_grants": {k: sum(r.llm.get(k, 0) for r in runs) for k in ("grants", "successors", "stale", "late_ends")},
+                "llm_grants": {k: sum(r.llm.get(k, 0) for r in runs) for k in ("grants", "successors", "stale", "late_ends", "queued")},
                 "gaps": gaps,
                 "feasible": metrics.feasible(worst, o.eps, vlm_misses),
                 "timelines": [{"run": r.rep, "scored_from_s": r.t0_rel_s, "perturbations_s": r.perturbations,
