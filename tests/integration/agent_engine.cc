@@ -12,7 +12,11 @@
 //               trip (announce -> grant received) p50/p99 in us.
 //   --crash-after K   fault injection: _exit(3) in the middle of the K-th grant.
 //   --garbage   fault injection: send one malformed datagram after the hello.
+//   --copy-in F pipelined: each unit is a copy-in of F of its bytes then a copy-out of
+//               the rest, and a unit granted in time overlaps the last one's copy-out
+//               (tests/plant/pipe_gpu.h); 0 (default): one serial stream.
 // Without an agent (connect fails, or it says bye) a fail-open engine runs unmanaged.
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -27,6 +31,7 @@
 
 #include "agent/engine/client.h"
 #include "include/ripple/plant.h"
+#include "tests/plant/pipe_gpu.h"
 
 namespace {
 
@@ -38,6 +43,7 @@ void on_signal(int) { g_stop = 1; }
 struct Opts {
   std::string socket = "/run/ripple/engine.sock", name = "llm", kind = "best-effort", plant, plant_create;
   double unit_mb = 2, rate_gbps = 1, period_ms = 0, deadline_ms = 0, duration_s = 10, tick_us = 200, spin_us = 0;
+  double copy_in = 0;
   unsigned units = 8, rtt = 0, crash_after = 0;
   bool garbage = false, quiet = false;
 };
@@ -95,6 +101,8 @@ int main(int argc, char** argv) {
   app.add_option("--rtt", o.rtt, "benchmark N grant round trips");
   app.add_option("--crash-after", o.crash_after, "exit abruptly in the middle of grant K");
   app.add_flag("--garbage", o.garbage, "send a malformed message after the hello");
+  app.add_option("--copy-in", o.copy_in, "pipelined: copy-in share of each unit's bytes (0: serial)")
+      ->check(CLI::Range(0.0, 0.95));
   app.add_flag("--quiet", o.quiet);
   CLI11_PARSE(app, argc, argv);
 
@@ -154,6 +162,48 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "agent_engine %s: agent gone (%s): running UNMANAGED (fail-open)\n", o.name.c_str(),
                  bye.c_str());
   };
+  const std::uint64_t unit_bytes = static_cast<std::uint64_t>(o.unit_mb * 1e6);
+  std::optional<ripple::test::PipeGpu> gpu;
+  if (o.copy_in > 0 && o.rtt == 0 && o.crash_after == 0)
+    gpu.emplace(o.rate_gbps, o.copy_in, o.tick_us, plant ? plant.get() : nullptr);
+  // Pipelined: completions are reported by this thread, between its other calls.
+  auto report_done = [&] {
+    while (gpu) {
+      auto c = gpu->take_completion();
+      if (!c) break;
+      if (managed) (void)(*client)->done(c->grant, c->span_ns);
+    }
+  };
+  // Pipelined: one unit boundary after another; the thread passes a boundary once it
+  // holds a grant covering the unit and the GPU has room, reporting completions meanwhile.
+  auto run_pipelined = [&](std::uint64_t work, unsigned n) {
+    ripple::engine::GrantMsg held;
+    unsigned held_end = 0;
+    for (unsigned u = 0; u < n && !g_stop;) {
+      report_done();
+      if (managed && u >= held_end) {
+        auto r = (*client)->acquire(work, u, 0);
+        if (!r) {
+          if (r.error().code != ripple::engine::kErrTimeout) {
+            lose_agent(r.error().message);
+            continue;
+          }
+          pollfd p{(*client)->fd(), POLLIN, 0};
+          const timespec ts{0, 200'000};
+          (void)::ppoll(&p, 1, &ts, nullptr);
+          continue;
+        }
+        held = *r;
+        held_end = r->first + r->count;
+        (void)(*client)->started(held);
+        ++grants;
+      }
+      const bool first = managed && u == held.first, last = managed && u + 1 == held_end;
+      if (!gpu->submit(unit_bytes, held, first, last, 200'000)) continue;
+      bytes += unit_bytes;
+      ++u;
+    }
+  };
   for (std::uint64_t work = 1; !g_stop && monotonic_ns() < t_end && (o.rtt == 0 || work <= o.rtt); ++work) {
     if (bound) {  // one pass per period
       while (!g_stop && monotonic_ns() < next_release) sleep_ns(std::min<std::uint64_t>(next_release - monotonic_ns(), 50'000'000));
@@ -167,7 +217,8 @@ int main(int argc, char** argv) {
     if (managed) {
       if (auto s = (*client)->announce(w); !s) lose_agent(s.error().message);
     }
-    for (unsigned first = 0; first < n && !g_stop;) {
+    if (gpu) run_pipelined(work, n);
+    for (unsigned first = gpu ? n : 0; first < n && !g_stop;) {
       unsigned count = n - first;
       ripple::engine::GrantMsg g;
       if (managed) {
@@ -190,8 +241,18 @@ int main(int argc, char** argv) {
       if (managed) (void)(*client)->done(g, took);
       first += count;
     }
+    if (gpu && bound) {  // a deadline-bound pass ends when its last unit has
+      while (!g_stop && !gpu->idle()) {
+        report_done();
+        sleep_ns(200'000);
+      }
+    }
     ++passes;
     if (bound && monotonic_ns() > deadline) ++late;
+  }
+  if (gpu) {
+    gpu->drain();
+    report_done();
   }
   if (o.rtt) {
     std::printf("RTT engine=%s n=%zu p50_us=%.1f p99_us=%.1f max_us=%.1f\n", o.name.c_str(), rtt_us.size(),

@@ -1,5 +1,6 @@
 // Tests of the emulated interference plant (a TEST DOUBLE): the stand-in engine's
 // shared-memory byte counter and the plant mode of the periodic tasks.
+#include "tests/plant/pipe_gpu.h"
 #include "tests/plant/plant_engine.h"
 #include "tools/workloads/plant_mode.h"
 #include "tools/workloads/periodic.h"
@@ -87,6 +88,52 @@ TEST(PlantEngine, GatedEngineWaitsForGrants) {
 }
 
 // Tests that opening a plant that is not there names the object and the likely cause.
+// Tests the pipelined stand-in GPU (agent_engine --copy-in): at 1 GB/s with a copy-in of
+// 25 %, a 40 MB unit alone spans 40 ms; a second unit submitted while the first runs
+// overlaps its copy-out and ends 30 ms (its copy-out) after the first; a third submitted
+// after both ended runs alone again. Every byte reaches the plant. Bounds leave room for
+// a loaded 2-core machine (ticks of 200 us).
+TEST(PipeGpu, OverlapsOnlyUnitsSubmittedInTime) {
+  PlantShm shm{};
+  engine::GrantMsg a, b, c;
+  a.grant_id = 1;
+  b.grant_id = 2;
+  c.grant_id = 3;
+  test::PipeGpu gpu(1.0, 0.25, 200, &shm);
+  auto wait_done = [&] {
+    for (int i = 0; i < 2000; ++i) {
+      if (auto d = gpu.take_completion()) return *d;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ADD_FAILURE() << "no completion within 2 s";
+    return test::PipeGpu::Completion{};
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(gpu.submit(40'000'000, a, true, true, 1'000'000));
+  ASSERT_TRUE(gpu.submit(40'000'000, b, true, true, 1'000'000));
+  EXPECT_FALSE(gpu.submit(40'000'000, c, true, true, 1'000'000));  // two in flight: no room
+  const auto da = wait_done();
+  const auto ta = std::chrono::steady_clock::now();
+  const auto db = wait_done();
+  const auto tb = std::chrono::steady_clock::now();
+  EXPECT_EQ(da.grant.grant_id, 1u);
+  EXPECT_EQ(db.grant.grant_id, 2u);
+  const double first_ms = static_cast<double>(da.span_ns) / 1e6;
+  const double gap_ms = std::chrono::duration<double, std::milli>(tb - ta).count();
+  EXPECT_GE(first_ms, 39.0);
+  EXPECT_LT(first_ms, 55.0);
+  EXPECT_GE(gap_ms, 27.0);  // its copy-in ran under the first one's copy-out
+  EXPECT_LT(gap_ms, 36.0);  // alone it would take 40 ms
+  // Its span starts with its copy-in, during the first unit's copy-out.
+  EXPECT_GT(static_cast<double>(db.span_ns) / 1e6, gap_ms + 5.0);
+  ASSERT_TRUE(gpu.submit(40'000'000, c, true, true, 1'000'000));
+  const auto dc = wait_done();
+  EXPECT_GE(static_cast<double>(dc.span_ns) / 1e6, 39.0);  // nothing to overlap
+  EXPECT_EQ(shm.bytes_executed.load(), 120'000'000u);
+  const double total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(total_ms, 108.0);  // 40 + 30 + 40 ms at least
+}
+
 TEST(PlantMap, MissingPlantIsAClearError) {
   std::string err;
   PlantMap m = PlantMap::open("ripple-plant-test-none", &err);

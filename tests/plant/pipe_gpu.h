@@ -1,0 +1,172 @@
+// PipeGpu: the stand-in engine's pipelined "GPU" — a TEST DOUBLE, not a model of a GPU's
+// execution — for agent_engine --copy-in F. It has the one property of the offloaded LLM
+// on the H200 that matters to admission (Documentation/results/e2e.md §0a, cause 3): a
+// unit is a copy-in (F of its bytes) then a copy-out (the rest), each stage FIFO at the
+// engine's rate, and a unit's copy-in overlaps the previous unit's copy-out only if the
+// engine submitted it before that copy-out ended, i.e. only if it held the unit's grant
+// in time. Alone a unit takes bytes / rate (the serial stand-in's time); back to back,
+// max(F, 1 - F) x bytes / rate each.
+//
+// The submitting thread gives each unit its grant; when a grant's last unit leaves the
+// copy-out, its completion (GPU span: first copy-in start to last copy-out end, as an
+// event pair measures it) is queued for that thread to report. At most two units are in
+// flight (double-buffered weights). Executed bytes go to the plant as they stream.
+#pragma once
+
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "agent/engine/protocol.h"
+#include "include/ripple/plant.h"
+
+namespace ripple::test {
+
+class PipeGpu {
+ public:
+  struct Completion {
+    engine::GrantMsg grant;
+    std::uint64_t span_ns;  // first copy-in start -> last copy-out end
+  };
+
+  PipeGpu(double rate_gbps, double copy_in, double tick_us, PlantShm* shm)
+      : ns_per_byte_(1.0 / rate_gbps), copy_in_(copy_in), tick_ns_(static_cast<std::uint64_t>(tick_us * 1e3)), shm_(shm) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~PipeGpu() {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  PipeGpu(const PipeGpu&) = delete;
+  PipeGpu& operator=(const PipeGpu&) = delete;
+
+  static constexpr std::size_t kMaxInFlight = 2;
+
+  // Waits up to `wait_ns` for room (fewer than kMaxInFlight units in flight); true when
+  // the unit was submitted. `last`: the grant's last unit (its completion is queued).
+  // `first`: the grant's first unit (the grant's span starts with its copy-in).
+  bool submit(std::uint64_t bytes, const engine::GrantMsg& g, bool first, bool last, std::uint64_t wait_ns) {
+    std::unique_lock<std::mutex> l(m_);
+    if (!cv_.wait_for(l, std::chrono::nanoseconds(wait_ns), [&] { return units_.size() < kMaxInFlight; })) return false;
+    Unit u;
+    u.in = static_cast<double>(bytes) * copy_in_;
+    u.out = static_cast<double>(bytes) - u.in;
+    u.grant = g;
+    u.first = first;
+    u.last = last;
+    units_.push_back(u);
+    cv_.notify_all();
+    return true;
+  }
+  std::optional<Completion> take_completion() {
+    std::lock_guard<std::mutex> l(m_);
+    if (done_.empty()) return std::nullopt;
+    Completion c = done_.front();
+    done_.pop_front();
+    return c;
+  }
+  bool idle() {
+    std::lock_guard<std::mutex> l(m_);
+    return units_.empty();
+  }
+  // Waits until nothing is in flight (end of run).
+  void drain() {
+    std::unique_lock<std::mutex> l(m_);
+    cv_.wait(l, [&] { return units_.empty(); });
+  }
+
+ private:
+  struct Unit {
+    double in = 0, out = 0;  // bytes left in each stage
+    engine::GrantMsg grant;
+    bool first = false, last = false;
+    bool in_started = false;
+  };
+
+  static std::uint64_t now_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+  }
+
+  void loop() {
+    std::unique_lock<std::mutex> l(m_);
+    std::uint64_t t = now_ns();
+    for (;;) {
+      if (units_.empty()) {
+        cv_.wait(l, [&] { return stop_ || !units_.empty(); });
+        t = now_ns();  // idle until now: nothing streamed meanwhile
+      }
+      if (stop_) return;
+      const std::uint64_t now = now_ns();
+      const double budget = static_cast<double>(now - t) / ns_per_byte_;
+      t = now;
+      double moved = 0;
+      // Copy-in: the first unit whose copy-in is unfinished (FIFO, one at a time).
+      double in_budget = budget;
+      for (Unit& u : units_) {
+        if (u.in <= 0) continue;
+        if (!u.in_started) {
+          u.in_started = true;
+          if (u.first) starts_.push_back(now);  // the grant's span begins
+        }
+        const double d = std::min(u.in, in_budget);
+        u.in -= d;
+        in_budget -= d;
+        moved += d;
+        if (u.in > 0 || in_budget <= 0) break;
+      }
+      // Copy-out: the head unit, once its copy-in is done.
+      double out_budget = budget;
+      while (!units_.empty() && units_.front().in <= 0 && out_budget > 0) {
+        Unit& u = units_.front();
+        const double d = std::min(u.out, out_budget);
+        u.out -= d;
+        out_budget -= d;
+        moved += d;
+        if (u.out > 0) break;
+        if (u.last) {
+          done_.push_back({u.grant, now - starts_.front()});
+          starts_.pop_front();
+        }
+        units_.pop_front();
+        cv_.notify_all();
+      }
+      if (shm_ != nullptr && moved > 0) {
+        carry_ += moved;
+        const auto whole = static_cast<std::uint64_t>(carry_);
+        shm_->bytes_executed.fetch_add(whole, std::memory_order_acq_rel);
+        carry_ -= static_cast<double>(whole);
+      }
+      l.unlock();
+      const timespec ts{0, static_cast<long>(tick_ns_)};
+      nanosleep(&ts, nullptr);
+      l.lock();
+    }
+  }
+
+  const double ns_per_byte_, copy_in_;
+  const std::uint64_t tick_ns_;
+  PlantShm* const shm_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<Unit> units_;
+  std::deque<std::uint64_t> starts_;  // span start of each begun grant, oldest first
+  std::deque<Completion> done_;
+  double carry_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ripple::test
