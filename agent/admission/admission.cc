@@ -60,6 +60,12 @@ Nanos EngineState::duration_of(std::uint32_t count) const { return predicted(*th
 
 Nanos EngineState::duration_alone(std::uint32_t count) const { return predicted(*this, count, scale); }
 
+Nanos EngineState::end_of(Nanos start, std::uint32_t count, Nanos now) const {
+  const Nanos end = start + duration_of(count);
+  if (slot_scale() == scale) return end;
+  return std::max(end, now + duration_alone(count));
+}
+
 Nanos EngineState::due_time(std::uint32_t k, double gamma) const {
   const Work& w = *queue.front();
   if (w.deadline == kNever) return kNever;
@@ -267,7 +273,8 @@ Decision Admission::decide(Nanos now) {
       ++e.stats.for_release;
     }
     // Delivered ahead for a release, it may find the engine idle: it runs alone.
-    g.predicted_end = g.predicted_start + (pick.not_before > 0 ? e.duration_alone(pick.count) : e.duration_of(pick.count));
+    g.predicted_end = pick.not_before > 0 ? g.predicted_start + e.duration_alone(pick.count)
+                                          : e.end_of(g.predicted_start, pick.count, now);
     g.successor = e.outstanding > 0;
     // The engine may start it only while the checks that admitted it hold: within
     // the lease, and not so late that it would cross a release it was admitted not

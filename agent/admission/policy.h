@@ -61,6 +61,10 @@ struct EngineState {
   // for a CPU release).
   Nanos duration_alone(std::uint32_t count) const;
   double slot_scale() const { return queued_durations && outstanding > 0 && queued_scale > 0 ? queued_scale : scale; }
+  // Predicted end of the next `count` units granted `now` to start at `start` (the slot).
+  // A queued successor ends its queued duration after the grant before it, but never
+  // before it could end alone from now: decided late, it finds nothing left to overlap.
+  Nanos end_of(Nanos start, std::uint32_t count, Nanos now) const;
   // Due time of unit `cursor + k` of a deadline-bound request: its units are spread
   // evenly over gamma of the interval from announcement to deadline (§4.1).
   Nanos due_time(std::uint32_t k, double gamma) const;

@@ -39,7 +39,7 @@ Ahead ahead_for_release(const Context& ctx, const EngineState& e, Nanos start, B
     if (ledger.task(k).exempt()) continue;
     const auto next = ledger.next_release(k, ctx.now);
     if (!next || *next <= ctx.now || *next < start || *next >= release) continue;
-    if (start + e.duration_of(1) <= *next) continue;
+    if (e.end_of(start, 1, ctx.now) <= *next) continue;
     task = k;
     release = *next;
   }
@@ -120,7 +120,7 @@ Pick RipplePolicy::pick(const Context& ctx) {
       ++n;
     }
     // The crossing bound: shrink until every crossing it makes is allowed.
-    while (n > 0 && !ledger.crossing_allowed(e.bytes_of(n), c.start + e.duration_of(n), now)) --n;
+    while (n > 0 && !ledger.crossing_allowed(e.bytes_of(n), e.end_of(c.start, n, now), now)) --n;
     const bool fits_budget = e.bytes_of(1) <= budget;
     // A best-effort grant ahead of a waiting deadline-bound request must end by that
     // request's next due time and leave budget for its next unit.
@@ -128,7 +128,7 @@ Pick RipplePolicy::pick(const Context& ctx) {
     if (n > 0 && c.due == kNever && waiting_bound != nullptr) {
       const Nanos due = waiting_bound->due;
       const Bytes need = waiting_bound->e->bytes_of(1);
-      while (n > 0 && (c.start + e.duration_of(n) > due ||
+      while (n > 0 && (e.end_of(c.start, n, now) > due ||
                        (budget != kUnlimitedBytes && ledger.time_budget_reaches(e.bytes_of(n) + need, now) > due)))
         --n;
       held_for_due = n == 0;

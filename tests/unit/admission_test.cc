@@ -317,8 +317,9 @@ TEST(Admission, MeasuredTimeScalesPredictions) {
 // Tests grants queued behind the one before (a pipelined engine): a successor the engine
 // started before its predecessor was done counts only its time after that one's end as
 // busy and in queued_scale; with queued_durations on, the next successor's predicted
-// duration takes queued_scale and the solo scale learns from lone grants only; off, one
-// scale learns from both (the paper's rule) and busy is still the union.
+// duration takes queued_scale (but not below its lone duration from now) and the solo
+// scale learns from lone grants only; off, one scale learns from both (the paper's rule)
+// and busy is still the union.
 TEST(Admission, QueuedGrantsOwnTimeAndSuccessorDurations) {
   for (const bool on : {true, false}) {
     SCOPED_TRACE(on ? "queued_durations on" : "queued_durations off");
@@ -348,6 +349,15 @@ TEST(Admission, QueuedGrantsOwnTimeAndSuccessorDurations) {
     EXPECT_EQ(d.grants[0].predicted_end, 3 * kMs + alone);
     EXPECT_EQ(d.grants[1].predicted_start, 3 * kMs + alone);
     EXPECT_EQ(d.grants[1].predicted_end, 3 * kMs + alone + (on ? kMs : alone));
+    if (!on) continue;
+    // A successor decided late, 0.1 ms before the grant ahead of it ends (5.2 ms), cannot
+    // end before it could alone from now: 5.1 + 1.2 ms, not 5.2 + 1 ms.
+    ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, 1'200'000, 4'200'000));
+    d = f.adm->decide(5'100'000);
+    ASSERT_EQ(d.grants.size(), 1u);
+    EXPECT_TRUE(d.grants[0].successor);
+    EXPECT_EQ(d.grants[0].predicted_start, 5'200'000);
+    EXPECT_EQ(d.grants[0].predicted_end, 6'300'000);
   }
 }
 
