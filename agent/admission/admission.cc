@@ -77,7 +77,7 @@ Nanos EngineState::due_time(std::uint32_t k, double gamma) const {
 
 std::optional<Nanos> Context::slot(const EngineState& e) const {
   if (!e.connected) return std::nullopt;
-  if (e.outstanding == 0) return now;
+  if (e.outstanding == 0) return now + e.start_lag;
   if (e.outstanding == 1 && pipelining) return std::max(now, e.busy_until);
   return std::nullopt;
 }
@@ -324,6 +324,16 @@ Status Admission::on_start(EngineId engine, GrantId grant, Nanos now) {
   EngineState& e = engines_[engine];
   // Delivery gap: from the later of sending and the previous grant's end.
   if (g->sent >= 0) e.stats.wait_delivery += std::max<Nanos>(0, now - std::max(g->sent, e.last_done));
+  // Started later than predicted: a successor decided from now on starts after its
+  // later end (one decided before keeps the prediction it was admitted with).
+  const GrantPlan& p = g->plan;
+  if (now > p.predicted_start && p.predicted_end == e.busy_until) e.busy_until = now + (p.predicted_end - p.predicted_start);
+  if (!g->plan.successor && g->plan.not_before == 0) {
+    // Bounded by the lease: a grant not started within it is stale anyway.
+    const double lag = static_cast<double>(std::clamp<Nanos>(now - g->plan.decided, 0, opts_.lease));
+    e.start_lag = static_cast<Nanos>(std::llround((1 - opts_.scale_smoothing) * static_cast<double>(e.start_lag) +
+                                                  opts_.scale_smoothing * lag));
+  }
   policy_->on_grant_start(e, g->plan, now);
   return Status::Ok();
 }

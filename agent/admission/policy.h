@@ -36,6 +36,9 @@ struct EngineState {
   // one's end) / profiled, smoothed; 0 until one is seen. Used for successors' predicted
   // durations when queued_durations is set (Options::queued_durations).
   double queued_scale = 0.0;
+  // From decision to the engine's start, for grants that found it idle (not successors,
+  // not held for a CPU release), smoothed: a new grant's predicted start is now + this.
+  Nanos start_lag = 0;
   bool queued_durations = false;
   Nanos idle_since = -1;       // idle with work since (-1: not idle with work)
   Nanos request_start = -1;    // deadline-bound: when its latest request was announced
@@ -80,8 +83,8 @@ struct Context {
   bool pipelining;     // successors allowed (framework option and policy agree)
   Nanos lease = 20 * kNsPerMs;  // how long ahead a grant may be delivered (App. D)
 
-  // Earliest time a new grant of `e` could start: now, or after its outstanding
-  // grant; nullopt when both slots are taken or it may not take a successor.
+  // Earliest time a new grant of `e` could start: now plus its start lag, or after its
+  // outstanding grant; nullopt when both slots are taken or it may not take a successor.
   std::optional<Nanos> slot(const EngineState& e) const;
   bool any_job_active() const { return !ledger.active_jobs().empty(); }
 };

@@ -641,6 +641,7 @@ json Agent::status_json(Nanos now) const {
     x["queued"] = s.queued;  // grants that ran queued behind the one before
     x["scale"] = e.scale;
     x["queued_scale"] = e.queued_scale;
+    x["start_lag_ms"] = ms(e.start_lag);  // decision -> start of a grant to an idle engine
     x["throughput_gbps"] = alive_s > 0 ? static_cast<double>(s.bytes) / 1e9 / alive_s : 0.0;
     x["wait_ms"] = {{"budget", ms(s.wait_budget)}, {"decision", ms(s.wait_decision)}, {"delivery", ms(s.wait_delivery)}};
     x["wait"] = {{"cause", std::string(admission::to_string(e.wait.cause))}, {"detail", admission::describe(e.wait, now)}};

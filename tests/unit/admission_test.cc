@@ -361,6 +361,46 @@ TEST(Admission, QueuedGrantsOwnTimeAndSuccessorDurations) {
   }
 }
 
+// Tests the start lag: a grant to an idle engine that starts 2 ms after its decision
+// moves the next such grant's predicted start and end by the smoothed lag (0.2 x 2 ms);
+// a successor's start is the grant before it's predicted end, so it learns nothing.
+TEST(Admission, StartLagShiftsPredictedStart) {
+  Options o;
+  o.pipelining = false;
+  Fixture f(0, o);
+  const EngineId llm = f.add(engine("llm"));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 2), 0));
+  Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_EQ(d.grants[0].predicted_start, 0);
+  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 2 * kMs));
+  EXPECT_EQ(f.adm->engine(llm)->start_lag, 400'000);
+  ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, 2 * kMs, 4 * kMs));
+  ASSERT_TRUE(f.adm->announce(llm, work(2, 2), 4 * kMs));
+  d = f.adm->decide(4 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_EQ(d.grants[0].predicted_start, 4 * kMs + 400'000);
+  EXPECT_EQ(d.grants[0].count, 2u);
+  EXPECT_EQ(d.grants[0].predicted_end, 6 * kMs + 400'000);  // 2 units x 1 ms, scale 1
+}
+
+// Tests that a grant starting later than predicted moves its engine's slot: a successor
+// decided after that start is predicted to start at the late start + its duration.
+TEST(Admission, LateStartMovesSuccessorStart) {
+  Fixture f;
+  const EngineId llm = f.add(engine("llm"));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 1), 0));
+  Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_EQ(d.grants[0].predicted_end, kMs);
+  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 3 * kMs));
+  ASSERT_TRUE(f.adm->announce(llm, work(2, 1), 3 * kMs + kMs / 2));
+  d = f.adm->decide(3 * kMs + kMs / 2);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_TRUE(d.grants[0].successor);
+  EXPECT_EQ(d.grants[0].predicted_start, 4 * kMs);
+}
+
 // Tests the wait-time breakdown (Fig. 9): budget wait from idle-with-work to the
 // decision, decision to sent, and sent to started.
 TEST(Admission, WaitTimeBreakdown) {
