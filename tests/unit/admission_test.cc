@@ -362,8 +362,7 @@ TEST(Admission, QueuedGrantsOwnTimeAndSuccessorDurations) {
 }
 
 // Tests the start lag: a grant to an idle engine that starts 2 ms after its decision
-// moves the next such grant's predicted start and end by the smoothed lag (0.2 x 2 ms);
-// a successor's start is the grant before it's predicted end, so it learns nothing.
+// moves the next such grant's predicted start and end by the smoothed lag (0.2 x 2 ms).
 TEST(Admission, StartLagShiftsPredictedStart) {
   Options o;
   o.pipelining = false;
