@@ -15,6 +15,10 @@
 #   8  (run third) ripple with a deadline-bound engine too (a VLM stand-in, one 4-unit (8 MB) pass every
 #      250 ms): it meets every deadline while the best-effort engine and the task share
 #      the plant, and the task's DMR stays <= eps
+#   9  a pipelined stand-in engine (--copy-in 0.3) under unmanaged: each grant starts
+#      before the one ahead of it is done, the agent counts them queued and its busy time
+#      (the union of the grants' intervals) stays within the wall time, while the engine
+#      moves more bytes than one serial stream could
 set -uo pipefail
 O=${O:-build}
 B=$(cd "$O" && pwd)
@@ -32,7 +36,7 @@ trap cleanup EXIT
 n=0 failed=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); failed=1; echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
-echo "1..8"
+echo "1..9"
 
 # A private copy of the task binary: the tracer matches by exe, so concurrent runs of
 # other suites never look like ours.
@@ -221,5 +225,24 @@ if [ "$brc" = 2 ] && [ "$msg" = "ripple-agent: configuration refused: $tmp/bad.t
   ok "bad configuration refused: ${msg#ripple-agent: }"
 else
   not_ok "bad configuration refused" "rc=$brc $msg"
+fi
+
+# 9: a pipelined engine; 2 s at 1 GB/s, so a serial stream moves at most 2 GB.
+start_agent unmanaged
+t0=$(date +%s.%N)
+engine --name piped --copy-in 0.3 --duration-s 2 > "$tmp/piped.log" 2>&1
+wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+q=$("$B/bin/ripplectl" status --json --socket "$tmp/control.sock" 2>/dev/null | python3 -c '
+import json, sys
+e = {x["name"]: x for x in json.load(sys.stdin)["engines"]}["piped"]
+print(e["grants"], e["queued"], e["busy_s"], e["queued_scale"])' 2>&1)
+stop_agent
+read -r pg pq pb pqs <<< "$q"
+gb=$(sed -n 's/.* gb=\([0-9.]*\).*/\1/p' "$tmp/piped.log")
+if [ -n "$gb" ] && [ "${pq:-0}" -ge 1 ] && awk -v b="$pb" -v w="$wall" -v g="$gb" -v s="$pqs" \
+     'BEGIN { exit !(b > 0 && b <= w && g > 2.3 && s > 0 && s < 1) }'; then
+  ok "pipelined engine: $pq of $pg grants queued, busy ${pb} s in ${wall} s, queued scale $pqs, $gb GB in 2 s"
+else
+  not_ok "pipelined engine: queued grants counted, busy within the wall time" "$q wall=$wall" "$(cat "$tmp/piped.log")"
 fi
 exit $failed
