@@ -388,6 +388,10 @@ Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos 
     if (now > work->deadline) ++e.stats.deadline_misses;
   }
   finish_grant(static_cast<std::size_t>(g - grants_.data()), now);
+  // The grant behind it ends no earlier than its planned duration after this end: a late
+  // end carries to the successors decided from now on (this is when the slot frees).
+  for (const Outstanding& o : grants_)
+    if (o.plan.engine == engine) e.busy_until = std::max(e.busy_until, now + (o.plan.predicted_end - o.plan.predicted_start));
   policy_->on_grant_done(e, plan, measured, profiled, now);
   return Status::Ok();
 }

@@ -400,6 +400,26 @@ TEST(Admission, LateStartMovesSuccessorStart) {
   EXPECT_EQ(d.grants[0].predicted_start, 4 * kMs);
 }
 
+// Tests that a late end carries to the next successor: grants of 1 ms each predicted
+// 0-1 and 1-2 ms; the first ends at 3 ms, so the one behind it ends no earlier than 4 ms,
+// and the successor decided then starts there, not at 2 ms.
+TEST(Admission, LateEndMovesNextSuccessor) {
+  Options o;
+  o.horizon = kMs;
+  Fixture f(0, o);
+  const EngineId llm = f.add(engine("llm"));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 3), 0));
+  Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 2u);
+  EXPECT_EQ(d.grants[1].predicted_end, 2 * kMs);
+  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 0));
+  ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, kMs, 3 * kMs));
+  d = f.adm->decide(3 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_TRUE(d.grants[0].successor);
+  EXPECT_EQ(d.grants[0].predicted_start, 4 * kMs);
+}
+
 // Tests the wait-time breakdown (Fig. 9): budget wait from idle-with-work to the
 // decision, decision to sent, and sent to started.
 TEST(Admission, WaitTimeBreakdown) {
