@@ -383,38 +383,47 @@ TEST(Admission, StartLagShiftsPredictedStart) {
   EXPECT_EQ(d.grants[0].predicted_end, 6 * kMs + 400'000);  // 2 units x 1 ms, scale 1
 }
 
-// Tests that a grant starting later than predicted moves its engine's slot: a successor
-// decided after that start is predicted to start at the late start + its duration.
-TEST(Admission, LateStartMovesSuccessorStart) {
+// An engine "llm" of 1 ms units with H = 1 ms (one unit per grant), its first work of
+// `units` decided at 0 (a grant and, with more than one unit, its successor).
+struct OneMsChain {
+  explicit OneMsChain(std::uint32_t units) : f(0, options()) {
+    llm = f.add(engine("llm"));
+    EXPECT_TRUE(f.adm->announce(llm, work(1, units), 0));
+    first = f.adm->decide(0);
+  }
+  static Options options() {
+    Options o;
+    o.horizon = kMs;
+    return o;
+  }
   Fixture f;
-  const EngineId llm = f.add(engine("llm"));
-  ASSERT_TRUE(f.adm->announce(llm, work(1, 1), 0));
-  Decision d = f.adm->decide(0);
-  ASSERT_EQ(d.grants.size(), 1u);
-  EXPECT_EQ(d.grants[0].predicted_end, kMs);
-  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 3 * kMs));
-  ASSERT_TRUE(f.adm->announce(llm, work(2, 1), 3 * kMs + kMs / 2));
-  d = f.adm->decide(3 * kMs + kMs / 2);
+  EngineId llm = 0;
+  Decision first;
+};
+
+// Tests that a late start or a late end moves the engine's slot: the successor decided
+// after it starts where the grant ahead of it can end, not where it was predicted to.
+//  - start: a 1 ms grant predicted 0-1 ms starts at 3 ms; a successor decided at 3.5 ms
+//    starts at 4 ms.
+//  - end: grants predicted 0-1 and 1-2 ms; the first ends at 3 ms, so the one behind it
+//    ends no earlier than 4 ms, and the successor decided then starts there.
+TEST(Admission, LateStartOrEndMovesNextSuccessor) {
+  OneMsChain late_start(1);
+  ASSERT_EQ(late_start.first.grants.size(), 1u);
+  EXPECT_EQ(late_start.first.grants[0].predicted_end, kMs);
+  ASSERT_TRUE(late_start.f.adm->on_start(late_start.llm, late_start.first.grants[0].id, 3 * kMs));
+  ASSERT_TRUE(late_start.f.adm->announce(late_start.llm, work(2, 1), 3 * kMs + kMs / 2));
+  Decision d = late_start.f.adm->decide(3 * kMs + kMs / 2);
   ASSERT_EQ(d.grants.size(), 1u);
   EXPECT_TRUE(d.grants[0].successor);
   EXPECT_EQ(d.grants[0].predicted_start, 4 * kMs);
-}
 
-// Tests that a late end carries to the next successor: grants of 1 ms each predicted
-// 0-1 and 1-2 ms; the first ends at 3 ms, so the one behind it ends no earlier than 4 ms,
-// and the successor decided then starts there, not at 2 ms.
-TEST(Admission, LateEndMovesNextSuccessor) {
-  Options o;
-  o.horizon = kMs;
-  Fixture f(0, o);
-  const EngineId llm = f.add(engine("llm"));
-  ASSERT_TRUE(f.adm->announce(llm, work(1, 3), 0));
-  Decision d = f.adm->decide(0);
-  ASSERT_EQ(d.grants.size(), 2u);
-  EXPECT_EQ(d.grants[1].predicted_end, 2 * kMs);
-  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 0));
-  ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, kMs, 3 * kMs));
-  d = f.adm->decide(3 * kMs);
+  OneMsChain late_end(3);
+  ASSERT_EQ(late_end.first.grants.size(), 2u);
+  EXPECT_EQ(late_end.first.grants[1].predicted_end, 2 * kMs);
+  ASSERT_TRUE(late_end.f.adm->on_start(late_end.llm, late_end.first.grants[0].id, 0));
+  ASSERT_TRUE(late_end.f.adm->on_done(late_end.llm, late_end.first.grants[0].id, kMs, 3 * kMs));
+  d = late_end.f.adm->decide(3 * kMs);
   ASSERT_EQ(d.grants.size(), 1u);
   EXPECT_TRUE(d.grants[0].successor);
   EXPECT_EQ(d.grants[0].predicted_start, 4 * kMs);
