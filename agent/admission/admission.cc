@@ -62,8 +62,7 @@ Nanos EngineState::duration_alone(std::uint32_t count) const { return predicted(
 
 Nanos EngineState::end_of(Nanos start, std::uint32_t count, Nanos now) const {
   const Nanos end = start + duration_of(count);
-  if (slot_scale() == scale) return end;
-  return std::max(end, now + duration_alone(count));
+  return queued_slot() ? std::max(end, now + duration_alone(count)) : end;
 }
 
 Nanos EngineState::due_time(std::uint32_t k, double gamma) const {
@@ -328,13 +327,13 @@ Status Admission::on_start(EngineId engine, GrantId grant, Nanos now) {
   // later end (one decided before keeps the prediction it was admitted with).
   const GrantPlan& p = g->plan;
   if (now > p.predicted_start && p.predicted_end == e.busy_until) e.busy_until = now + (p.predicted_end - p.predicted_start);
-  if (!g->plan.successor && g->plan.not_before == 0) {
+  if (!p.successor && p.not_before == 0) {
     // Bounded by the lease: a grant not started within it is stale anyway.
-    const double lag = static_cast<double>(std::clamp<Nanos>(now - g->plan.decided, 0, opts_.lease));
+    const double lag = static_cast<double>(std::clamp<Nanos>(now - p.decided, 0, opts_.lease));
     e.start_lag = static_cast<Nanos>(std::llround((1 - opts_.scale_smoothing) * static_cast<double>(e.start_lag) +
                                                   opts_.scale_smoothing * lag));
   }
-  policy_->on_grant_start(e, g->plan, now);
+  policy_->on_grant_start(e, p, now);
   return Status::Ok();
 }
 

@@ -63,7 +63,9 @@ struct EngineState {
   // The same for a grant that runs alone (nothing queued before it; e.g. one that waits
   // for a CPU release).
   Nanos duration_alone(std::uint32_t count) const;
-  double slot_scale() const { return queued_durations && outstanding > 0 && queued_scale > 0 ? queued_scale : scale; }
+  // A grant at the slot now would be a successor predicted from queued grants.
+  bool queued_slot() const { return queued_durations && outstanding > 0 && queued_scale > 0; }
+  double slot_scale() const { return queued_slot() ? queued_scale : scale; }
   // Predicted end of the next `count` units granted `now` to start at `start` (the slot).
   // A queued successor ends its queued duration after the grant before it, but never
   // before it could end alone from now: decided late, it finds nothing left to overlap.

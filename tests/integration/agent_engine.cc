@@ -105,6 +105,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 0.95));
   app.add_flag("--quiet", o.quiet);
   CLI11_PARSE(app, argc, argv);
+  if (o.copy_in > 0 && (o.rtt != 0 || o.crash_after != 0)) {
+    std::fprintf(stderr, "agent_engine: --copy-in does not combine with --rtt or --crash-after\n");
+    return 2;
+  }
 
   struct sigaction sa {};
   sa.sa_handler = on_signal;
@@ -164,7 +168,7 @@ int main(int argc, char** argv) {
   };
   const std::uint64_t unit_bytes = static_cast<std::uint64_t>(o.unit_mb * 1e6);
   std::optional<ripple::test::PipeGpu> gpu;
-  if (o.copy_in > 0 && o.rtt == 0 && o.crash_after == 0)
+  if (o.copy_in > 0)
     gpu.emplace(o.rate_gbps, o.copy_in, o.tick_us, plant ? plant.get() : nullptr);
   // Pipelined: completions are reported by this thread, between its other calls.
   auto report_done = [&] {
