@@ -33,7 +33,8 @@
  *  - task_rename: a thread renamed to a matched comm is attached, one renamed
  *    away from its PT's comm is detached;
  *  - sched_process_exit: the thread is removed; a job it left open is counted
- *    in pt_stats.aborted.
+ *    in pt_stats.aborted and reported as RIPPLE_EV_ABORT, so a consumer that
+ *    holds the job (the agent's ledger) can let it go.
  * A thread attached mid-flight starts in RIPPLE_TS_UNKNOWN and yields its
  * first job at its first complete wait (or first call of the release function).
  *
@@ -219,6 +220,19 @@ static __always_inline void complete_job(struct ripple_thread *t, __u32 tid,
 	emit(t, tid, RIPPLE_EV_COMPLETE, now, flags, st);
 }
 
+/* The open job of t will never complete (its thread exits, execs, is
+ * detached, or releases again first): counted and reported, so that no
+ * consumer waits for its completion. */
+static __always_inline void abort_job(struct ripple_thread *t, __u32 tid, __u64 now)
+{
+	struct ripple_pt_stats *st = stats_of(t->pt);
+
+	if (st)
+		__sync_fetch_and_add(&st->aborted, 1);
+	t->state = RIPPLE_TS_UNKNOWN;
+	emit(t, tid, RIPPLE_EV_ABORT, now, 0, st);
+}
+
 /* --- period-wait mode --------------------------------------------------- */
 
 static __always_inline bool dying(void)
@@ -387,7 +401,6 @@ SEC("uprobe")
 int BPF_KPROBE(uprobe_release)
 {
 	struct ripple_thread *t;
-	struct ripple_pt_stats *st;
 	__u64 now;
 	__u32 tid;
 
@@ -396,14 +409,11 @@ int BPF_KPROBE(uprobe_release)
 		return 0;
 	if (t->depth++ > 0)
 		return 0; /* a nested call is part of the running job */
-	if (t->state == RIPPLE_TS_IN_JOB) {
-		/* two-function mode: released again before the completion
-		 * function ran; the open job never completed */
-		st = stats_of(t->pt);
-		if (st)
-			__sync_fetch_and_add(&st->aborted, 1);
-	}
 	now = bpf_ktime_get_ns();
+	/* two-function mode: released again before the completion function
+	 * ran; the open job never completed */
+	if (t->state == RIPPLE_TS_IN_JOB)
+		abort_job(t, tid, now);
 	release_job(t, tid, now, now, 0);
 	return 0;
 }
@@ -461,15 +471,11 @@ static __always_inline void attach_thread(__u32 tid, __u32 tgid, __u32 pt)
 static __always_inline void detach_thread(__u32 tid)
 {
 	struct ripple_thread *t = bpf_map_lookup_elem(&pt_threads, &tid);
-	struct ripple_pt_stats *st;
 
 	if (!t)
 		return;
-	if (t->state == RIPPLE_TS_IN_JOB) {
-		st = stats_of(t->pt);
-		if (st)
-			__sync_fetch_and_add(&st->aborted, 1);
-	}
+	if (t->state == RIPPLE_TS_IN_JOB)
+		abort_job(t, tid, bpf_ktime_get_ns());
 	bpf_map_delete_elem(&pt_threads, &tid);
 }
 

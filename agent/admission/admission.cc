@@ -35,6 +35,9 @@ std::string describe(const WaitReason& w, Nanos now) {
         return fmt::format("next unit {} B exceeds what the active jobs can release; waits for a completion", w.need);
       return fmt::format("B(t) = {} B < next unit {} B; accrues in {:.3f} ms", w.budget, w.need, in_ms);
     case WaitCause::kCrossing:
+      if (w.until != kNever)
+        return fmt::format("one unit ({} B) fits B(t) but its crossing into a release is not allowed; "
+                           "a task that stopped releasing turns idle in {:.3f} ms", w.need, in_ms);
       return fmt::format("one unit ({} B) fits B(t) but its crossing into a release is not allowed", w.need);
     case WaitCause::kDueTime:
       return fmt::format("held for engine {}'s unit due in {:.3f} ms", w.other, in_ms);

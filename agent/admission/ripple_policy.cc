@@ -166,7 +166,9 @@ Pick RipplePolicy::pick(const Context& ctx) {
       why.until = ledger.time_budget_reaches(need, now);
       out.wake_at = std::min(out.wake_at, why.until);
     } else {
-      why.cause = WaitCause::kCrossing;  // relaxes only at a release or completion
+      why.cause = WaitCause::kCrossing;  // relaxes at a release, a completion, or a task turning idle
+      why.until = ledger.next_idle(now);
+      out.wake_at = std::min(out.wake_at, why.until);
     }
     if (c.due != kNever && waiting_bound == nullptr) waiting_bound = &c;
     out.waits.emplace_back(e.id, std::move(why));

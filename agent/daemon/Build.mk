@@ -24,3 +24,6 @@ TEST_BINS += $(O)/tests/integration/agent_engine
 
 # Closed loop on the emulated interference plant (TAP, bash; needs root for BPF).
 TAP_SUITES += tests/integration/agent_closed_loop.sh
+
+# Fault injection against the real agent and tracer (TAP, bash; needs root for BPF).
+TAP_SUITES += tests/integration/reliability.sh

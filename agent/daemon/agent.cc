@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -57,6 +58,7 @@ Nanos Samples::percentile(double p) const {
 namespace {
 
 constexpr Nanos kWindow = 100LL * 1'000'000'000;  // L = 100 s (App. C)
+constexpr Nanos kJobSweep = 100LL * 1'000'000;    // held jobs checked against the kernel
 
 // io_uring user_data: what completed. Sessions are named by a never-reused id, so a
 // late completion for a closed session is recognised and dropped.
@@ -74,7 +76,16 @@ struct FdCloser {
 using UniqueFd = std::unique_ptr<int, FdCloser>;
 UniqueFd make_fd(int fd) { return UniqueFd(new int(fd)); }
 
-Result<UniqueFd> listen_seqpacket(const std::string& path) {
+// A listening socket this agent owns: the socket, and the lock on `<path>.lock` that
+// makes it ours. One agent per socket path: a second instance finds the lock held and
+// refuses to start, and never unlinks a socket it does not own (it would leave the
+// running agent alive but unreachable, and its engines unmanaged).
+struct OwnedSocket {
+  UniqueFd fd = make_fd(-1);
+  UniqueFd lock = make_fd(-1);
+};
+
+Result<OwnedSocket> listen_seqpacket(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof(addr.sun_path)) return make_error("socket path '{}' is too long", path);
@@ -83,16 +94,42 @@ Result<UniqueFd> listen_seqpacket(const std::string& path) {
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
       return make_errno_error(-errno, "failed to create {}: {}", dir, std::strerror(errno));
   }
+  OwnedSocket out;
+  // Owner-only: another user must not be able to hold it (and so keep the agent from
+  // starting) through a read-only descriptor.
+  const std::string lock_path = path + ".lock";
+  out.lock = make_fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (*out.lock < 0) return make_errno_error(-errno, "failed to open {}: {}", lock_path, std::strerror(errno));
+  if (::flock(*out.lock, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {};
+    (void)::pread(*out.lock, pid, sizeof pid - 1, 0);
+    return make_error("{} belongs to a running ripple-agent (pid {}, lock {}); stop it or use another path", path,
+                      pid[0] ? std::string(pid, strcspn(pid, "\n")) : std::string("?"), lock_path);
+  }
+  const std::string me = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(*out.lock, 0) != 0 || ::pwrite(*out.lock, me.data(), me.size(), 0) < 0) {
+    // The pid is for the message above only; the lock is what counts.
+  }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  UniqueFd fd = make_fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (*fd < 0) return make_errno_error(-errno, "failed to create socket: {}", std::strerror(errno));
-  ::unlink(path.c_str());  // a stale socket from a previous run
-  if (::bind(*fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+  // Something else still answering on the path (a process that does not take the lock)
+  // is not ours to replace either. A killed agent's socket can accept for a moment after
+  // its death (its io_uring is torn down asynchronously): look for up to a second.
+  for (int tries = 0;; ++tries) {
+    UniqueFd probe = make_fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    if (*probe < 0 || ::connect(*probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) break;
+    if (tries == 20) return make_error("{} is in use: another process accepts connections on it", path);
+    ::usleep(50'000);
+  }
+  out.fd = make_fd(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (*out.fd < 0) return make_errno_error(-errno, "failed to create socket: {}", std::strerror(errno));
+  ::unlink(path.c_str());  // a stale socket from a previous run: we hold its lock
+  if (::bind(*out.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     return make_errno_error(-errno, "failed to bind {}: {}", path, std::strerror(errno));
   // Access is decided per connection from SO_PEERCRED, not by file mode.
   ::chmod(path.c_str(), 0666);
-  if (::listen(*fd, 64) != 0) return make_errno_error(-errno, "failed to listen on {}: {}", path, std::strerror(errno));
-  return fd;
+  if (::listen(*out.fd, 64) != 0)
+    return make_errno_error(-errno, "failed to listen on {}: {}", path, std::strerror(errno));
+  return out;
 }
 
 double ms(Nanos ns) { return static_cast<double>(ns) / 1e6; }
@@ -119,6 +156,8 @@ struct Agent::Impl {
   io_uring ring{};
   bool ring_ok = false;
   UniqueFd sigfd = make_fd(-1), engine_listen = make_fd(-1), control_listen = make_fd(-1);
+  UniqueFd engine_lock = make_fd(-1), control_lock = make_fd(-1);  // held for life: the paths are ours
+  std::vector<std::string> owned_paths;  // unlinked at exit, and only these
   std::map<std::uint64_t, Session> sessions;
   std::map<EngineId, std::uint64_t> session_of_engine;
   std::uint64_t next_session = 1;
@@ -134,14 +173,24 @@ struct Agent::Impl {
   std::vector<std::pair<std::uint64_t, int>> ready;  // completions of one loop turn
   Nanos spin_until = 0;         // busy-poll the completion queue until then
   std::uint64_t grants_sent = 0, sessions_refused = 0, protocol_errors = 0, events = 0;
+  // The thread of every job the ledger holds, to check that the kernel still has it open:
+  // a job whose abort or completion event was lost must not stay in the ledger (B(t) = 0
+  // for every engine, forever). (task, seq) -> tid and the sweeps that found it closed.
+  struct JobThread {
+    pid_t tid = 0;
+    int closed_sweeps = 0;
+  };
+  std::map<std::pair<std::uint32_t, std::uint64_t>, JobThread> job_threads;
+  Nanos next_sweep = 0;
+  std::uint64_t jobs_aborted = 0, jobs_reaped = 0;
 };
 
 Agent::Agent(config::Config cfg) : cfg_(std::move(cfg)), impl_(std::make_unique<Impl>(cfg_)) {}
 
 Agent::~Agent() {
   if (impl_ && impl_->ring_ok) io_uring_queue_exit(&impl_->ring);
-  if (!cfg_.agent.engine_socket.empty()) ::unlink(cfg_.agent.engine_socket.c_str());
-  if (!cfg_.agent.control_socket.empty()) ::unlink(cfg_.agent.control_socket.c_str());
+  if (impl_)
+    for (const std::string& p : impl_->owned_paths) ::unlink(p.c_str());  // before the locks go
 }
 
 void Agent::stop() { impl_->stopping = true; }
@@ -173,12 +222,18 @@ Result<std::unique_ptr<Agent>> Agent::create(config::Config cfg) {
   m.sigfd = make_fd(signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC));
   if (*m.sigfd < 0) return make_errno_error(-errno, "failed to create signalfd: {}", std::strerror(errno));
 
+  if (c.agent.engine_socket == c.agent.control_socket)
+    return make_error("agent.control_socket: the same path as agent.engine_socket ({})", c.agent.engine_socket);
   auto el = listen_seqpacket(c.agent.engine_socket);
   if (!el) return make_error("agent.engine_socket: {}", el.error().message);
-  m.engine_listen = std::move(*el);
+  m.engine_listen = std::move(el->fd);
+  m.engine_lock = std::move(el->lock);
+  m.owned_paths.push_back(c.agent.engine_socket);
   auto cl = listen_seqpacket(c.agent.control_socket);
   if (!cl) return make_error("agent.control_socket: {}", cl.error().message);
-  m.control_listen = std::move(*cl);
+  m.control_listen = std::move(cl->fd);
+  m.control_lock = std::move(cl->lock);
+  m.owned_paths.push_back(c.agent.control_socket);
 
   if (!c.tasks.empty()) {
     tracer::Options topts;
@@ -198,6 +253,16 @@ Result<std::unique_ptr<Agent>> Agent::create(config::Config cfg) {
         ++ts.releases;
         const auto p = im.adm->on_release(ev.pt, ev.seq, static_cast<Nanos>(ev.release_ns));
         ts.last_allowance = p.allowance;
+        im.job_threads[{ev.pt, ev.seq}] = {ev.tid, 0};
+        return;
+      }
+      im.job_threads.erase({ev.pt, ev.seq});
+      if (ev.kind == tracer::JobEventKind::kAbort) {
+        // Its thread exited (or exec'd) mid-job: the job will never complete.
+        ++im.jobs_aborted;
+        if (im.adm->on_unfinished(ev.pt, ev.seq, now)) ++ts.unfinished;
+        RIPPLE_LOG_INFO("task {}: job #{} ended without completing (thread {} exited or exec'd)",
+                        im.ledger.task(ev.pt).spec().name, ev.seq, ev.tid);
         return;
       }
       auto done = im.adm->on_complete(ev.pt, ev.seq, static_cast<Nanos>(ev.ts_ns));
@@ -473,6 +538,40 @@ Status Agent::run() {
     if (m.dirty) schedule();
   };
 
+  // Every held job must still be open in the kernel. One whose thread is gone or has
+  // moved on with no event reaching us (a full ring buffer) is closed as unfinished once
+  // two sweeps in a row find it so (a completion emitted between the drain and the look
+  // is read by the next drain first).
+  auto sweep_jobs = [&](Nanos now) {
+    if (!m.tracer) return;
+    drain_tracer();
+    for (auto it = m.job_threads.begin(); it != m.job_threads.end();) {
+      const auto [pt, seq] = it->first;
+      if (m.ledger.job(pt, seq) == nullptr) {  // closed by another path
+        it = m.job_threads.erase(it);
+        continue;
+      }
+      if (m.tracer->job_open(it->second.tid, seq)) {
+        it->second.closed_sweeps = 0;
+        ++it;
+        continue;
+      }
+      if (++it->second.closed_sweeps < 2) {
+        ++it;
+        continue;
+      }
+      ++m.jobs_reaped;
+      if (m.adm->on_unfinished(pt, seq, now) && pt < m.task_stats.size()) ++m.task_stats[pt].unfinished;
+      RIPPLE_LOG_WARN("task {}: job #{} is no longer open in the kernel (thread {}) and no event said so: "
+                      "closed as unfinished",
+                      m.ledger.task(pt).spec().name, seq, it->second.tid);
+      m.dirty = true;
+      if (m.point == kNever) m.point = now;
+      it = m.job_threads.erase(it);
+    }
+    if (m.dirty) schedule();
+  };
+
   arm_poll(&m.ring, *m.sigfd, user_data(Tag::kSignal));
   arm_poll(&m.ring, *m.engine_listen, user_data(Tag::kEngineListen));
   arm_poll(&m.ring, *m.control_listen, user_data(Tag::kControlListen));
@@ -483,6 +582,7 @@ Status Agent::run() {
     Nanos now = monotonic_now();
     Nanos next = m.wake_at;
     if (drain_by_timer) next = std::min(next, m.next_drain);
+    if (!m.job_threads.empty()) next = std::min(next, m.next_sweep);
     io_uring_cqe* cqe = nullptr;
     // Busy-poll for a bounded time after the last events (agent.spin_us): the kernel
     // posts a poll completion without waking us, so the next engine message costs no
@@ -547,6 +647,10 @@ Status Agent::run() {
       drain_tracer();
       m.next_drain = now + c.agent.poll;
     }
+    if (now >= m.next_sweep) {
+      sweep_jobs(now);
+      m.next_sweep = now + kJobSweep;
+    }
     if (now >= m.wake_at) {
       m.dirty = true;  // scheduling point 4: the budget has accrued
       if (m.point == kNever) m.point = m.wake_at;
@@ -578,7 +682,7 @@ json Agent::status_json(Nanos now) const {
                               {"max", us(m.decision_latency.percentile(100))},
                               {"count", m.decision_latency.count()}};
   j["tracer"] = {{"attached", m.tracer != nullptr}, {"drops", m.tracer ? m.tracer->drops() : 0},
-                 {"events", m.events}};
+                 {"events", m.events}, {"jobs_aborted", m.jobs_aborted}, {"jobs_reaped", m.jobs_reaped}};
   j["grants_sent"] = m.grants_sent;
   j["protocol_errors"] = m.protocol_errors;
   j["sessions_refused"] = m.sessions_refused;
@@ -596,6 +700,7 @@ json Agent::status_json(Nanos now) const {
     t["releases"] = ts.releases;
     t["jobs"] = ts.jobs;
     t["misses"] = ts.misses;
+    t["unfinished"] = ts.unfinished;  // aborted, or lost and closed by the sweep
     t["dmr"] = ts.jobs ? static_cast<double>(ts.misses) / static_cast<double>(ts.jobs) : 0.0;
     t["window_jobs"] = wj;
     t["window_misses"] = wm;

@@ -79,6 +79,8 @@ const std::vector<Key>& keys() {
        [](double v, Params& p) { return set_nanos(p.pacing_floor_bytes, v); }},
       {"min_pacing_duration_ns", Kind::kInt, "ns",
        [](double v, Params& p) { return set_nanos(p.min_pacing_duration, v); }},
+      {"idle_periods", Kind::kFloat, "periods",
+       [](double v, Params& p) { p.idle_periods = v; return std::string(); }},
       {"certification", Kind::kBool, "",
        [](double v, Params& p) { p.certification = v != 0; return std::string(); }},
       {"certify_passes", Kind::kInt, "consecutive passes",

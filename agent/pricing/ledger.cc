@@ -47,10 +47,38 @@ const JobAccount* Ledger::job(TaskId task, JobSeq seq) const {
   return nullptr;
 }
 
+Nanos Ledger::idle_after(TaskId task) const {
+  const Nanos period = tasks_[task]->spec().period;
+  return *last_release_[task] + period + static_cast<Nanos>(params_.idle_periods * static_cast<double>(period));
+}
+
+Nanos Ledger::next_idle(Nanos now) const {
+  Nanos t = kNever;
+  for (TaskId k = 0; k < tasks_.size(); ++k) {
+    if (!last_release_[k]) continue;
+    const Nanos at = idle_after(k) + 1;  // idle once now > idle_after
+    if (at <= now) continue;
+    bool active = false;
+    for (const auto& j : jobs_) active = active || j.key.task == k;
+    if (!active) t = std::min(t, at);
+  }
+  return t;
+}
+
 std::optional<Nanos> Ledger::next_release(TaskId task, Nanos now) const {
   const auto& last = last_release_[task];
   if (!last) return std::nullopt;
-  return std::max(now, *last + tasks_[task]->spec().period);
+  const Nanos expected = *last + tasks_[task]->spec().period;
+  if (now > idle_after(task)) {
+    bool active = false;
+    for (const auto& j : jobs_) active = active || j.key.task == task;
+    if (!active) return std::nullopt;  // idle: a release that may never come is not predicted
+  }
+  return std::max(now, expected);
+}
+
+void Ledger::forget_release(TaskId task) {
+  if (task < last_release_.size()) last_release_[task].reset();
 }
 
 Pricing Ledger::on_release(TaskId task, JobSeq seq, Nanos now, Phase phase) {

@@ -116,11 +116,22 @@ class Ledger {
   const std::vector<JobAccount>& active_jobs() const { return jobs_; }
   const JobAccount* job(TaskId task, JobSeq seq) const;
   const std::vector<Grant>& grants_in_flight() const { return grants_; }
-  // Earliest possible next release of `task`, if it has released before.
+  // Earliest possible next release of `task`: nullopt if it has not released yet or is
+  // idle (no active job, and nothing released for Params::idle_periods periods past the
+  // expected next release, or forget_release() since its last release).
   std::optional<Nanos> next_release(TaskId task, Nanos now) const;
+  // The earliest time > now at which some task that has released before, and has no
+  // active job, turns idle (kNever if none will): a crossing refused because of that
+  // task's release relaxes then, so admission wakes up at it.
+  Nanos next_idle(Nanos now) const;
+  // The task is known to have stopped (its threads are gone): no release is predicted
+  // until it releases again.
+  void forget_release(TaskId task);
 
  private:
   JobAccount* find_job(TaskId task, JobSeq seq);
+  // The last moment `task` (which has released) still counts as releasing.
+  Nanos idle_after(TaskId task) const;
   Completion finish(std::size_t index, Nanos now, bool completed);
 
   Params params_;

@@ -57,6 +57,13 @@ inline constexpr Bytes kFloorIsProbeUnit = -1;
 inline constexpr Bytes kDefaultPacingFloorBytes = kFloorIsProbeUnit;  // f
 inline constexpr Nanos kDefaultMinPacingDuration = 1;  // a_hat floored at 1 ns
 
+// A task that has released nothing for this many periods past its expected next release,
+// and has no active job, is idle: no release of it is predicted, so the crossing bound
+// does not apply to it until it releases again. Without this, a task that exits or pauses
+// makes every long grant "cross into a release" that never comes (its next release stays
+// `now`), and engines wait forever. Ours, not the paper's (which assumes tasks that run).
+inline constexpr double kDefaultIdlePeriods = 1.0;
+
 // Certification (App. C, "Task exemptions") and the grant horizon H (App. D).
 inline constexpr int kDefaultCertifyPasses = 50;
 inline constexpr Nanos kDefaultGrantHorizon = 18 * kNsPerMs;  // H
@@ -93,6 +100,7 @@ struct Params {
     return pacing_floor_bytes == kFloorIsProbeUnit ? probe_unit_bytes : pacing_floor_bytes;
   }
   Nanos min_pacing_duration = kDefaultMinPacingDuration;
+  double idle_periods = kDefaultIdlePeriods;
 
   bool certification = true;
   int certify_passes = kDefaultCertifyPasses;

@@ -244,7 +244,12 @@ int handle_event(void* ctx, void* data, size_t size) {
   auto* self_cb = static_cast<Callback*>(ctx);
   const auto* e = static_cast<const ripple_job_event*>(data);
   JobEvent ev{};
-  ev.kind = e->kind == RIPPLE_EV_COMPLETE ? JobEventKind::kComplete : JobEventKind::kRelease;
+  switch (e->kind) {
+    case RIPPLE_EV_RELEASE: ev.kind = JobEventKind::kRelease; break;
+    case RIPPLE_EV_COMPLETE: ev.kind = JobEventKind::kComplete; break;
+    case RIPPLE_EV_ABORT: ev.kind = JobEventKind::kAbort; break;
+    default: return 0;  // a kind this build does not know
+  }
   ev.pt = e->pt;
   ev.tid = static_cast<pid_t>(e->tid);
   ev.tgid = static_cast<pid_t>(e->tgid);
@@ -533,6 +538,14 @@ size_t Tracer::thread_count(uint32_t pt) const {
     prev = &key;
   }
   return n;
+}
+
+bool Tracer::job_open(pid_t tid, uint64_t seq) const {
+  int fd = bpf_map__fd(impl_->skel->maps.pt_threads);
+  __u32 key = static_cast<__u32>(tid);
+  ripple_thread th;
+  if (bpf_map_lookup_elem(fd, &key, &th) != 0) return false;
+  return th.state == RIPPLE_TS_IN_JOB && th.seq == seq;
 }
 
 }  // namespace ripple::tracer

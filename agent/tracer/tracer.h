@@ -55,7 +55,9 @@ struct Options {
   bool wakeup_consumer = false;
 };
 
-enum class JobEventKind : uint8_t { kRelease, kComplete };
+// kAbort: the job's thread exited (or exec'd, was detached, or released again) before
+// completing it; the job will never complete. Only seq, tid, release_ns and ts_ns are set.
+enum class JobEventKind : uint8_t { kRelease, kComplete, kAbort };
 
 struct JobEvent {
   JobEventKind kind;
@@ -117,6 +119,10 @@ class Tracer {
   Status set_deadline(uint32_t pt, uint64_t deadline_ns);
   // Threads currently attached to a PT.
   size_t thread_count(uint32_t pt) const;
+  // Whether thread `tid` is, in the kernel's view, still inside job `seq` of its PT.
+  // False once the thread is gone or has moved on (completed, aborted, released again):
+  // a consumer that holds the job and saw no event for it lost that event.
+  bool job_open(pid_t tid, uint64_t seq) const;
   // The loaded programs' run time and count: the tracer's in-kernel cost.
   std::vector<ProgramStats> program_stats() const;
   const std::vector<PtSpec>& pts() const { return opts_.pts; }

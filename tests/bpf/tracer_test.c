@@ -106,7 +106,7 @@ static int on_event(void *data, void *raw, size_t size)
 		return 0;
 	if (e->kind == RIPPLE_EV_RELEASE)
 		gt_collect_release(col, e->seq, e->release_ts, e->start_ts, (int)e->tid);
-	else
+	else if (e->kind == RIPPLE_EV_COMPLETE)
 		gt_collect_complete(col, e->seq, e->ts, e->oncpu_ns, e->preemptions, (int)e->tid);
 	return 0;
 }

@@ -123,7 +123,7 @@ struct Sink {
       auto& c = by_pt[e.pt];
       if (e.kind == JobEventKind::kRelease)
         gt_collect_release(&c, e.seq, e.release_ns, e.start_ns, e.tid);
-      else
+      else if (e.kind == JobEventKind::kComplete)
         gt_collect_complete(&c, e.seq, e.ts_ns, e.oncpu_ns, e.preemptions, e.tid);
     };
   }
@@ -304,6 +304,45 @@ TEST_F(TracerIT, PidMatchFollowsNewThreads) {
   ASSERT_TRUE(st.has_value());
   EXPECT_EQ(80u, st->jobs);
   EXPECT_GE(st->threads, 2u);
+}
+
+// Tests that a job whose process is killed mid-job is reported as aborted (the
+// consumer that holds it must not wait for its completion), and that job_open()
+// reports it closed; while the job ran, job_open() said it was open.
+TEST_F(TracerIT, KilledMidJobIsReportedAborted) {
+  Options o = test_options();
+  o.pts.push_back(exe_spec());
+  struct Seen {
+    uint64_t last_release = 0, aborted_seq = 0;
+    pid_t tid = 0;
+    int aborts = 0;
+  } seen;
+  auto t = Tracer::create(o, [&](const JobEvent& e) {
+    if (e.kind == JobEventKind::kRelease) {
+      seen.last_release = e.seq;
+      seen.tid = e.tid;
+    } else if (e.kind == JobEventKind::kAbort) {
+      ++seen.aborts;
+      seen.aborted_seq = e.seq;
+    }
+  });
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  // Jobs of 200 ms every 250 ms: a kill lands inside a job with a wide margin.
+  Child c({"--period-us", "250000", "--work-us", "200000", "--jobs", "100"});
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (seen.last_release < 2 && std::chrono::steady_clock::now() < until) ASSERT_TRUE((*t)->poll(5).ok());
+  ASSERT_GE(seen.last_release, 2u) << "no job released within 10 s";
+  const uint64_t seq = seen.last_release;
+  EXPECT_TRUE((*t)->job_open(seen.tid, seq));  // released < 5 ms ago, runs 200 ms
+  kill(c.pid(), SIGKILL);
+  while (!c.done()) ASSERT_TRUE((*t)->poll(5).ok());
+  ASSERT_TRUE((*t)->consume().ok());
+  EXPECT_EQ(1, seen.aborts);
+  EXPECT_EQ(seq, seen.aborted_seq);
+  EXPECT_FALSE((*t)->job_open(seen.tid, seq));
+  auto st = (*t)->stats(0);
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(1u, st->aborted);
 }
 
 // Tests that 8 PTs at 1 kHz for 10 s lose no event: every job of every task

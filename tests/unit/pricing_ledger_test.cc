@@ -160,6 +160,48 @@ TEST(PricingLedger, CrossingIntoNextRelease) {
   EXPECT_EQ(ledger.next_release(a, 130 * kMs), 130 * kMs);
 }
 
+// Tests that a task that stops releasing (exited, paused) stops being a release that
+// every grant crosses: after idle_periods periods past its expected release, with no
+// job active, no release is predicted and the crossing bound lets a long grant through;
+// an active job keeps it predicted; forget_release() makes it idle at once, and a new
+// release makes it count again.
+TEST(PricingLedger, IdleTaskIsNotAReleaseThatNeverComes) {
+  Ledger ledger(ledger_params());  // idle_periods = 1 by default
+  const TaskId a = ledger.add_task(task("a", 40 * kMs, 70 * kMs));
+  ledger.on_release(a, 1, 0);
+  ASSERT_TRUE(ledger.on_complete(a, 1, 40 * kMs).has_value());
+  // The release expected at 100 ms is late: "now" at the earliest, until 200 ms.
+  EXPECT_EQ(ledger.next_release(a, 150 * kMs), 150 * kMs);
+  EXPECT_EQ(ledger.next_release(a, 200 * kMs), 200 * kMs);
+  // A grant ending 60 ms into a release is refused while one is predicted ...
+  EXPECT_FALSE(ledger.crossing_allowed(200'000'000, 210 * kMs, 150 * kMs));
+  // ... and allowed once the task is idle (nothing since 0 ms, expected at 100 ms).
+  EXPECT_FALSE(ledger.next_release(a, 201 * kMs).has_value());
+  EXPECT_TRUE(ledger.crossing_allowed(200'000'000, 261 * kMs, 201 * kMs));
+  // A job still active keeps the release predicted, however late.
+  ledger.on_release(a, 2, 300 * kMs);
+  EXPECT_EQ(ledger.next_release(a, 900 * kMs), 900 * kMs);
+  ASSERT_TRUE(ledger.on_unfinished(a, 2, 900 * kMs).has_value());
+  EXPECT_FALSE(ledger.next_release(a, 900 * kMs).has_value());  // 900 > 300 + 2 * 100
+  // Known gone: idle at once; a new release counts again.
+  ledger.on_release(a, 3, 1000 * kMs);
+  ASSERT_TRUE(ledger.on_complete(a, 3, 1040 * kMs).has_value());
+  EXPECT_EQ(ledger.next_release(a, 1050 * kMs), 1100 * kMs);
+  ledger.forget_release(a);
+  EXPECT_FALSE(ledger.next_release(a, 1050 * kMs).has_value());
+  ledger.on_release(a, 4, 1060 * kMs);
+  EXPECT_EQ(ledger.next_release(a, 1070 * kMs), 1160 * kMs);
+  // idle_periods = 0: idle as soon as the expected release passes with nothing active.
+  Params p0 = ledger_params();
+  p0.idle_periods = 0;
+  Ledger eager(p0);
+  const TaskId b = eager.add_task(task("b", 40 * kMs, 70 * kMs));
+  eager.on_release(b, 1, 0);
+  ASSERT_TRUE(eager.on_complete(b, 1, 40 * kMs).has_value());
+  EXPECT_EQ(eager.next_release(b, 100 * kMs), 100 * kMs);
+  EXPECT_FALSE(eager.next_release(b, 101 * kMs).has_value());
+}
+
 // Tests the completion record and that unknown or repeated events change nothing.
 TEST(PricingLedger, CompletionRecordAndBadEvents) {
   Ledger ledger(ledger_params());

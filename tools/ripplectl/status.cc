@@ -1,6 +1,7 @@
 #include "tools/ripplectl/status.h"
 
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@ struct Args {
   bool json_out = false;
   double interval_s = 1.0;
   int iterations = 0;
+  double timeout_s = 5.0;  // a hung agent must not hang its monitoring
 };
 
 // One request, one reply datagram.
@@ -36,7 +38,10 @@ bool ask(int fd, const std::string& cmd, json* out, std::string* err) {
   std::vector<char> buf(4 << 20);
   ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
   if (n <= 0) {
-    *err = n == 0 ? "the agent closed the control connection" : std::strerror(errno);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      *err = "no reply from the agent within the timeout (is it stopped or overloaded? --timeout S)";
+    else
+      *err = n == 0 ? "the agent closed the control connection" : std::strerror(errno);
     return false;
   }
   *out = json::parse(buf.data(), buf.data() + n, nullptr, false);
@@ -51,7 +56,7 @@ bool ask(int fd, const std::string& cmd, json* out, std::string* err) {
   return true;
 }
 
-int connect_to(const std::string& path, std::string* err) {
+int connect_to(const std::string& path, double timeout_s, std::string* err) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof(addr.sun_path)) {
@@ -60,6 +65,13 @@ int connect_to(const std::string& path, std::string* err) {
   }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd >= 0) {
+    timeval tv{};
+    tv.tv_sec = static_cast<time_t>(timeout_s);
+    tv.tv_usec = static_cast<suseconds_t>((timeout_s - static_cast<double>(tv.tv_sec)) * 1e6);
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
   if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     *err = fmt::format("cannot reach ripple-agent at {}: {} (is it running? --socket PATH)", path,
                        std::strerror(errno));
@@ -138,7 +150,7 @@ void print_explain(const json& x) {
 
 int run(const std::string& cmd, const Args& a) {
   std::string err;
-  int fd = connect_to(a.socket, &err);
+  int fd = connect_to(a.socket, a.timeout_s, &err);
   if (fd < 0) {
     std::fprintf(stderr, "ripplectl %s: error: %s\n", cmd.c_str(), err.c_str());
     return 1;
@@ -174,6 +186,9 @@ void add_agent_commands(CLI::App& app, int* exit_code) {
   auto common = [&](CLI::App* sub) {
     sub->add_option("--socket", args->socket, "the agent's control socket")->capture_default_str();
     sub->add_flag("--json", args->json_out, "print the agent's JSON reply");
+    sub->add_option("--timeout", args->timeout_s, "seconds to wait for the agent's reply")
+        ->check(CLI::Range(0.001, 3600.0))
+        ->capture_default_str();
   };
   auto* status = app.add_subcommand("status", "per task jobs, DMR, allowance, kappa, margin; per engine grants");
   common(status);
@@ -181,7 +196,8 @@ void add_agent_commands(CLI::App& app, int* exit_code) {
   auto* top = app.add_subcommand("top", "status, refreshed");
   common(top);
   top->add_option("--interval", args->interval_s, "seconds between refreshes")->check(CLI::PositiveNumber);
-  top->add_option("-n,--iterations", args->iterations, "stop after N refreshes (0: never)");
+  top->add_option("-n,--iterations", args->iterations, "stop after N refreshes (0: never)")
+      ->check(CLI::NonNegativeNumber);
   top->callback([args, exit_code] { *exit_code = run("top", *args); });
   auto* explain = app.add_subcommand("explain", "why each engine's next grant waits, and which job sets B(t)");
   common(explain);

@@ -46,6 +46,9 @@ enum ripple_wait_bit {
 enum ripple_event_kind {
 	RIPPLE_EV_RELEASE = 1,
 	RIPPLE_EV_COMPLETE = 2,
+	RIPPLE_EV_ABORT = 3, /* the job's thread exited, exec'd, was detached or
+			      * re-released without completing: the job will
+			      * never complete (counted in pt_stats.aborted) */
 };
 
 /* ripple_job_event.flags */

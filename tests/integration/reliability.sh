@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Fault injection against the real agent and tracer (TAP; root, no GPU). Each case
+# states the bound within which protection (or service) must resume:
+#
+#   1  H1: a protected task killed mid-job: its job leaves the ledger within 1 s
+#      (the tracer reports the abort) and the engine is granted again within 2 s
+#   2  H2: a protected task that exits: an engine whose units are longer than the
+#      task's slack (crossing refused while it runs) is granted again within 2 s
+#   3  H5: a second agent on the same socket paths refuses to start, naming the
+#      running one, and leaves its sockets alone: the first agent still answers
+#   4  a killed agent (SIGKILL) leaves a stale socket and lock: a new agent starts
+#   5  a stopped agent (SIGSTOP): ripplectl gives up within its timeout, non-zero
+#
+# The engine is the stand-in (tests/integration/agent_engine, a TEST DOUBLE); the
+# tasks are tests/progs/periodic, an ordinary program that knows nothing of Ripple.
+set -uo pipefail
+O=${O:-build}
+B=$(cd "$O" && pwd)
+[ "$(id -u)" = 0 ] || { echo "1..0 # SKIP needs root for BPF"; exit 0; }
+tmp=$(mktemp -d /tmp/ripple-rel.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
+echo "1..5"
+
+# A private copy of the task: the tracer matches by exe inode.
+task="$tmp/rel-task-$$"
+cp "$B/tests/progs/periodic" "$task"
+write_config() { # period_ms deadline_ms
+  cat > "$tmp/ripple.toml" <<EOF
+[agent]
+policy = "ripple"
+engine_socket = "$tmp/engine.sock"
+control_socket = "$tmp/control.sock"
+pin_dir = ""
+
+[pricing]
+peak_rate_gbps = 1.0
+
+[[task]]
+name = "rel"
+exe = "$task"
+period_ms = $1
+deadline_ms = $2
+prior_slope_ms_per_gb = 1000
+EOF
+}
+start_agent() { # log -> $agent_pid
+  "$B/bin/ripple-agent" -c "$tmp/ripple.toml" > "$1" 2>&1 &
+  agent_pid=$!
+  pids+=("$agent_pid")
+  for _ in $(seq 100); do status_json > /dev/null && return 0; sleep 0.1; done
+  return 1
+}
+stop_agent() { kill -TERM "$agent_pid" 2>/dev/null; wait "$agent_pid" 2>/dev/null; }
+status_json() { timeout 10 "$B/bin/ripplectl" status --json --socket "$tmp/control.sock" 2>/dev/null; }
+grants() { status_json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(e["grants"] for e in d["engines"]))' 2>/dev/null || echo -1; }
+aborted() { status_json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tracer"]["jobs_aborted"])' 2>/dev/null || echo -1; }
+active() { status_json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(int(any(t["active"] for t in d["tasks"])))' 2>/dev/null || echo -1; }
+engine() { # unit_mb duration_s log
+  "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name be --rate-gbps 1 \
+    --unit-mb "$1" --units 8 --duration-s "$2" --quiet > "$3" 2>&1 &
+  eng_pid=$!
+  pids+=("$eng_pid")
+}
+# Waits up to $1 s for the grant count to rise above $2; prints the count.
+grants_rise() {
+  local limit=$1 from=$2 g
+  for _ in $(seq $((limit * 20))); do
+    g=$(grants)
+    [ "$g" -gt "$from" ] && { echo "$g"; return 0; }
+    sleep 0.05
+  done
+  echo "$g"
+  return 1
+}
+
+# 1: killed mid-job. Jobs of 60 ms every 100 ms (deadline 90): a kill at a random
+# point lands inside a job 60 % of the time, so kill until one does (the tracer reports
+# the abort: tracer.jobs_aborted in status), at most 10 tries.
+write_config 100 90
+start_agent "$tmp/agent1.log" || not_ok "agent did not start" "$(cat "$tmp/agent1.log")"
+engine 2 30 "$tmp/engine1.log"
+killed_mid_job=0 unfinished=0
+for try in $(seq 10); do
+  "$task" --period-us 100000 --work-us 60000 --jobs 1000 > /dev/null 2>&1 &
+  t=$!
+  sleep 0.$((5 + try % 4))
+  kill -KILL "$t"; wait "$t" 2>/dev/null
+  sleep 0.3
+  [ "$(aborted)" -gt 0 ] && { killed_mid_job=1; break; }
+done
+if [ "$killed_mid_job" = 1 ]; then
+  cleared=0
+  for _ in $(seq 14); do [ "$(active)" = 0 ] && { cleared=1; break; }; sleep 0.05; done
+  g0=$(grants)
+  if [ "$cleared" = 1 ] && g1=$(grants_rise 2 "$g0"); then
+    unfinished=$(status_json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tasks"][0]["unfinished"])')
+    ok "a task killed mid-job (try $try): its job left the ledger within 1 s ($unfinished unfinished), grants $g0 -> $g1 within 2 s"
+  else
+    not_ok "a task killed mid-job: job cleared ($cleared) and grants rise (from $g0)" \
+      "$(timeout 10 "$B/bin/ripplectl" explain --socket "$tmp/control.sock" 2>&1)" "$(tail -5 "$tmp/agent1.log")"
+  fi
+else
+  not_ok "no kill landed inside a job in 10 tries" "$(tail -5 "$tmp/agent1.log")"
+fi
+kill "$eng_pid" 2>/dev/null; wait "$eng_pid" 2>/dev/null
+stop_agent
+
+# 2: exit. A 20 ms task with 5 ms jobs (deadline 8 ms) and 15 MB units (15 ms at
+# 1 GB/s): a grant ending more than 3 ms into a release is refused, so while the task
+# runs grants fit only between jobs; once it exits they must not wait for a release.
+write_config 20 8
+start_agent "$tmp/agent2.log" || not_ok "agent did not start" "$(cat "$tmp/agent2.log")"
+"$task" --period-us 20000 --work-us 5000 --jobs 100 > /dev/null 2>&1 &
+t=$!
+pids+=("$t")
+engine 15 30 "$tmp/engine2.log"
+wait "$t" 2>/dev/null  # 2 s of jobs, then a normal exit
+sleep 0.1
+g0=$(grants)
+if g1=$(grants_rise 2 "$g0") && g2=$(grants_rise 2 "$g1"); then
+  ok "after the task exited, 15 ms units are granted again ($g0 -> $g1 -> $g2 within 4 s)"
+else
+  not_ok "after the task exited, grants rise from $g0" \
+    "$(timeout 10 "$B/bin/ripplectl" explain --socket "$tmp/control.sock" 2>&1)"
+fi
+kill "$eng_pid" 2>/dev/null; wait "$eng_pid" 2>/dev/null
+
+# 3: a second instance on the same paths (the first is still running).
+first=$agent_pid
+timeout 20 "$B/bin/ripple-agent" -c "$tmp/ripple.toml" > "$tmp/second.log" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q "belongs to a running ripple-agent (pid $first" "$tmp/second.log" &&
+  [ -S "$tmp/engine.sock" ] && status_json > /dev/null; then
+  ok "a second agent refuses (rc $rc: $(head -1 "$tmp/second.log" | cut -c1-120)); the first still answers"
+else
+  not_ok "a second agent refuses and leaves the first alone (rc $rc)" "$(cat "$tmp/second.log")" \
+    "$(ls -l "$tmp")"
+fi
+
+# 4: SIGKILL leaves the socket file and the lock file; the next agent takes both over.
+kill -KILL "$first"; wait "$first" 2>/dev/null
+if [ -S "$tmp/engine.sock" ] && start_agent "$tmp/agent4.log" && status_json > /dev/null; then
+  ok "after a SIGKILL a new agent starts on the stale sockets"
+else
+  not_ok "after a SIGKILL a new agent starts" "$(cat "$tmp/agent4.log")"
+fi
+
+# 5: a stopped agent: ripplectl must not wait forever.
+kill -STOP "$agent_pid"
+start=$EPOCHREALTIME
+timeout 30 "$B/bin/ripplectl" status --socket "$tmp/control.sock" > "$tmp/ctl5.log" 2>&1
+rc=$?
+secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+kill -CONT "$agent_pid"
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then
+  ok "ripplectl status against a stopped agent gave up after ${secs} s: $(head -1 "$tmp/ctl5.log")"
+else
+  not_ok "ripplectl status against a stopped agent gives up by itself (rc $rc after ${secs} s)" "$(cat "$tmp/ctl5.log")"
+fi
+stop_agent
