@@ -619,5 +619,109 @@ TEST(Admission, ReleasePhaseFromDeadlineBoundRequest) {
   EXPECT_EQ(f.adm->phase_at(1020 * kMs), pricing::Phase::kRest);
 }
 
+// Liveness invariant (issue 15): an engine with work and nothing outstanding never
+// waits on a condition that cannot become true. A driver in virtual time runs a 20 ms
+// task (5 ms jobs, 8 ms deadline) beside an engine of 15 ms units (each longer than the
+// task's slack, so grants fit only between jobs) and stops the task at a random point,
+// by a normal exit or killed mid-job (on_unfinished); random seeds. Checked at every
+// decision: a waiting engine names a cause whose end is an event that will come (an
+// active job's completion, a predicted release, a task turning idle, or a time), and
+// once the task has stopped the engine is granted within (1 + idle_periods) periods.
+TEST(Admission, NoWaitOnAConditionThatCannotComeTrue) {
+  for (std::uint32_t seed = 1; seed <= 40; ++seed) {
+    pricing::Params p = params(kMB);
+    pricing::Ledger ledger(p);
+    pricing::TaskSpec ts = task();
+    ts.period = 20 * kMs;
+    ts.deadline = 8 * kMs;
+    ts.solo_profile.assign(10, 5 * kMs);
+    const pricing::TaskId t = ledger.add_task(ts);
+    Admission adm(ledger, std::make_unique<RipplePolicy>());
+    auto eid = adm.add_engine(engine("llm", EngineKind::kBestEffort, 15 * kMB, 15 * kMs), 0);
+    ASSERT_TRUE(eid.ok());
+    std::uint64_t rng = seed * 0x9E3779B97F4A7C15ull;
+    auto draw = [&rng](std::uint64_t n) {
+      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+      return rng % n;
+    };
+    const int jobs = 5 + static_cast<int>(draw(40));
+    const bool killed = draw(2) == 1;
+    Nanos stop = 0;  // when the task stopped (its last completion or its kill)
+    std::uint64_t work_id = 1;
+    ASSERT_TRUE(adm.announce(*eid, work(work_id, 1000), 0));
+    struct Running { GrantId id; Nanos end; Nanos measured; };
+    std::vector<Running> running;
+    Nanos granted_after_stop = kNever;
+    // Events: job j released at 20 j ms + jitter, completes 5 ms later.
+    std::vector<std::pair<Nanos, int>> events;  // (time, +j release / -j completion)
+    for (int j = 1; j <= jobs; ++j) {
+      const Nanos r = j * 20 * kMs + static_cast<Nanos>(draw(2000)) * 1000;
+      events.push_back({r, j});
+      if (j < jobs || !killed) events.push_back({r + 5 * kMs, -j});
+      else stop = r + 2 * kMs;  // killed 2 ms into its last job
+    }
+    if (!killed) stop = events.back().first;
+    Nanos now = 0, wake = 0;
+    std::size_t next_ev = 0;
+    const Nanos bound = (1 + static_cast<Nanos>(pricing::kDefaultIdlePeriods)) * ts.period + kMs;
+    const Nanos horizon = stop + 2 * bound;
+    while (now < horizon) {
+      // Next scheduling point: a job event, a grant's end, the kill, or wake_at.
+      Nanos t_next = std::min(wake, horizon);
+      if (next_ev < events.size()) t_next = std::min(t_next, events[next_ev].first);
+      for (const auto& r : running) t_next = std::min(t_next, r.end);
+      if (killed && now < stop) t_next = std::min(t_next, stop);
+      now = std::max(now, t_next);
+      while (next_ev < events.size() && events[next_ev].first <= now) {
+        const auto [at, j] = events[next_ev++];
+        if (j > 0) adm.on_release(t, static_cast<JobSeq>(j), at);
+        else adm.on_complete(t, static_cast<JobSeq>(-j), at);
+      }
+      if (killed && now == stop) adm.on_unfinished(t, static_cast<JobSeq>(jobs), now);
+      for (auto it = running.begin(); it != running.end();) {
+        if (it->end <= now) {
+          ASSERT_TRUE(adm.on_done(*eid, it->id, it->measured, now));
+          it = running.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (adm.engine(*eid)->remaining() == 0) ASSERT_TRUE(adm.announce(*eid, work(++work_id, 1000), now));
+      const Decision d = adm.decide(now);
+      wake = d.wake_at;
+      Nanos busy = running.empty() ? now : running.back().end;
+      for (const GrantPlan& g : d.grants) {
+        ASSERT_TRUE(adm.on_sent(*eid, g.id, now));
+        const Nanos start = std::max({busy, now, g.not_before});
+        ASSERT_TRUE(adm.on_start(*eid, g.id, start));
+        const Nanos dur = g.predicted_end - g.predicted_start;
+        running.push_back({g.id, start + dur, dur});
+        busy = start + dur;
+        if (now >= stop && granted_after_stop == kNever) granted_after_stop = now;
+      }
+      if (running.empty() && d.grants.empty()) {
+        const WaitReason& w = adm.explain(*eid);
+        const bool job_active = !ledger.active_jobs().empty();
+        const bool release_predicted = ledger.next_release(t, now).has_value();
+        switch (w.cause) {
+          case WaitCause::kBudget:
+            EXPECT_TRUE(job_active || w.until != kNever) << "seed " << seed << " at " << now;
+            break;
+          case WaitCause::kCrossing:
+            EXPECT_TRUE(job_active || release_predicted) << "seed " << seed << " at " << now;
+            EXPECT_TRUE(job_active || w.until != kNever || wake != kNever)
+                << "seed " << seed << ": crossing with no event to end it at " << now;
+            break;
+          default:
+            ADD_FAILURE() << "seed " << seed << ": idle with work, cause " << to_string(w.cause);
+        }
+      }
+    }
+    ASSERT_NE(granted_after_stop, kNever) << "seed " << seed << (killed ? " (killed)" : " (exited)");
+    EXPECT_LE(granted_after_stop - stop, bound)
+        << "seed " << seed;
+  }
+}
+
 }  // namespace
 }  // namespace ripple::admission
