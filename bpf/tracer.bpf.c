@@ -32,6 +32,10 @@
  *    an exec into anything else detaches it (pid-matched PTs keep it);
  *  - task_rename: a thread renamed to a matched comm is attached, one renamed
  *    away from its PT's comm is detached;
+ *  - exec and rename attach a thread only if it runs as the PT's user (euid,
+ *    pt_config.uid) unless the PT accepts any user: anyone can name a thread
+ *    or run a file, so name and file alone would let an unprivileged user's
+ *    thread be accounted as the protected task (refusals: uid_refused);
  *  - sched_process_exit: the thread is removed; a job it left open is counted
  *    in pt_stats.aborted and reported as RIPPLE_EV_ABORT, so a consumer that
  *    holds the job (the agent's ledger) can let it go.
@@ -479,6 +483,22 @@ static __always_inline void detach_thread(__u32 tid)
 	bpf_map_delete_elem(&pt_threads, &tid);
 }
 
+/* May thread p join PT pt by exe or comm? Only as the PT's user. */
+static __always_inline bool user_ok(struct task_struct *p, __u32 pt)
+{
+	struct ripple_pt_config *cfg = config_of(pt);
+	struct ripple_pt_stats *st;
+
+	if (!cfg)
+		return false;
+	if (cfg->any_uid || BPF_CORE_READ(p, cred, euid.val) == cfg->uid)
+		return true;
+	st = stats_of(pt);
+	if (st)
+		__sync_fetch_and_add(&st->uid_refused, 1);
+	return false;
+}
+
 static __always_inline int comm_pt(const char *src, __u32 *pt)
 {
 	struct ripple_comm_key key = {};
@@ -548,7 +568,8 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid,
 	detach_thread(tid);
 	if ((__u32)old_pid != tid)
 		detach_thread((__u32)old_pid);
-	attach_thread(tid, tgid, pt);
+	if (user_ok(p, pt))
+		attach_thread(tid, tgid, pt);
 	return 0;
 }
 
@@ -567,7 +588,8 @@ int BPF_PROG(handle_rename, struct task_struct *task, const char *comm)
 	if (comm_pt(comm, &pt) == 0) {
 		if (t && t->pt != pt)
 			detach_thread(tid);
-		attach_thread(tid, tgid, pt);
+		if (user_ok(task, pt))
+			attach_thread(tid, tgid, pt);
 		return 0;
 	}
 	if (t) {

@@ -1,5 +1,6 @@
 #include "agent/config/config.h"
 
+#include <pwd.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -174,7 +175,7 @@ Status parse_task(const Where& w, const toml::table& t, std::size_t index, const
   if (Status s = known_keys(w, t, sect,
                             {"name", "exe", "pid", "comm", "mode", "wait", "release_symbol", "complete_symbol",
                              "period_ms", "min_interarrival_ms", "deadline_ms", "deadline", "miss_tolerance",
-                             "solo_ms", "profile", "prior_slope_ms_per_gb"});
+                             "solo_ms", "profile", "prior_slope_ms_per_gb", "user"});
       !s)
     return s;
   tracer::PtSpec& pt = out.pt;
@@ -182,6 +183,7 @@ Status parse_task(const Where& w, const toml::table& t, std::size_t index, const
   auto key = [&](std::string_view k) { return fmt::format("{}.{}", sect, k); };
   int matches = 0;
   const toml::node* deadline_expr = nullptr;
+  bool user_set = false;
   for (const auto& [kk, n] : t) {
     const std::string_view k = kk.str();
     if (k == "name" || k == "exe" || k == "comm" || k == "mode" || k == "wait" || k == "release_symbol" ||
@@ -217,6 +219,25 @@ Status parse_task(const Where& w, const toml::table& t, std::size_t index, const
         if (!prof) return prof.error();
         spec.solo_profile = *prof;
       } else if (k == "deadline") deadline_expr = &n;
+    } else if (k == "user") {
+      // Who the task's threads run as (effective uid): a name, a uid, or "*" for anyone.
+      user_set = true;
+      if (n.is_integer()) {
+        const std::int64_t v = *n.value<std::int64_t>();
+        if (v < 0 || v >= 4294967295LL) return error_at(w, n, key(k), fmt::format("uid {} is not in [0, 4294967294]", v));
+        pt.uid = static_cast<uid_t>(v);
+      } else if (n.is_string()) {
+        const std::string name = *n.value<std::string>();
+        if (name == "*") {
+          pt.uid.reset();
+        } else {
+          const passwd* pw = ::getpwnam(name.c_str());
+          if (pw == nullptr) return error_at(w, n, key(k), fmt::format("no such user '{}'", name.substr(0, 64)));
+          pt.uid = pw->pw_uid;
+        }
+      } else {
+        return error_at(w, n, key(k), "must be a user name, a uid, or \"*\" for any user");
+      }
     } else if (k == "pid") {
       ++matches;
       if (!n.is_integer() || *n.value<std::int64_t>() <= 0) return error_at(w, n, key(k), "must be a positive pid");
@@ -253,6 +274,9 @@ Status parse_task(const Where& w, const toml::table& t, std::size_t index, const
   }
   if (matches != 1)
     return make_error("{}: {}: give exactly one of exe, pid, comm (got {})", w.at(t), sect, matches);
+  // A name or a file alone can be forged by any local user: by default only root's
+  // threads join a task matched by exe or comm.
+  if (!user_set) pt.uid = 0;
   if (pt.mode == tracer::Mode::kUprobe && pt.release_symbol.empty())
     return make_error("{}: {}.release_symbol: required in uprobe mode", w.at(t), sect);
   if (spec.period == 0) return make_error("{}: {}: period_ms (or min_interarrival_ms) is required", w.at(t), sect);

@@ -183,6 +183,7 @@ struct Agent::Impl {
   std::map<std::pair<std::uint32_t, std::uint64_t>, JobThread> job_threads;
   Nanos next_sweep = 0;
   std::uint64_t jobs_aborted = 0, jobs_reaped = 0;
+  std::vector<std::uint64_t> uid_refused;  // per task, as last logged
 };
 
 Agent::Agent(config::Config cfg) : cfg_(std::move(cfg)), impl_(std::make_unique<Impl>(cfg_)) {}
@@ -545,6 +546,17 @@ Status Agent::run() {
   auto sweep_jobs = [&](Nanos now) {
     if (!m.tracer) return;
     drain_tracer();
+    // Threads that matched a task by name or file but ran as another user: said once
+    // per rise (a task configured for the wrong user would otherwise see no jobs).
+    m.uid_refused.resize(m.task_stats.size(), 0);
+    for (std::uint32_t k = 0; k < m.task_stats.size(); ++k) {
+      const auto st = m.tracer->stats(k);
+      if (!st || st->uid_refused <= m.uid_refused[k]) continue;
+      RIPPLE_LOG_WARN("task {}: {} thread(s) matched by exe/comm but ran as another user than task.user: "
+                      "not traced (set task.user if the task runs as that user)",
+                      m.ledger.task(k).spec().name, st->uid_refused - m.uid_refused[k]);
+      m.uid_refused[k] = st->uid_refused;
+    }
     for (auto it = m.job_threads.begin(); it != m.job_threads.end();) {
       const auto [pt, seq] = it->first;
       if (m.ledger.job(pt, seq) == nullptr) {  // closed by another path
@@ -718,7 +730,10 @@ json Agent::status_json(Nanos now) const {
     for (const auto& jb : m.ledger.active_jobs()) active = active || jb.key.task == k;
     t["active"] = active;
     if (m.tracer) {
-      if (auto st = m.tracer->stats(k)) t["drops"] = st->drops;
+      if (auto st = m.tracer->stats(k)) {
+        t["drops"] = st->drops;
+        t["uid_refused"] = st->uid_refused;  // matched by exe/comm, ran as another user
+      }
     }
     tasks.push_back(std::move(t));
   }

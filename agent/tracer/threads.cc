@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 
@@ -58,6 +59,19 @@ std::optional<FileId> process_exe_id(pid_t pid) {
   return to_file_id(st);
 }
 
+// The effective uid of a thread: the second field of the Uid: line of its status.
+static uid_t read_euid(pid_t tgid, pid_t tid) {
+  std::ifstream in("/proc/" + std::to_string(tgid) + "/task/" + std::to_string(tid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Uid:", 0) != 0) continue;
+    unsigned long real = 0, eff = 0;
+    if (std::sscanf(line.c_str(), "Uid: %lu %lu", &real, &eff) == 2) return static_cast<uid_t>(eff);
+    break;
+  }
+  return static_cast<uid_t>(-1);
+}
+
 std::optional<std::string> process_exe_path(pid_t pid) {
   char buf[4096];
   ssize_t n = readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), buf, sizeof(buf) - 1);
@@ -80,7 +94,7 @@ void for_each_thread(const std::function<void(const ThreadInfo&)>& fn) {
     while (struct dirent* te = readdir(tasks.get())) {
       if (!numeric(te->d_name)) continue;
       pid_t tid = static_cast<pid_t>(std::atoi(te->d_name));
-      fn(ThreadInfo{tid, tgid, read_comm(tgid, tid), exe});
+      fn(ThreadInfo{tid, tgid, read_comm(tgid, tid), exe, read_euid(tgid, tid)});
     }
   }
 }

@@ -37,6 +37,7 @@ struct ThreadInfo {
   pid_t tgid;
   std::string comm;
   std::optional<FileId> exe;
+  uid_t euid = static_cast<uid_t>(-1);  // from /proc/TID/status; -1 if unreadable
 };
 
 // Calls fn for every thread of every process in /proc (threads of processes

@@ -24,8 +24,8 @@
 #include "ripple/skel/tracer.skel.h"
 
 static_assert(sizeof(ripple_job_event) == 64, "ripple_job_event layout");
-static_assert(sizeof(ripple_pt_config) == 40, "ripple_pt_config layout");
-static_assert(sizeof(ripple_pt_stats) == 88, "ripple_pt_stats layout");
+static_assert(sizeof(ripple_pt_config) == 48, "ripple_pt_config layout");
+static_assert(sizeof(ripple_pt_stats) == 96, "ripple_pt_stats layout");
 static_assert(sizeof(ripple_thread) == 80, "ripple_thread layout");
 static_assert(sizeof(ripple_exe_key) == 16, "ripple_exe_key layout");
 
@@ -368,6 +368,8 @@ Result<std::unique_ptr<Tracer>> Tracer::create(Options opts, Callback cb) {
                 : pt.match == MatchKind::kExe ? RIPPLE_MATCH_EXE
                                               : RIPPLE_MATCH_COMM;
     cfg.wait_mask = pt.wait_mask;
+    cfg.uid = pt.uid.value_or(0);
+    cfg.any_uid = pt.uid.has_value() ? 0 : 1;
     if (bpf_map__update_elem(skel->maps.pt_config, &i, sizeof(i), &cfg, sizeof(cfg), BPF_ANY))
       return make_errno_error(-errno, "failed to write pt_config: {}", -errno);
     if (pt.match == MatchKind::kExe) {
@@ -432,6 +434,14 @@ Result<std::unique_ptr<Tracer>> Tracer::create(Options opts, Callback cb) {
                    (pt.match == MatchKind::kExe && th.exe && *th.exe == *exe_ids[i]) ||
                    (pt.match == MatchKind::kComm && th.comm == pt.comm);
       if (!match) continue;
+      if (pt.match != MatchKind::kPid && pt.uid && th.euid != *pt.uid) {
+        ripple_pt_stats st{};
+        if (bpf_map_lookup_elem(stats_fd, &i, &st) == 0) {
+          ++st.uid_refused;
+          bpf_map_update_elem(stats_fd, &i, &st, BPF_ANY);
+        }
+        continue;
+      }
       ripple_thread ts{};
       ts.pt = i;
       ts.tgid = static_cast<__u32>(th.tgid);

@@ -38,6 +38,10 @@ struct PtSpec {
   std::string release_symbol;
   std::string complete_symbol;  // empty: the release function's return
   uint64_t deadline_ns = 0;     // 0: none (no misses counted)
+  // kExe / kComm: only threads running as this effective uid belong to the PT (a name or
+  // a file alone can be forged by any user). nullopt: any user (ripplectl trace's default;
+  // the agent's configuration defaults to root). kPid ignores it.
+  std::optional<uid_t> uid;
 };
 
 struct Options {

@@ -10,6 +10,8 @@
 #      running one, and leaves its sockets alone: the first agent still answers
 #   4  a killed agent (SIGKILL) leaves a stale socket and lock: a new agent starts
 #   5  a stopped agent (SIGSTOP): ripplectl gives up within its timeout, non-zero
+#   6  H4: a task matched by comm: an unprivileged user's thread of that name is not
+#      accounted (uid_refused counts it, no job enters), root's thread is
 #
 # The engine is the stand-in (tests/integration/agent_engine, a TEST DOUBLE); the
 # tasks are tests/progs/periodic, an ordinary program that knows nothing of Ripple.
@@ -28,12 +30,12 @@ trap cleanup EXIT
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
-echo "1..5"
+echo "1..6"
 
 # A private copy of the task: the tracer matches by exe inode.
 task="$tmp/rel-task-$$"
 cp "$B/tests/progs/periodic" "$task"
-write_config() { # period_ms deadline_ms
+write_config() { # period_ms deadline_ms [matcher]
   cat > "$tmp/ripple.toml" <<EOF
 [agent]
 policy = "ripple"
@@ -46,7 +48,7 @@ peak_rate_gbps = 1.0
 
 [[task]]
 name = "rel"
-exe = "$task"
+${3:-exe = \"$task\"}
 period_ms = $1
 deadline_ms = $2
 prior_slope_ms_per_gb = 1000
@@ -165,5 +167,26 @@ if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then
   ok "ripplectl status against a stopped agent gave up after ${secs} s: $(head -1 "$tmp/ctl5.log")"
 else
   not_ok "ripplectl status against a stopped agent gives up by itself (rc $rc after ${secs} s)" "$(cat "$tmp/ctl5.log")"
+fi
+stop_agent
+
+# 6: comm spoofing. The task is "comm = relpt<pid>"; nobody (uid 65534) runs a thread of
+# that name with 10 ms jobs: none may enter. Then root runs one: its jobs do.
+comm="relpt$(( $$ % 100000 ))"
+chmod 755 "$tmp"
+write_config 20 18 "comm = \"$comm\""
+start_agent "$tmp/agent6.log" || not_ok "agent did not start" "$(cat "$tmp/agent6.log")"
+jobs_of() { status_json | python3 -c 'import json,sys; t=json.load(sys.stdin)["tasks"][0]; print(t["releases"], t.get("uid_refused", -1))' 2>/dev/null || echo "-1 -1"; }
+timeout 20 setpriv --reuid=65534 --regid=65534 --clear-groups "$task" --comm "$comm" --thread \
+  --period-us 20000 --work-us 2000 --jobs 25 > /dev/null 2>&1
+read -r spoofed refused < <(jobs_of)
+timeout 20 "$task" --comm "$comm" --thread --period-us 20000 --work-us 2000 --jobs 25 > /dev/null 2>&1
+sleep 0.3
+read -r real _ < <(jobs_of)
+if [ "$spoofed" = 0 ] && [ "$refused" -ge 1 ] && [ "$real" -ge 20 ]; then
+  ok "a thread named like the task but run by nobody is not accounted ($refused refused, 0 jobs); root's is ($real jobs)"
+else
+  not_ok "comm spoofing refused: nobody's jobs $spoofed (want 0), refused $refused (want >= 1), root's jobs $real (want >= 20)" \
+    "$(grep -i warn "$tmp/agent6.log" | tail -3)"
 fi
 stop_agent

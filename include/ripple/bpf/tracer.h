@@ -81,6 +81,10 @@ struct ripple_pt_config {
 	__u32 mode;                 /* enum ripple_pt_mode */
 	__u32 match;                /* enum ripple_match_kind */
 	__u32 wait_mask;            /* enum ripple_wait_bit, period-wait mode */
+	__u32 uid;                  /* exe/comm matches: only threads running as this
+				     * euid join (an unprivileged user cannot pose as
+				     * the task by its name or by running its file) */
+	__u32 any_uid;              /* 1: any euid joins (the configuration said so) */
 };
 
 /* Per-PT live counters: pinned map "pt_stats", updated by BPF only. */
@@ -96,6 +100,8 @@ struct ripple_pt_stats {
 	__u64 threads;         /* threads ever attached to this PT */
 	__u64 last_release_ts;
 	__u64 attach_failures; /* threads not followed: pt_threads was full */
+	__u64 uid_refused;     /* threads that matched by exe/comm but ran as
+				* another user: not attached */
 };
 
 /* Per-thread state: pinned map "pt_threads", key = tid. */
