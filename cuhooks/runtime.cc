@@ -149,6 +149,7 @@ struct Counters {
   std::atomic<std::uint64_t> profile_resyncs{0}, nvtx_pushes{0}, seq_mismatch{0};
   std::atomic<std::uint64_t> passes_learned{0}, relearns{0}, learned_pass_units{0}, unit_copy_bytes{0};
   std::atomic<std::uint64_t> copy_passes_learned{0}, units_drained{0};
+  std::atomic<std::uint64_t> grant_timeouts{0};
   std::atomic<std::uint64_t> calls[kHookCount]{}, bytes[kHookCount]{};
 };
 Counters g_c;
@@ -245,6 +246,10 @@ class Runtime {
   bool acquire_locked(std::size_t pos);
   bool connect_locked(std::size_t from);
   void lose_agent_locked(const std::string& why);
+  // Ends the session without a message; the next connect is tried after `retry_ns`.
+  void end_session_locked(std::uint64_t retry_ns);
+  // A grant wait passed RIPPLE_GRANT_TIMEOUT_MS: the session ends (below).
+  void grant_timeout_locked();
   bool announce_locked(std::size_t from);
   void close_grant_locked();
   void start_watcher_locked();
@@ -1209,8 +1214,7 @@ bool Runtime::connect_locked(std::size_t from) {
   return true;
 }
 
-void Runtime::lose_agent_locked(const std::string& why) {
-  g_c.agent_losses.fetch_add(1, std::memory_order_relaxed);
+void Runtime::end_session_locked(std::uint64_t retry_ns) {
   {
     std::lock_guard<std::mutex> c(cm_);
     client_.reset();  // sends Bye if the socket still works; never blocks
@@ -1219,10 +1223,32 @@ void Runtime::lose_agent_locked(const std::string& why) {
   grant_.reset();
   grant_end_ = 0;
   pending_start_.store(false);
-  next_connect_ns_ = fail_closed() ? 0 : monotonic_ns() + static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull;
+  next_connect_ns_ = retry_ns ? monotonic_ns() + retry_ns : 0;
+}
+
+void Runtime::lose_agent_locked(const std::string& why) {
+  g_c.agent_losses.fetch_add(1, std::memory_order_relaxed);
+  end_session_locked(fail_closed() ? 0 : static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull);
   say("lost the agent (%s): %s", why.c_str(),
       fail_closed() ? "waiting for it (fail-closed)" : "running UNMANAGED (fail-open) until it is back");
   warned_unmanaged_ = true;
+}
+
+// A grant that did not come within RIPPLE_GRANT_TIMEOUT_MS. The unit runs unmanaged, so
+// the engine's position moves past what the agent will grant next: a grant arriving
+// later fails the client's (work, first) check, is discarded, and the agent grants the
+// same units again, forever (probe defect H3: 100,000+ stale grants a second). So the
+// agent counts as lost for this work: the session ends (Bye: the agent settles and drops
+// the engine's queue), the engine runs unmanaged (also when fail-closed: the timeout is
+// the bound the user asked for) and after RIPPLE_RECONNECT_MS the next boundary connects
+// and announces the rest of the open work under a new id, the agent-restart path.
+void Runtime::grant_timeout_locked() {
+  if (g_c.grant_timeouts.fetch_add(1, std::memory_order_relaxed) == 0)
+    say("no grant within RIPPLE_GRANT_TIMEOUT_MS=%d ms: session ended, running UNMANAGED, a new session in %d ms "
+        "(said once; counted as grant_timeouts)", cfg_.grant_timeout_ms, cfg_.reconnect_ms);
+  end_session_locked(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull));
+  // Not "lost the agent": the agent is there; a reconnect says nothing either.
+  ever_connected_ = false;
 }
 
 bool Runtime::acquire_locked(std::size_t pos) {
@@ -1249,7 +1275,10 @@ bool Runtime::acquire_locked(std::size_t pos) {
       }
     }
     if (!g && g.error().code == engine::kErrTimeout && fd >= 0) {
-      if (limit && monotonic_ns() > limit) return false;
+      if (limit && monotonic_ns() > limit) {
+        grant_timeout_locked();
+        return false;
+      }
       pollfd p{fd, POLLIN, 0};
       (void)::poll(&p, 1, 5);
       continue;  // read what came (or look again after 5 ms) under cm_
@@ -1268,7 +1297,10 @@ bool Runtime::acquire_locked(std::size_t pos) {
       return true;
     }
     if (g.error().code == engine::kErrTimeout) {
-      if (limit && monotonic_ns() > limit) return false;
+      if (limit && monotonic_ns() > limit) {
+        grant_timeout_locked();
+        return false;
+      }
       continue;
     }
     lose_agent_locked(g.error().message);
@@ -1510,8 +1542,8 @@ void Runtime::write_stats() {
   fprintf(f, "\"nvtx_pushes\":%llu,\"seq_mismatch\":%llu,", v(g_c.nvtx_pushes), v(g_c.seq_mismatch));
   fprintf(f, "\"passes_learned\":%llu,\"relearns\":%llu,\"learned_pass_units\":%llu,\"unit_copy_bytes\":%llu,",
           v(g_c.passes_learned), v(g_c.relearns), v(g_c.learned_pass_units), v(g_c.unit_copy_bytes));
-  fprintf(f, "\"copy_passes_learned\":%llu,\"units_drained\":%llu,\"calls\":{", v(g_c.copy_passes_learned),
-          v(g_c.units_drained));
+  fprintf(f, "\"copy_passes_learned\":%llu,\"units_drained\":%llu,\"grant_timeouts\":%llu,\"calls\":{",
+          v(g_c.copy_passes_learned), v(g_c.units_drained), v(g_c.grant_timeouts));
   bool first = true;
   for (int i = 0; i < kHookCount; ++i) {
     if (!g_c.calls[i].load()) continue;
@@ -1587,6 +1619,7 @@ RH_API int ripple_cuhook_get_stats(struct ripple_cuhook_stats* out, size_t size)
   s.agent_connects = g_c.agent_connects, s.agent_losses = g_c.agent_losses;
   s.passthrough = g_c.passthrough, s.via_procaddr = g_c.via_procaddr;
   s.passes_learned = g_c.passes_learned, s.relearns = g_c.relearns;
+  s.grant_timeouts = g_c.grant_timeouts;
   if (out) memcpy(out, &s, std::min<std::size_t>(size, sizeof s));
   return 0;
 }

@@ -482,6 +482,39 @@ TEST_F(CuhookTest, AgentRestartReconnects) {
   EXPECT_GE(seen.grants.size(), 1u);
 }
 
+// Tests that a grant wait past RIPPLE_GRANT_TIMEOUT_MS can never loop (probe defect H3):
+// the agent grants the waiting work late and, like the real agent, grants a session's
+// works in order and a discarded grant again at once. The hook ends the session on the timeout (one line on stderr,
+// counted), runs unmanaged until it reconnects and is managed again once grants come in
+// time: the app finishes with a handful of stale grants, not one per microsecond.
+TEST_F(CuhookTest, GrantTimeoutEndsTheSessionInsteadOfLooping) {
+  GrantServer srv(sock_, GrantServer::Mode::kHold);
+  srv.set_in_order(true);
+  ASSERT_TRUE(srv.start());
+  // 40 passes of 4 layers with 20 ms between passes: at least 0.8 s of work; the server
+  // grants nothing for the first 0.5 s (at least two 200 ms timeouts), then at once.
+  Outcome r = run({"direct", "sleep", "20", "nvtx", "40", "4", "3"}, {{"RIPPLE_GRANT_TIMEOUT_MS", "200"}}, false, [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    srv.release();
+  });
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  const GrantServer::Seen seen = srv.seen();
+  json st = stats_of(r);
+  // Unmanaged: 0.8 s of passes plus the timeouts; 8 s is far beyond that and far below
+  // what a loop of discards costs (it never ends).
+  EXPECT_LT(r.seconds, 8.0) << r.err;
+  const std::uint64_t timeouts = st.value("grant_timeouts", std::uint64_t{0});
+  EXPECT_GE(timeouts, 1u) << r.err;
+  // One session per timeout at most, each of which may have one grant in flight.
+  EXPECT_LE(seen.discards, 2 * timeouts + 2) << r.err;
+  EXPECT_GE(st["agent_connects"].get<int>(), 2) << "a new session after the timeout";
+  EXPECT_GE(st["unmanaged_units"].get<int>(), 1);
+  EXPECT_GE(st["grants"].get<int>(), 1) << "managed again once grants come in time";
+  std::size_t said = 0;
+  for (std::size_t at = 0; (at = r.err.find("RIPPLE_GRANT_TIMEOUT_MS", at)) != std::string::npos; ++at) ++said;
+  EXPECT_EQ(said, 1u) << r.err;
+}
+
 // Tests that fork works: parent and child both run their launches to completion, and
 // the child is its own engine session (it does not use the parent's).
 TEST_F(CuhookTest, ForkedChildRunsAsItsOwnSession) {

@@ -59,7 +59,12 @@ static void send_msg(int fd, const engine::Message& m) {
 }
 
 void GrantServer::grant_pending_locked() {
+  std::vector<std::pair<int, engine::WorkMsg>> later;
   for (auto& [fd, w] : pending_) {
+    if (in_order_ && outstanding_.count(fd)) {
+      later.emplace_back(fd, std::move(w));
+      continue;
+    }
     engine::GrantMsg g;
     g.grant_id = next_grant_++;
     g.work_id = w.work_id;
@@ -70,8 +75,9 @@ void GrantServer::grant_pending_locked() {
     send_msg(fd, g);
     seen_.grants.push_back(g);
     seen_.grant_sent_ns.push_back(g.sent_ns);
+    if (in_order_) outstanding_[fd] = g.grant_id;
   }
-  pending_.clear();
+  pending_ = std::move(later);
 }
 
 void GrantServer::handle(int fd, const engine::Message& m) {
@@ -85,10 +91,29 @@ void GrantServer::handle(int fd, const engine::Message& m) {
     seen_.work_hello.push_back(hello_of_.count(fd) ? hello_of_[fd] : SIZE_MAX);
     pending_.emplace_back(fd, *w);
     if (mode_ == Mode::kAuto || released_) grant_pending_locked();
-  } else if (std::get_if<engine::StartMsg>(&m)) {
+  } else if (auto* st = std::get_if<engine::StartMsg>(&m)) {
     ++seen_.starts;
+    auto o = outstanding_.find(fd);
+    if (o != outstanding_.end() && o->second == st->grant_id) {
+      outstanding_.erase(o);
+      if (mode_ == Mode::kAuto || released_) grant_pending_locked();
+    }
   } else if (auto* d = std::get_if<engine::DoneMsg>(&m)) {
     seen_.dones.push_back(*d);
+  } else if (auto* x = std::get_if<engine::DiscardMsg>(&m)) {
+    // The agent refunds a discarded grant and grants its units again.
+    ++seen_.discards;
+    for (std::size_t i = seen_.grants.size(); i-- > 0;) {  // a recent one
+      if (seen_.grants[i].grant_id != x->grant_id) continue;
+      engine::GrantMsg g = seen_.grants[i];
+      g.grant_id = next_grant_++;
+      g.sent_ns = engine::monotonic_ns();
+      send_msg(fd, g);
+      seen_.grants.push_back(g);
+      seen_.grant_sent_ns.push_back(g.sent_ns);
+      if (in_order_) outstanding_[fd] = g.grant_id;
+      break;
+    }
   } else if (std::get_if<engine::ByeMsg>(&m)) {
     ++seen_.byes;
   }
@@ -114,6 +139,7 @@ void GrantServer::serve() {
         std::erase(sessions_, fd);
         std::lock_guard<std::mutex> l(m_);
         std::erase_if(pending_, [&](const auto& pw) { return pw.first == fd; });
+        outstanding_.erase(fd);
         continue;
       }
       auto m = engine::decode(std::span<const std::uint8_t>(buf.data(), static_cast<std::size_t>(n)));
