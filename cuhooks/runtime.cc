@@ -309,7 +309,9 @@ class Runtime {
   std::set<CUstream> comm_streams_;
   std::atomic<bool> has_comm_{false};
 
-  // NVTX: names seen, mapped to catalog units (-1: not a unit range).
+  // NVTX: the unit-range pattern (compiled once); names seen, mapped to catalog units
+  // (-1: not a unit range).
+  std::optional<NvtxPattern> nvtx_re_;
   std::mutex nvtx_m_;
   std::unordered_map<std::string, std::pair<int, std::string>> nvtx_units_;
   std::atomic<bool> nvtx_seen_{false};
@@ -398,6 +400,15 @@ class Runtime {
 
 Runtime::Runtime() : cfg_(read_config()) {
   if (cfg_.off) return;
+  if (auto re = NvtxPattern::compile(cfg_.nvtx_pattern)) {
+    nvtx_re_ = std::move(*re);
+  } else {
+    // Never gate nothing silently: say it once and use the default.
+    say("RIPPLE_NVTX_PATTERN='%s' is not a valid ECMAScript regular expression (%s): using the default pattern",
+        cfg_.nvtx_pattern.c_str(), re.error().message.c_str());
+    cfg_.nvtx_pattern = kDefaultNvtxPattern;
+    nvtx_re_ = std::move(*NvtxPattern::compile(cfg_.nvtx_pattern));
+  }
   if (!cfg_.profile_path.empty()) {
     auto p = load_profile(cfg_.profile_path);
     if (!p) say("profile not used: %s", p.error().message.c_str());
@@ -1424,7 +1435,7 @@ void Runtime::range_push(const char* name) {
     auto it = nvtx_units_.find(name);
     if (it == nvtx_units_.end()) {
       bool is_unit = false;
-      std::string n = unit_name_for_range(name, cfg_.nvtx_pattern, &is_unit);
+      std::string n = nvtx_re_->unit_name(name, &is_unit);
       int u = -1;
       if (is_unit) {
         u = profile_.find(n);

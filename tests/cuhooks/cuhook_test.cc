@@ -515,6 +515,27 @@ TEST_F(CuhookTest, GrantTimeoutEndsTheSessionInsteadOfLooping) {
   EXPECT_EQ(said, 1u) << r.err;
 }
 
+// Tests that an invalid RIPPLE_NVTX_PATTERN is said once, naming the variable, and the
+// default pattern gates the layer ranges (probe defect M10: it silently gated nothing);
+// ripple-run refuses such a pattern with one line.
+TEST_F(CuhookTest, InvalidNvtxPatternFallsBackToTheDefaultAndSaysSo) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "nvtx", "2", "4", "3"}, {{"RIPPLE_NVTX_PATTERN", "("}, {"RIPPLE_LEARN", "off"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  std::size_t said = 0;
+  for (std::size_t at = 0; (at = r.err.find("RIPPLE_NVTX_PATTERN='('", at)) != std::string::npos; ++at) ++said;
+  EXPECT_EQ(said, 1u) << r.err;
+  EXPECT_NE(r.err.find("using the default pattern"), std::string::npos) << r.err;
+  json st = stats_of(r);
+  EXPECT_EQ(st["units_nvtx"].get<int>(), 8);
+  EXPECT_EQ(srv.seen().works.size(), 8u);
+  const std::string cmd = kDir + "/../../bin/ripple-run --engine llm --nvtx-pattern '(' -- true 2>" + tmp_ + "/rr.err";
+  EXPECT_NE(system(cmd.c_str()), 0);
+  const std::string err = slurp(tmp_ + "/rr.err");
+  EXPECT_NE(err.find("--nvtx-pattern '('"), std::string::npos) << err;
+}
+
 // Tests that fork works: parent and child both run their launches to completion, and
 // the child is its own engine session (it does not use the parent's).
 TEST_F(CuhookTest, ForkedChildRunsAsItsOwnSession) {
