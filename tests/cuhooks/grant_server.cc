@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "agent/engine/client.h"
@@ -59,23 +60,25 @@ static void send_msg(int fd, const engine::Message& m) {
 }
 
 void GrantServer::grant_pending_locked() {
-  std::vector<std::pair<int, engine::WorkMsg>> later;
-  for (auto& [fd, w] : pending_) {
-    if (in_order_ && outstanding_.count(fd)) {
-      later.emplace_back(fd, std::move(w));
-      continue;
+  std::vector<Pending> later;
+  for (Pending& p : pending_) {
+    const auto size = static_cast<std::uint32_t>(p.work.units.size());
+    while (p.next < size && !(in_order_ && outstanding_.count(p.fd))) {
+      engine::GrantMsg g;
+      g.grant_id = next_grant_++;
+      g.work_id = p.work.work_id;
+      g.first = p.next;
+      g.count = per_grant_ ? std::min(per_grant_, size - p.next) : size - p.next;
+      g.successor = p.next > 0;
+      g.start_by_ns = engine::monotonic_ns() + 60'000'000'000ull;
+      g.sent_ns = engine::monotonic_ns();
+      send_msg(p.fd, g);
+      seen_.grants.push_back(g);
+      seen_.grant_sent_ns.push_back(g.sent_ns);
+      if (in_order_) outstanding_[p.fd] = g.grant_id;
+      p.next += g.count;
     }
-    engine::GrantMsg g;
-    g.grant_id = next_grant_++;
-    g.work_id = w.work_id;
-    g.first = 0;
-    g.count = static_cast<std::uint32_t>(w.units.size());
-    g.start_by_ns = engine::monotonic_ns() + 60'000'000'000ull;
-    g.sent_ns = engine::monotonic_ns();
-    send_msg(fd, g);
-    seen_.grants.push_back(g);
-    seen_.grant_sent_ns.push_back(g.sent_ns);
-    if (in_order_) outstanding_[fd] = g.grant_id;
+    if (p.next < size) later.push_back(std::move(p));
   }
   pending_ = std::move(later);
 }
@@ -89,7 +92,7 @@ void GrantServer::handle(int fd, const engine::Message& m) {
   } else if (auto* w = std::get_if<engine::WorkMsg>(&m)) {
     seen_.works.push_back(*w);
     seen_.work_hello.push_back(hello_of_.count(fd) ? hello_of_[fd] : SIZE_MAX);
-    pending_.emplace_back(fd, *w);
+    pending_.push_back({fd, *w, 0});
     if (mode_ == Mode::kAuto || released_) grant_pending_locked();
   } else if (auto* st = std::get_if<engine::StartMsg>(&m)) {
     ++seen_.starts;
@@ -138,7 +141,7 @@ void GrantServer::serve() {
         ::close(fd);
         std::erase(sessions_, fd);
         std::lock_guard<std::mutex> l(m_);
-        std::erase_if(pending_, [&](const auto& pw) { return pw.first == fd; });
+        std::erase_if(pending_, [&](const Pending& pw) { return pw.fd == fd; });
         outstanding_.erase(fd);
         continue;
       }

@@ -48,6 +48,10 @@ class GrantServer {
   // the grant before it was started (a discarded grant stays the one outstanding). Call
   // before start().
   void set_in_order(bool on) { in_order_ = on; }
+  // Each grant covers at most `k` units of its work (0: the whole work). In order, the
+  // next one is sent once the one before was started; otherwise all at once, the later
+  // ones delivered ahead of their turn (successors). Call before start().
+  void set_units_per_grant(std::uint32_t k) { per_grant_ = k; }
   Seen seen();
 
  private:
@@ -63,7 +67,13 @@ class GrantServer {
   std::thread thread_;
   std::mutex m_;
   Seen seen_;
-  std::vector<std::pair<int, engine::WorkMsg>> pending_;
+  struct Pending {
+    int fd;
+    engine::WorkMsg work;
+    std::uint32_t next = 0;  // its first unit not yet granted
+  };
+  std::vector<Pending> pending_;
+  std::uint32_t per_grant_ = 0;
   std::vector<int> sessions_;
   std::map<int, std::size_t> hello_of_;  // session fd -> its Hello in seen_.hellos
   bool in_order_ = false;
