@@ -5,7 +5,7 @@
 CUDA_INCLUDE ?= /usr/local/cuda/include
 ifneq ($(wildcard $(CUDA_INCLUDE)/cuda.h),)
 
-CUHOOK_SRCS := cuhooks/hooks.cc cuhooks/runtime.cc cuhooks/nvtx.cc cuhooks/profile.cc \
+CUHOOK_SRCS := cuhooks/hooks.cc cuhooks/runtime.cc cuhooks/nvtx.cc cuhooks/profile.cc cuhooks/chunker.cc \
 	agent/engine/protocol.cc agent/engine/client.cc
 CUHOOK_PIC_OBJS := $(patsubst %.cc,$(O)/pic/%.o,$(CUHOOK_SRCS)) $(O)/pic/cuhooks/dlsym_trampoline.o
 CUHOOK_CXXFLAGS := $(RIPPLE_CXXFLAGS) -fPIC -fvisibility=hidden -fvisibility-inlines-hidden -isystem $(CUDA_INCLUDE)
@@ -25,8 +25,9 @@ $(O)/lib/libripple-cuhook.so: $(CUHOOK_PIC_OBJS) cuhooks/exports.map
 		-ldl -lfmt -pthread
 LIBS += $(O)/lib/libripple-cuhook.so
 
-# The profile library (unit catalog, sequence matcher) for ripple-profile and the tests.
-$(O)/lib/libripple_cuprofile.a: $(call objs,cuhooks/profile.cc)
+# The profile library (unit catalog, sequence matcher, chunk planner) for ripple-profile
+# and the tests.
+$(O)/lib/libripple_cuprofile.a: $(call objs,cuhooks/profile.cc cuhooks/chunker.cc)
 LIBS += $(O)/lib/libripple_cuprofile.a
 
 endif

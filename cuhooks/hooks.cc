@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -112,7 +113,128 @@ void* driver_symbol(const char* name) {
   return h ? real_dlsym(h, name) : nullptr;
 }
 
+// --- splitting copies (sub-layer grants) ---------------------------------------------
+// Chunking<Fn>: whether a copy entry point of type Fn can be issued in pieces, and how.
+// Keyed on the exact parameter types, so only the linear host<->device forms (and the
+// 2D/3D descriptors) qualify: sets, peer and batch copies never match (they pass through
+// whole). The arguments travel as a tuple of exactly the entry point's parameters.
+template <class Fn>
+struct Chunking {
+  static constexpr bool kOk = false;
+};
+template <class... A>
+struct ChunkArgs {
+  using Tuple = std::tuple<A...>;
+  using Fn = CUresult(CUDAAPI*)(A...);
+};
+
+inline CUdeviceptr advance(CUdeviceptr p, unsigned long long off) { return p + off; }
+inline void* advance(void* p, unsigned long long off) { return static_cast<char*>(p) + off; }
+inline const void* advance(const void* p, unsigned long long off) { return static_cast<const char*>(p) + off; }
+
+// Linear: (dst, src, n) and (dst, src, n, stream); both pointers advance by the offset.
+template <class D, class S, class... Rest>
+struct LinearChunking : ChunkArgs<D, S, size_t, Rest...> {
+  using Base = ChunkArgs<D, S, size_t, Rest...>;
+  static constexpr bool kOk = true;
+  static unsigned long long granule(const typename Base::Tuple&) { return 1; }
+  static CUresult issue(const Op& op, unsigned long long off, unsigned long long len) {
+    auto t = *static_cast<const typename Base::Tuple*>(op.args);
+    std::get<0>(t) = advance(std::get<0>(t), off);
+    std::get<1>(t) = advance(std::get<1>(t), off);
+    std::get<2>(t) = static_cast<size_t>(len);
+    return std::apply(reinterpret_cast<typename Base::Fn>(op.real), t);
+  }
+};
+template <> struct Chunking<CUresult(CUDAAPI*)(CUdeviceptr, const void*, size_t)> : LinearChunking<CUdeviceptr, const void*> {};
+template <> struct Chunking<CUresult(CUDAAPI*)(void*, CUdeviceptr, size_t)> : LinearChunking<void*, CUdeviceptr> {};
+template <> struct Chunking<CUresult(CUDAAPI*)(CUdeviceptr, CUdeviceptr, size_t)> : LinearChunking<CUdeviceptr, CUdeviceptr> {};
+template <> struct Chunking<CUresult(CUDAAPI*)(CUdeviceptr, const void*, size_t, CUstream)>
+    : LinearChunking<CUdeviceptr, const void*, CUstream> {};
+template <> struct Chunking<CUresult(CUDAAPI*)(void*, CUdeviceptr, size_t, CUstream)>
+    : LinearChunking<void*, CUdeviceptr, CUstream> {};
+template <> struct Chunking<CUresult(CUDAAPI*)(CUdeviceptr, CUdeviceptr, size_t, CUstream)>
+    : LinearChunking<CUdeviceptr, CUdeviceptr, CUstream> {};
+
+// 2D: whole rows (srcY/dstY advance, Height shrinks); the descriptor is copied.
+template <class... Rest>
+struct Chunking2D : ChunkArgs<const CUDA_MEMCPY2D*, Rest...> {
+  using Base = ChunkArgs<const CUDA_MEMCPY2D*, Rest...>;
+  static constexpr bool kOk = true;
+  static unsigned long long granule(const typename Base::Tuple& t) {
+    const CUDA_MEMCPY2D* p = std::get<0>(t);
+    return p && p->WidthInBytes ? p->WidthInBytes : 0;  // 0: not split
+  }
+  static CUresult issue(const Op& op, unsigned long long off, unsigned long long len) {
+    auto t = *static_cast<const typename Base::Tuple*>(op.args);
+    CUDA_MEMCPY2D c = *std::get<0>(t);
+    const size_t rows = static_cast<size_t>(off / c.WidthInBytes);
+    c.srcY += rows;
+    c.dstY += rows;
+    c.Height = static_cast<size_t>(len / c.WidthInBytes);
+    std::get<0>(t) = &c;
+    return std::apply(reinterpret_cast<typename Base::Fn>(op.real), t);
+  }
+};
+template <> struct Chunking<CUresult(CUDAAPI*)(const CUDA_MEMCPY2D*)> : Chunking2D<> {};
+template <> struct Chunking<CUresult(CUDAAPI*)(const CUDA_MEMCPY2D*, CUstream)> : Chunking2D<CUstream> {};
+
+// 3D: whole slices (srcZ/dstZ, Depth) when Depth > 1, else whole rows (srcY/dstY, Height).
+template <class... Rest>
+struct Chunking3D : ChunkArgs<const CUDA_MEMCPY3D*, Rest...> {
+  using Base = ChunkArgs<const CUDA_MEMCPY3D*, Rest...>;
+  static constexpr bool kOk = true;
+  static unsigned long long granule(const typename Base::Tuple& t) {
+    const CUDA_MEMCPY3D* p = std::get<0>(t);
+    if (!p || !p->WidthInBytes || !p->Height) return 0;
+    return p->Depth > 1 ? static_cast<unsigned long long>(p->WidthInBytes) * p->Height : p->WidthInBytes;
+  }
+  static CUresult issue(const Op& op, unsigned long long off, unsigned long long len) {
+    auto t = *static_cast<const typename Base::Tuple*>(op.args);
+    CUDA_MEMCPY3D c = *std::get<0>(t);
+    if (c.Depth > 1) {
+      const unsigned long long slice = static_cast<unsigned long long>(c.WidthInBytes) * c.Height;
+      c.srcZ += static_cast<size_t>(off / slice);
+      c.dstZ += static_cast<size_t>(off / slice);
+      c.Depth = static_cast<size_t>(len / slice);
+    } else {
+      c.srcY += static_cast<size_t>(off / c.WidthInBytes);
+      c.dstY += static_cast<size_t>(off / c.WidthInBytes);
+      c.Height = static_cast<size_t>(len / c.WidthInBytes);
+    }
+    std::get<0>(t) = &c;
+    return std::apply(reinterpret_cast<typename Base::Fn>(op.real), t);
+  }
+};
+template <> struct Chunking<CUresult(CUDAAPI*)(const CUDA_MEMCPY3D*)> : Chunking3D<> {};
+template <> struct Chunking<CUresult(CUDAAPI*)(const CUDA_MEMCPY3D*, CUstream)> : Chunking3D<CUstream> {};
+
 // --- the hooks -------------------------------------------------------------------
+
+// One intercepted call: before(), the real entry point (or the chunks before() issued
+// itself), after(). A template, so the copy-splitting branch exists only for the entry
+// points Chunking knows.
+template <class Fn, class... A>
+CUresult run(Op& op, void* real, A... a) {
+  if constexpr (Chunking<Fn>::kOk) {
+    if (op.kind == RH_COPY) {
+      const typename Chunking<Fn>::Tuple t(a...);
+      op.issue = &Chunking<Fn>::issue;
+      op.real = real;
+      op.args = &t;
+      op.granule = Chunking<Fn>::granule(t);
+      if (op.granule == 0) op.issue = nullptr;
+      before(op);
+      const CUresult r = op.issued ? op.result : reinterpret_cast<Fn>(real)(a...);
+      after(op, r);
+      return r;
+    }
+  }
+  before(op);
+  const CUresult r = reinterpret_cast<Fn>(real)(a...);
+  after(op, r);
+  return r;
+}
 
 #define RH_DEFINE_CALL(name, base, ptds, minver, maxver, kind, params, args, stream, bytes, dir, func, kparams) \
   static CUresult name##_call(int rh_slot, RH_STRIP params) {                                          \
@@ -120,10 +242,7 @@ void* driver_symbol(const char* name) {
     void* rh_real = real_slot(Hook::name, rh_slot);                                                    \
     if (rh_real == nullptr) return CUDA_ERROR_NOT_FOUND;                                               \
     Op op{Hook::name, kind, stream, static_cast<unsigned long long>(bytes), dir, func, rh_slot};       \
-    before(op);                                                                                        \
-    CUresult r = reinterpret_cast<Fn>(rh_real) args;                                                   \
-    after(op, r);                                                                                      \
-    return r;                                                                                          \
+    return run<Fn>(op, rh_real, RH_STRIP args);                                                        \
   }                                                                                                    \
   template <int S>                                                                                     \
   CUresult CUDAAPI name##_slot params {                                                                \

@@ -33,6 +33,18 @@ struct Op {
   int slot;          // 0: the exported symbol; >0: a pointer from cuGetProcAddress
   int end_unit = -1; // set by before(): this launch ends a profile unit
   bool gated = false;
+  // A copy the runtime may split into chunks (sub-layer grants): issue() runs bytes
+  // [off, off + len) of it through the real entry point it wraps, with the original
+  // arguments otherwise (same stream; a synchronous entry point stays synchronous).
+  // nullptr: this call cannot be split. `granule`: bytes no cut may split (a row of a
+  // 2D copy, a slice or row of a 3D one; 1 for a linear copy).
+  CUresult (*issue)(const Op& op, unsigned long long off, unsigned long long len) = nullptr;
+  void* real = nullptr;
+  const void* args = nullptr;
+  unsigned long long granule = 1;
+  // Set by before() when it issued the whole call itself, chunk by chunk.
+  bool issued = false;
+  CUresult result = CUDA_SUCCESS;
 };
 
 // The runtime (cuhooks/runtime.cc): before() may block the calling thread at a unit

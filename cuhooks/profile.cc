@@ -163,12 +163,21 @@ std::string tower_of(const std::string& range, std::size_t match_pos, const std:
 
 std::string unit_name_for_range(const std::string& range, const std::string& pattern, bool* is_unit) {
   *is_unit = false;
-  std::regex re;
+  auto p = NvtxPattern::compile(pattern);
+  return p ? p->unit_name(range, is_unit) : std::string();
+}
+
+Result<NvtxPattern> NvtxPattern::compile(const std::string& pattern) {
   try {
-    re = std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error&) {
-    return {};
+    return NvtxPattern(std::regex(pattern, std::regex::ECMAScript));
+  } catch (const std::regex_error& e) {
+    return make_error("{}", e.what());
   }
+}
+
+std::string NvtxPattern::unit_name(const std::string& range, bool* is_unit) const {
+  *is_unit = false;
+  const std::regex& re = re_;
   std::smatch m;
   if (!std::regex_search(range, m, re)) return {};
   *is_unit = true;

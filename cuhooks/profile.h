@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,5 +89,18 @@ class SequenceMatcher {
 //   vision_tower.vision_model.encoder.layers.12 -> vision_tower.layers.12
 // A name without a layer number is cut to its first kMaxUnitName bytes.
 std::string unit_name_for_range(const std::string& range, const std::string& pattern, bool* is_unit);
+
+// A unit-range pattern compiled once (the interposer asks it at every new range name).
+class NvtxPattern {
+ public:
+  // An invalid pattern is an error that says why (std::regex's reason).
+  static Result<NvtxPattern> compile(const std::string& pattern);
+  // As unit_name_for_range.
+  std::string unit_name(const std::string& range, bool* is_unit) const;
+
+ private:
+  explicit NvtxPattern(std::regex re) : re_(std::move(re)) {}
+  std::regex re_;
+};
 
 }  // namespace ripple::cuhook

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "agent/engine/client.h"
+#include "cuhooks/chunker.h"
 #include "cuhooks/hooks.h"
 #include "cuhooks/profile.h"
 #include "include/ripple/cuhook.h"
@@ -61,6 +62,10 @@ void say(const char* fmt, ...) {
 // --- configuration -------------------------------------------------------------------
 enum class Fail { kUnset, kOpen, kClosed };
 
+// The default RIPPLE_CHUNK_BYTES: a 64 MiB chunk is ~1.3 ms of copy at 50 GB/s (a few
+// grant round trips), against CPU-job allowances of 0-1.3 GB and layers of ~1.4 GB.
+inline constexpr std::uint64_t kDefaultChunkBytes = 64ull << 20;
+
 struct Config {
   bool off = false;
   std::string engine = "cuda";
@@ -78,6 +83,7 @@ struct Config {
   int grant_timeout_ms = 0;  // 0: wait as long as the agent says
   int reconnect_ms = 500;
   bool learn = true;  // learn the pass of NVTX units or of bare copies (no profile sequence)
+  std::uint64_t chunk_bytes = kDefaultChunkBytes;  // sub-layer grants; 0: off
 };
 
 std::string env_str(const char* k, const std::string& def) {
@@ -136,6 +142,7 @@ Config read_config() {
   c.grant_timeout_ms = static_cast<int>(env_u64("RIPPLE_GRANT_TIMEOUT_MS", 0));
   c.reconnect_ms = static_cast<int>(env_u64("RIPPLE_RECONNECT_MS", 500));
   c.learn = env_str("RIPPLE_LEARN", "on") != "off";
+  c.chunk_bytes = env_u64("RIPPLE_CHUNK_BYTES", c.chunk_bytes);
   return c;
 }
 
@@ -149,6 +156,8 @@ struct Counters {
   std::atomic<std::uint64_t> profile_resyncs{0}, nvtx_pushes{0}, seq_mismatch{0};
   std::atomic<std::uint64_t> passes_learned{0}, relearns{0}, learned_pass_units{0}, unit_copy_bytes{0};
   std::atomic<std::uint64_t> copy_passes_learned{0}, units_drained{0};
+  std::atomic<std::uint64_t> grant_timeouts{0};
+  std::atomic<std::uint64_t> chunked_copies{0}, chunks{0}, chunk_gates{0}, subunits_skipped{0};
   std::atomic<std::uint64_t> calls[kHookCount]{}, bytes[kHookCount]{};
 };
 Counters g_c;
@@ -241,10 +250,30 @@ class Runtime {
   // The rest of the open work is acquired and closed without running (the engine went
   // another way): the agent is charged for it, never less than what runs.
   void drain_locked();
+  void clear_work_locked();
   void open_work_locked(const std::vector<std::uint32_t>& units);
+  // Sub-layer grants. The wire catalog: catalog_, then the sub-unit entries of the units
+  // larger than the chunk size; subs_[i]: the wire entries unit i is announced as.
+  void rebuild_wire_locked();
+  bool splittable(std::uint32_t unit) const;
+  // The grant in hand covers wire position `wp` (acquired in order; positions before it
+  // that were never reached are granted and closed at once: charged, never run).
+  bool cover_locked(std::size_t wp, bool count_skipped = true);
+  // A copy outside any unit, larger than the chunk size: each chunk a bare boundary.
+  // Returns false when it is no bare boundary (inside a unit).
+  bool chunk_bare(Op& op);
+  // A host<->device copy inside a unit announced as sub-units: gate at each chunk that
+  // crosses into the next sub-unit.
+  void chunk_in_unit(Op& op);
+  // The grant's start event on the first operation it covers.
+  void mark_start(CUstream s);
   bool acquire_locked(std::size_t pos);
   bool connect_locked(std::size_t from);
   void lose_agent_locked(const std::string& why);
+  // Ends the session without a message; the next connect is tried after `retry_ns`.
+  void end_session_locked(std::uint64_t retry_ns);
+  // A grant wait passed RIPPLE_GRANT_TIMEOUT_MS: the session ends (below).
+  void grant_timeout_locked();
   bool announce_locked(std::size_t from);
   void close_grant_locked();
   void start_watcher_locked();
@@ -304,7 +333,9 @@ class Runtime {
   std::set<CUstream> comm_streams_;
   std::atomic<bool> has_comm_{false};
 
-  // NVTX: names seen, mapped to catalog units (-1: not a unit range).
+  // NVTX: the unit-range pattern (compiled once); names seen, mapped to catalog units
+  // (-1: not a unit range).
+  std::optional<NvtxPattern> nvtx_re_;
   std::mutex nvtx_m_;
   std::unordered_map<std::string, std::pair<int, std::string>> nvtx_units_;
   std::atomic<bool> nvtx_seen_{false};
@@ -318,12 +349,28 @@ class Runtime {
   std::uint64_t next_connect_ns_ = 0;
   bool warned_unmanaged_ = false, ever_connected_ = false;
   std::uint64_t work_id_ = 0;
+  // The open work: its units (positions pos_, cur_pos_ count these) and what is announced,
+  // the "wire" positions: each unit as its sub-units (work_pos0_[i]: the wire position of
+  // unit i; one past the end at the back).
   std::vector<std::uint32_t> work_units_;
+  std::vector<std::uint32_t> work_wire_;
+  std::vector<std::size_t> work_pos0_;
   std::size_t pos_ = 0;       // next position of the open work
-  std::size_t base_ = 0;      // position of the announced work's first unit
+  std::size_t base_ = 0;      // wire position of the announced work's first unit
   std::size_t cur_pos_ = 0;   // position of the unit in progress
+  std::size_t acq_next_ = 0;  // wire position the agent grants next (this session)
   std::optional<engine::GrantMsg> grant_;
-  std::size_t grant_end_ = 0;
+  std::size_t grant_end_ = 0;  // wire
+  // Sub-layer grants.
+  std::uint64_t chunk_ = 0;
+  std::vector<engine::UnitInfo> wire_cat_;
+  std::vector<std::vector<std::uint32_t>> subs_;
+  bool warned_split_ = false;
+  // The open unit's sub-units: wire positions [occ_w0_, occ_w1_), its bytes, the host
+  // copy bytes issued inside it so far, the last position covered; occ_gen_ counts units.
+  std::size_t occ_w0_ = 0, occ_w1_ = 0, occ_cover_ = 0;
+  std::uint64_t occ_unit_bytes_ = 0, occ_copied_ = 0, occ_gen_ = 0;
+  std::string occ_unit_label_;
   std::atomic<bool> pending_start_{false};
   CUevent start_ev_ = nullptr;
   CUcontext start_ctx_ = nullptr;
@@ -393,6 +440,15 @@ class Runtime {
 
 Runtime::Runtime() : cfg_(read_config()) {
   if (cfg_.off) return;
+  if (auto re = NvtxPattern::compile(cfg_.nvtx_pattern)) {
+    nvtx_re_ = std::move(*re);
+  } else {
+    // Never gate nothing silently: say it once and use the default.
+    say("RIPPLE_NVTX_PATTERN='%s' is not a valid ECMAScript regular expression (%s): using the default pattern",
+        cfg_.nvtx_pattern.c_str(), re.error().message.c_str());
+    cfg_.nvtx_pattern = kDefaultNvtxPattern;
+    nvtx_re_ = std::move(*NvtxPattern::compile(cfg_.nvtx_pattern));
+  }
   if (!cfg_.profile_path.empty()) {
     auto p = load_profile(cfg_.profile_path);
     if (!p) say("profile not used: %s", p.error().message.c_str());
@@ -435,11 +491,14 @@ Runtime::Runtime() : cfg_(read_config()) {
     if (u.duration_ns == 0) u.duration_ns = duration_for(u.bytes);
   }
   base_catalog_ = catalog_.size();
+  chunk_ = cfg_.chunk_bytes;
   // Without a profile sequence, NVTX engines get whole-pass works once the pass is learned.
   learn_ = cfg_.learn && seq_.empty() && cfg_.record_path.empty();
   // Without NVTX or API units, bare copies and graph launches are learned the same way.
   bare_learn_ = learn_ && (cfg_.b_copy || cfg_.b_graph);
   if (recorded && cfg_.b_profile) matcher_ = std::make_unique<SequenceMatcher>(profile_);
+  if (!cfg_.record_path.empty()) chunk_ = 0;  // record mode sees whole copies
+  rebuild_wire_locked();
 }
 
 // The driver is touched only once the process calls it (a preloaded shell never does).
@@ -465,6 +524,109 @@ std::vector<std::uint32_t> Runtime::copy_units(std::uint64_t bytes) const {
     }
   }
   return u;
+}
+
+// --- sub-layer grants ------------------------------------------------------------------
+// A unit larger than the chunk size C is announced as its sub-units (cuhooks/chunker.h);
+// the copies inside it are issued in chunks cut at the sub-unit boundaries, and a chunk
+// that crosses into a sub-unit the grant in hand does not cover waits for its grant. A
+// bare copy larger than C is issued in chunks of C, each its own bare boundary (the
+// copy-pass learner sees chunk labels). Only the units whose bytes are host traffic are
+// split: not a graph launch (nothing inside it can wait) nor a copy unit.
+bool Runtime::splittable(std::uint32_t u) const {
+  if (u == graph_unit_) return false;
+  if (u >= copy_base_ && u < base_catalog_) return false;  // copy-2^k units
+  if (u >= base_catalog_ && bare_learn_) return false;     // learned copy sizes
+  return true;
+}
+
+void Runtime::rebuild_wire_locked() {
+  wire_cat_ = catalog_;
+  subs_.assign(catalog_.size(), {});
+  if (!chunk_) return;
+  // One pair of entries per split unit (C bytes, the rest), so each keeps its duration.
+  for (std::uint32_t u = 0; u < catalog_.size(); ++u) {
+    if (!splittable(u) || catalog_[u].bytes <= chunk_) continue;
+    const std::uint32_t n = sub_unit_count(catalog_[u].bytes, chunk_);
+    const std::size_t extra = 2;
+    if (n > engine::kMaxWorkUnits / 4 || wire_cat_.size() + extra > engine::kMaxUnits) {
+      if (!warned_split_)
+        say("unit '%s' (%llu bytes) is not split into chunks of RIPPLE_CHUNK_BYTES=%llu: %s (said once)",
+            catalog_[u].name.c_str(), static_cast<unsigned long long>(catalog_[u].bytes),
+            static_cast<unsigned long long>(chunk_),
+            n > engine::kMaxWorkUnits / 4 ? "too many sub-units for a work" : "the catalog is full");
+      warned_split_ = true;
+      continue;
+    }
+    const std::vector<engine::UnitInfo> parts = split_unit(catalog_[u], chunk_);
+    const auto full = static_cast<std::uint32_t>(wire_cat_.size());
+    wire_cat_.push_back(parts.front());
+    std::uint32_t tail = full;
+    if (parts.back().bytes != parts.front().bytes) {
+      tail = static_cast<std::uint32_t>(wire_cat_.size());
+      wire_cat_.push_back(parts.back());
+    }
+    subs_[u].assign(n - 1, full);
+    subs_[u].push_back(tail);
+  }
+}
+
+bool Runtime::chunk_bare(Op& op) {
+  const std::vector<Chunk> plan = plan_chunks(0, op.bytes, op.bytes, chunk_, op.granule);
+  bool any = false;
+  for (const Chunk& c : plan) {
+    const int rc = enter_bare(op.stream, Source::kCopy, c.bytes, op.dir);
+    if (rc == -3) {
+      if (!any) return false;  // inside a unit after all
+    }
+    if (rc == -2) {  // stream capture: never split, never gated
+      if (!any) return true;
+    }
+    any = true;
+    mark_start(op.stream);
+    const CUresult r = op.issue(op, c.offset, c.bytes);
+    g_c.chunks.fetch_add(1, std::memory_order_relaxed);
+    if (rc >= -1) exit_unit();
+    op.issued = true;
+    op.result = r;
+    if (r != CUDA_SUCCESS) break;
+  }
+  if (plan.size() > 1) g_c.chunked_copies.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void Runtime::chunk_in_unit(Op& op) {
+  std::vector<Chunk> plan;
+  std::uint64_t gen = 0;
+  {
+    std::lock_guard<std::mutex> l(gm_);
+    if (!open_unit_ || occ_w1_ <= occ_w0_ + 1 || work_wire_.empty()) return;  // no sub-units
+    if (capturing(op.stream)) return;
+    plan = plan_chunks(occ_copied_, op.bytes, occ_unit_bytes_, chunk_, op.granule);
+    occ_copied_ += op.bytes;  // reserved: a copy of another thread comes after it
+    gen = occ_gen_;
+  }
+  if (plan.size() > 1) g_c.chunked_copies.fetch_add(1, std::memory_order_relaxed);
+  for (const Chunk& c : plan) {
+    {
+      std::lock_guard<std::mutex> l(gm_);
+      const std::size_t wp = std::min(occ_w0_ + c.sub, occ_w1_ - 1);
+      if (gen == occ_gen_ && wp > occ_cover_) {  // a gate point
+        g_c.chunk_gates.fetch_add(1, std::memory_order_relaxed);
+        const bool fresh = !(grant_ && wp < grant_end_);
+        if (!cover_locked(wp)) g_c.unmanaged_units.fetch_add(1, std::memory_order_relaxed);
+        else if (fresh) grant_label_ = occ_unit_label_;
+        occ_cover_ = wp;
+      }
+    }
+    mark_start(op.stream);
+    if (plan.size() == 1) return;  // not split: the hook issues the call as it is
+    const CUresult r = op.issue(op, c.offset, c.bytes);
+    g_c.chunks.fetch_add(1, std::memory_order_relaxed);
+    op.issued = true;
+    op.result = r;
+    if (r != CUDA_SUCCESS) return;
+  }
 }
 
 const Runtime::FuncInfo& Runtime::func_info(CUfunction f) {
@@ -577,23 +739,40 @@ void Runtime::before(Op& op) {
     }
   } else if (op.kind == RH_GRAPH && cfg_.b_graph) {
     if (enter_bare(op.stream, Source::kGraph, 0, RH_DIR_NONE) >= -1) op.gated = true;
-  } else if (op.kind == RH_COPY && cfg_.b_copy && (op.dir == RH_DIR_H2D || op.dir == RH_DIR_D2H) &&
-             op.bytes >= cfg_.copy_min_bytes) {
-    if (enter_bare(op.stream, Source::kCopy, op.bytes, op.dir) >= -1) op.gated = true;
+  } else if (op.kind == RH_COPY && (op.dir == RH_DIR_H2D || op.dir == RH_DIR_D2H)) {
+    // A bare boundary (whole, or chunk by chunk), else perhaps a copy inside a unit
+    // announced as sub-units.
+    const bool chunkable = op.issue && chunk_ && !rec_ && op.bytes > chunk_;
+    bool inside = true;
+    if (cfg_.b_copy && op.bytes >= cfg_.copy_min_bytes) {
+      if (chunkable) {
+        inside = !chunk_bare(op);
+      } else {
+        const int rc = enter_bare(op.stream, Source::kCopy, op.bytes, op.dir);
+        if (rc >= -1) op.gated = true;
+        inside = rc == -3;
+      }
+    }
+    if (inside && op.issue && chunk_ && !rec_) chunk_in_unit(op);
   }
   t_state.last_stream = op.stream;
+  mark_start(op.stream);
+}
+
+void Runtime::mark_start(CUstream s) {
   // The grant's start event goes on the first operation it covers.
+  const CUstream stream = s;
   if (pending_start_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> l(gm_);
-    if (pending_start_.load() && drv_.event_record && !capturing(op.stream)) {
+    if (pending_start_.load() && drv_.event_record && !capturing(stream)) {
       start_ev_ = take_event();
-      if (start_ev_ && drv_.event_record(start_ev_, op.stream) != CUDA_SUCCESS) start_ev_ = nullptr;
+      if (start_ev_ && drv_.event_record(start_ev_, stream) != CUDA_SUCCESS) start_ev_ = nullptr;
       if (drv_.ctx_get) drv_.ctx_get(&start_ctx_);
       pending_start_.store(false);
     }
-    last_stream_ = op.stream;
+    last_stream_ = stream;
   } else if (grant_label_.size()) {
-    last_stream_ = op.stream;  // racy by design: only the stream of the grant's end event
+    last_stream_ = stream;  // racy by design: only the stream of the grant's end event
   }
 }
 
@@ -704,34 +883,60 @@ int Runtime::enter_locked(std::vector<std::uint32_t> units, Source src, const st
   pos_ = last + 1;
   cur_pos_ = last;
   int rc = 0;
+  // Each unit's first sub-unit; the others are gated by the copies inside (chunk_in_unit).
   for (std::size_t p = first; p <= last; ++p) {
-    if (grant_ && p < grant_end_) continue;  // covered by the grant in hand: no round trip
-    close_grant_locked();
-    if (!acquire_locked(p)) {
+    const std::size_t wp = work_pos0_[p];
+    const bool fresh = !(grant_ && wp < grant_end_);  // else covered by the grant in hand
+    if (!cover_locked(wp)) {
       g_c.unmanaged_units.fetch_add(1, std::memory_order_relaxed);
       rc = -1;
       break;
     }
+    if (!fresh) continue;
     grant_label_ = label;
     // Its GPU time is this boundary's alone (a learned unit's duration).
-    grant_single_ = p == first && base_ + grant_->first == first && grant_end_ == last + 1;
+    grant_single_ = p == first && base_ + grant_->first == wp && grant_end_ == work_pos0_[last + 1];
   }
+  ++occ_gen_;
+  occ_w0_ = work_pos0_[last];
+  occ_w1_ = work_pos0_[last + 1];
+  occ_cover_ = occ_w0_;
+  occ_copied_ = 0;
+  occ_unit_bytes_ = work_units_[last] < catalog_.size() ? catalog_[work_units_[last]].bytes : 0;
+  occ_unit_label_ = label;
   return rc;
+}
+
+bool Runtime::cover_locked(std::size_t wp, bool count_skipped) {
+  bool first = true;
+  while (!(grant_ && wp < grant_end_)) {
+    close_grant_locked();
+    // In order: the next position the agent grants, unless a new session announces the
+    // work from `wp` on.
+    const std::size_t ask = client_ ? std::clamp(acq_next_, base_, wp) : wp;
+    if (first && count_skipped && ask < wp) g_c.subunits_skipped.fetch_add(wp - ask, std::memory_order_relaxed);
+    first = false;
+    if (!acquire_locked(ask)) return false;
+  }
+  return true;
 }
 
 void Runtime::drain_locked() {
   if (!work_open()) return;
   g_c.units_drained.fetch_add(work_units_.size() - pos_, std::memory_order_relaxed);
-  for (std::size_t p = pos_; p < work_units_.size(); ++p) {
-    if (grant_ && p < grant_end_) continue;
-    close_grant_locked();
-    if (!acquire_locked(p)) break;  // unmanaged: nothing to settle
-    grant_label_.clear();
-  }
+  // Every position to the work's end, in order (unmanaged: nothing to settle).
+  if (cover_locked(work_wire_.size() - 1, false)) grant_label_.clear();
   close_grant_locked();
+  clear_work_locked();
+}
+
+void Runtime::clear_work_locked() {
   work_units_.clear();
+  work_wire_.clear();
+  work_pos0_.clear();
   pos_ = base_ = 0;
   pass_work_ = bare_work_ = false;
+  occ_w0_ = occ_w1_ = occ_cover_ = 0;
 }
 
 void Runtime::exit_unit() {
@@ -743,11 +948,19 @@ void Runtime::exit_unit() {
     return;
   }
   end_occurrence_locked();
-  if (grant_ && cur_pos_ + 1 >= grant_end_) close_grant_locked();
+  ++occ_gen_;  // copies issued from now on are not this unit's
+  if (grant_ && (work_units_.empty() || grant_end_ <= occ_w1_)) close_grant_locked();
+  occ_w0_ = occ_w1_ = occ_cover_ = 0;
   if (!work_open()) {
-    work_units_.clear();
-    pos_ = base_ = 0;
-    pass_work_ = bare_work_ = false;
+    // Sub-units never reached (fewer copy bytes than announced) are still the agent's
+    // next positions: granted and closed now (charged, never run), so the next work's
+    // grant is not stuck behind them.
+    if (client_ && !work_wire_.empty() && acq_next_ < work_wire_.size() && acq_next_ >= base_) {
+      g_c.subunits_skipped.fetch_add(work_wire_.size() - acq_next_, std::memory_order_relaxed);
+      if (cover_locked(work_wire_.size() - 1, false)) grant_label_.clear();
+      close_grant_locked();
+    }
+    clear_work_locked();
   }
 }
 
@@ -882,9 +1095,10 @@ void Runtime::learn_locked(const std::vector<std::string>& labels) {
 // restart path: the next acquire connects and announces the open work). Unchanged names
 // and bytes keep the session.
 void Runtime::renew_session_locked() {
-  bool same = client_ && session_catalog_.size() == catalog_.size();
-  for (std::size_t i = 0; same && i < catalog_.size(); ++i)
-    same = session_catalog_[i].name == catalog_[i].name && session_catalog_[i].bytes == catalog_[i].bytes;
+  rebuild_wire_locked();
+  bool same = client_ && session_catalog_.size() == wire_cat_.size();
+  for (std::size_t i = 0; same && i < wire_cat_.size(); ++i)
+    same = session_catalog_[i].name == wire_cat_[i].name && session_catalog_[i].bytes == wire_cat_[i].bytes;
   if (!client_ || same) return;
   close_grant_locked();
   // Let the watcher report the closed grants' GPU time to the session they belong to.
@@ -1146,6 +1360,7 @@ void Runtime::stop_bare_learning_locked(const char* why) {
     learned_units_.clear();
     catalog_.resize(base_catalog_);
   }
+  rebuild_wire_locked();
   // The history is not needed any more.
   std::vector<std::uint32_t>().swap(bhist_);
   std::vector<std::uint32_t>().swap(brun_);
@@ -1156,16 +1371,30 @@ void Runtime::stop_bare_learning_locked(const char* why) {
 }
 
 void Runtime::open_work_locked(const std::vector<std::uint32_t>& units) {
-  work_units_ = units;
-  pos_ = base_ = 0;
+  // Each unit as its sub-units; a work holds at most kMaxWorkUnits of them (the units
+  // that do not fit are the next work's, opened at their boundary).
+  work_units_.clear();
+  work_wire_.clear();
+  work_pos0_.clear();
+  for (std::uint32_t u : units) {
+    const std::vector<std::uint32_t>& sub = u < subs_.size() ? subs_[u] : std::vector<std::uint32_t>{u};
+    const std::vector<std::uint32_t> one{u};
+    const std::vector<std::uint32_t>& parts = sub.empty() ? one : sub;
+    if (!work_units_.empty() && work_wire_.size() + parts.size() > engine::kMaxWorkUnits) break;
+    work_units_.push_back(u);
+    work_pos0_.push_back(work_wire_.size());
+    work_wire_.insert(work_wire_.end(), parts.begin(), parts.end());
+  }
+  work_pos0_.push_back(work_wire_.size());
+  pos_ = base_ = acq_next_ = 0;
   if (client_ && !announce_locked(0)) lose_agent_locked("failed to announce work");
 }
 
 bool Runtime::announce_locked(std::size_t from) {
   engine::WorkMsg w;
   w.work_id = ++work_id_;
-  w.units.assign(work_units_.begin() + static_cast<std::ptrdiff_t>(from), work_units_.end());
-  base_ = from;
+  w.units.assign(work_wire_.begin() + static_cast<std::ptrdiff_t>(from), work_wire_.end());
+  base_ = acq_next_ = from;
   std::lock_guard<std::mutex> c(cm_);
   return client_ && client_->announce(w).ok();
 }
@@ -1178,7 +1407,7 @@ bool Runtime::connect_locked(std::size_t from) {
   hello.kind = cfg_.kind;
   hello.period_ns = cfg_.period_ns;
   hello.deadline_ns = cfg_.deadline_ns;
-  hello.units = catalog_;
+  hello.units = wire_cat_;
   auto c = engine::Client::connect(cfg_.socket, hello, 1000);
   if (!c) {
     next_connect_ns_ = now + static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull;
@@ -1198,19 +1427,18 @@ bool Runtime::connect_locked(std::size_t from) {
   if (renewing_ && !warned_unmanaged_) say("new session with the learned units (%zu in the catalog)", catalog_.size());
   else if (ever_connected_ || warned_unmanaged_) say("connected to the agent at %s: managed again", cfg_.socket.c_str());
   renewing_ = false;
-  session_catalog_ = catalog_;
+  session_catalog_ = wire_cat_;
   ever_connected_ = true;
   warned_unmanaged_ = false;
   // Announce what is left of the open work (from the unit being acquired) under a new id.
-  if (from < work_units_.size() && !announce_locked(from)) {
+  if (from < work_wire_.size() && !announce_locked(from)) {
     lose_agent_locked("failed to announce work");
     return false;
   }
   return true;
 }
 
-void Runtime::lose_agent_locked(const std::string& why) {
-  g_c.agent_losses.fetch_add(1, std::memory_order_relaxed);
+void Runtime::end_session_locked(std::uint64_t retry_ns) {
   {
     std::lock_guard<std::mutex> c(cm_);
     client_.reset();  // sends Bye if the socket still works; never blocks
@@ -1219,10 +1447,32 @@ void Runtime::lose_agent_locked(const std::string& why) {
   grant_.reset();
   grant_end_ = 0;
   pending_start_.store(false);
-  next_connect_ns_ = fail_closed() ? 0 : monotonic_ns() + static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull;
+  next_connect_ns_ = retry_ns ? monotonic_ns() + retry_ns : 0;
+}
+
+void Runtime::lose_agent_locked(const std::string& why) {
+  g_c.agent_losses.fetch_add(1, std::memory_order_relaxed);
+  end_session_locked(fail_closed() ? 0 : static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull);
   say("lost the agent (%s): %s", why.c_str(),
       fail_closed() ? "waiting for it (fail-closed)" : "running UNMANAGED (fail-open) until it is back");
   warned_unmanaged_ = true;
+}
+
+// A grant that did not come within RIPPLE_GRANT_TIMEOUT_MS. The unit runs unmanaged, so
+// the engine's position moves past what the agent will grant next: a grant arriving
+// later fails the client's (work, first) check, is discarded, and the agent grants the
+// same units again, forever (probe defect H3: 100,000+ stale grants a second). So the
+// agent counts as lost for this work: the session ends (Bye: the agent settles and drops
+// the engine's queue), the engine runs unmanaged (also when fail-closed: the timeout is
+// the bound the user asked for) and after RIPPLE_RECONNECT_MS the next boundary connects
+// and announces the rest of the open work under a new id, the agent-restart path.
+void Runtime::grant_timeout_locked() {
+  if (g_c.grant_timeouts.fetch_add(1, std::memory_order_relaxed) == 0)
+    say("no grant within RIPPLE_GRANT_TIMEOUT_MS=%d ms: session ended, running UNMANAGED, a new session in %d ms "
+        "(said once; counted as grant_timeouts)", cfg_.grant_timeout_ms, cfg_.reconnect_ms);
+  end_session_locked(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull));
+  // Not "lost the agent": the agent is there; a reconnect says nothing either.
+  ever_connected_ = false;
 }
 
 bool Runtime::acquire_locked(std::size_t pos) {
@@ -1249,14 +1499,17 @@ bool Runtime::acquire_locked(std::size_t pos) {
       }
     }
     if (!g && g.error().code == engine::kErrTimeout && fd >= 0) {
-      if (limit && monotonic_ns() > limit) return false;
+      if (limit && monotonic_ns() > limit) {
+        grant_timeout_locked();
+        return false;
+      }
       pollfd p{fd, POLLIN, 0};
       (void)::poll(&p, 1, 5);
       continue;  // read what came (or look again after 5 ms) under cm_
     }
     if (g) {
       grant_ = *g;
-      grant_end_ = base_ + g->first + g->count;
+      grant_end_ = acq_next_ = base_ + g->first + g->count;
       {
         std::lock_guard<std::mutex> c(cm_);
         if (client_) (void)client_->started(*g);
@@ -1268,7 +1521,10 @@ bool Runtime::acquire_locked(std::size_t pos) {
       return true;
     }
     if (g.error().code == engine::kErrTimeout) {
-      if (limit && monotonic_ns() > limit) return false;
+      if (limit && monotonic_ns() > limit) {
+        grant_timeout_locked();
+        return false;
+      }
       continue;
     }
     lose_agent_locked(g.error().message);
@@ -1392,7 +1648,7 @@ void Runtime::range_push(const char* name) {
     auto it = nvtx_units_.find(name);
     if (it == nvtx_units_.end()) {
       bool is_unit = false;
-      std::string n = unit_name_for_range(name, cfg_.nvtx_pattern, &is_unit);
+      std::string n = nvtx_re_->unit_name(name, &is_unit);
       int u = -1;
       if (is_unit) {
         u = profile_.find(n);
@@ -1462,8 +1718,8 @@ void Runtime::fork_child() {
   wq_.clear();
   inflight_.store(0);
   watcher_started_ = false;
-  work_units_.clear();
-  pos_ = base_ = cur_pos_ = 0;
+  clear_work_locked();
+  cur_pos_ = acq_next_ = 0;
   grant_.reset();
   grant_end_ = 0;
   pending_start_.store(false);
@@ -1510,8 +1766,11 @@ void Runtime::write_stats() {
   fprintf(f, "\"nvtx_pushes\":%llu,\"seq_mismatch\":%llu,", v(g_c.nvtx_pushes), v(g_c.seq_mismatch));
   fprintf(f, "\"passes_learned\":%llu,\"relearns\":%llu,\"learned_pass_units\":%llu,\"unit_copy_bytes\":%llu,",
           v(g_c.passes_learned), v(g_c.relearns), v(g_c.learned_pass_units), v(g_c.unit_copy_bytes));
-  fprintf(f, "\"copy_passes_learned\":%llu,\"units_drained\":%llu,\"calls\":{", v(g_c.copy_passes_learned),
-          v(g_c.units_drained));
+  fprintf(f, "\"copy_passes_learned\":%llu,\"units_drained\":%llu,\"grant_timeouts\":%llu,",
+          v(g_c.copy_passes_learned), v(g_c.units_drained), v(g_c.grant_timeouts));
+  fprintf(f, "\"chunk_bytes\":%llu,\"chunked_copies\":%llu,\"chunks\":%llu,\"chunk_gates\":%llu,\"subunits_skipped\":%llu,\"calls\":{",
+          static_cast<unsigned long long>(chunk_), v(g_c.chunked_copies), v(g_c.chunks), v(g_c.chunk_gates),
+          v(g_c.subunits_skipped));
   bool first = true;
   for (int i = 0; i < kHookCount; ++i) {
     if (!g_c.calls[i].load()) continue;
@@ -1587,6 +1846,8 @@ RH_API int ripple_cuhook_get_stats(struct ripple_cuhook_stats* out, size_t size)
   s.agent_connects = g_c.agent_connects, s.agent_losses = g_c.agent_losses;
   s.passthrough = g_c.passthrough, s.via_procaddr = g_c.via_procaddr;
   s.passes_learned = g_c.passes_learned, s.relearns = g_c.relearns;
+  s.grant_timeouts = g_c.grant_timeouts;
+  s.chunked_copies = g_c.chunked_copies, s.chunks = g_c.chunks, s.chunk_gates = g_c.chunk_gates;
   if (out) memcpy(out, &s, std::min<std::size_t>(size, sizeof s));
   return 0;
 }

@@ -39,6 +39,10 @@ struct ripple_cuhook_stats {
   /* Added later: a caller passing the older, smaller size gets the fields above only. */
   uint64_t passes_learned;    /* NVTX or copy passes learned (whole-pass works since) */
   uint64_t relearns;          /* learned passes dropped: the engine went another way */
+  uint64_t grant_timeouts;    /* grant waits past RIPPLE_GRANT_TIMEOUT_MS (each ended the session) */
+  uint64_t chunked_copies;    /* host<->device copies issued in chunks (sub-layer grants) */
+  uint64_t chunks;            /* the chunks they were issued as */
+  uint64_t chunk_gates;       /* chunks that crossed into a sub-unit not yet granted */
 };
 
 /* The calling thread blocks until it holds a grant covering the unit `name` (a unit of

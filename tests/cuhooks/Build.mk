@@ -38,3 +38,11 @@ $(O)/tests/unit/cuhook_profile_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_LOG)
 $(O)/tests/unit/cuhook_profile_test: ; $(link_cxx)
 TEST_BINS += $(O)/tests/unit/cuhook_profile_test
 GTEST_SUITES += $(O)/tests/unit/cuhook_profile_test
+
+# The chunk planner (pure).
+$(O)/tests/unit/cuhook_chunker_test: $(call objs,tests/unit/cuhook_chunker_test.cc) $(O)/lib/libripple_cuprofile.a \
+	$(O)/lib/libripple_common.a
+$(O)/tests/unit/cuhook_chunker_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_LOG)
+$(O)/tests/unit/cuhook_chunker_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/unit/cuhook_chunker_test
+GTEST_SUITES += $(O)/tests/unit/cuhook_chunker_test

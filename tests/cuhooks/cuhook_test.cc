@@ -139,6 +139,14 @@ class CuhookTest : public ::testing::Test {
     return r;
   }
 
+  // Removes the stats and fake-driver files of earlier runs (tests that run several times).
+  void clear_outputs() {
+    for (auto& f : fs::directory_iterator(tmp_)) {
+      const std::string n = f.path().filename().string();
+      if (n.rfind("stats.", 0) == 0 || n.rfind("fake.", 0) == 0) fs::remove(f.path());
+    }
+  }
+
   static std::string slurp(const std::string& p) {
     std::ifstream in(p);
     std::stringstream ss;
@@ -480,6 +488,202 @@ TEST_F(CuhookTest, AgentRestartReconnects) {
   EXPECT_GE(st["agent_connects"].get<int>(), 2);
   EXPECT_GE(seen.hellos.size(), 1u);
   EXPECT_GE(seen.grants.size(), 1u);
+}
+
+// Tests that a grant wait past RIPPLE_GRANT_TIMEOUT_MS can never loop (probe defect H3):
+// the agent grants the waiting work late and, like the real agent, grants a session's
+// works in order and a discarded grant again at once. The hook ends the session on the timeout (one line on stderr,
+// counted), runs unmanaged until it reconnects and is managed again once grants come in
+// time: the app finishes with a handful of stale grants, not one per microsecond.
+TEST_F(CuhookTest, GrantTimeoutEndsTheSessionInsteadOfLooping) {
+  GrantServer srv(sock_, GrantServer::Mode::kHold);
+  srv.set_in_order(true);
+  ASSERT_TRUE(srv.start());
+  // 40 passes of 4 layers with 20 ms between passes: at least 0.8 s of work; the server
+  // grants nothing for the first 0.5 s (at least two 200 ms timeouts), then at once.
+  Outcome r = run({"direct", "sleep", "20", "nvtx", "40", "4", "3"}, {{"RIPPLE_GRANT_TIMEOUT_MS", "200"}}, false, [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    srv.release();
+  });
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  const GrantServer::Seen seen = srv.seen();
+  json st = stats_of(r);
+  // Unmanaged: 0.8 s of passes plus the timeouts; 8 s is far beyond that and far below
+  // what a loop of discards costs (it never ends).
+  EXPECT_LT(r.seconds, 8.0) << r.err;
+  const std::uint64_t timeouts = st.value("grant_timeouts", std::uint64_t{0});
+  EXPECT_GE(timeouts, 1u) << r.err;
+  // One session per timeout at most, each of which may have one grant in flight.
+  EXPECT_LE(seen.discards, 2 * timeouts + 2) << r.err;
+  EXPECT_GE(st["agent_connects"].get<int>(), 2) << "a new session after the timeout";
+  EXPECT_GE(st["unmanaged_units"].get<int>(), 1);
+  EXPECT_GE(st["grants"].get<int>(), 1) << "managed again once grants come in time";
+  std::size_t said = 0;
+  for (std::size_t at = 0; (at = r.err.find("RIPPLE_GRANT_TIMEOUT_MS", at)) != std::string::npos; ++at) ++said;
+  EXPECT_EQ(said, 1u) << r.err;
+}
+
+// Tests that an invalid RIPPLE_NVTX_PATTERN is said once, naming the variable, and the
+// default pattern gates the layer ranges (probe defect M10: it silently gated nothing);
+// ripple-run refuses such a pattern with one line.
+TEST_F(CuhookTest, InvalidNvtxPatternFallsBackToTheDefaultAndSaysSo) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "nvtx", "2", "4", "3"}, {{"RIPPLE_NVTX_PATTERN", "("}, {"RIPPLE_LEARN", "off"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  std::size_t said = 0;
+  for (std::size_t at = 0; (at = r.err.find("RIPPLE_NVTX_PATTERN='('", at)) != std::string::npos; ++at) ++said;
+  EXPECT_EQ(said, 1u) << r.err;
+  EXPECT_NE(r.err.find("using the default pattern"), std::string::npos) << r.err;
+  json st = stats_of(r);
+  EXPECT_EQ(st["units_nvtx"].get<int>(), 8);
+  EXPECT_EQ(srv.seen().works.size(), 8u);
+  const std::string cmd = kDir + "/../../bin/ripple-run --engine llm --nvtx-pattern '(' -- true 2>" + tmp_ + "/rr.err";
+  EXPECT_NE(system(cmd.c_str()), 0);
+  const std::string err = slurp(tmp_ + "/rr.err");
+  EXPECT_NE(err.find("--nvtx-pattern '('"), std::string::npos) << err;
+}
+
+// --- sub-layer grants ------------------------------------------------------------------
+
+// One line of the fake's trace (FAKE_CUDA_TRACE).
+struct TraceOp {
+  std::string name;
+  unsigned long long bytes;
+  std::string stream;
+};
+std::vector<TraceOp> trace_ops(const std::string& text) {
+  std::vector<TraceOp> v;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream l(line);
+    unsigned long long t;
+    TraceOp op;
+    std::string fn;
+    if (l >> t >> op.name >> op.bytes >> fn >> op.stream) v.push_back(op);
+  }
+  return v;
+}
+
+// Tests that a copy larger than RIPPLE_CHUNK_BYTES outside any unit is issued as chunks
+// through its own entry point, in order, on its own stream, moving the same bytes (the
+// program copies a pattern to the device and back and compares), that a synchronous
+// copy stays synchronous (only the synchronous entry point runs), that each chunk is its
+// own bare boundary charged its bytes, and that RIPPLE_CHUNK_BYTES=0 keeps whole copies.
+TEST_F(CuhookTest, ChunkedCopiesMoveTheSameBytesInOrder) {
+  struct Case {
+    std::string how, h2d, d2h;
+    std::vector<unsigned long long> chunks;  // per direction
+  };
+  const std::vector<unsigned long long> lin = {1000000, 1000000, 1000000, 123}, rows = {1000000, 1000000, 1000000};
+  const std::vector<Case> cases = {{"sync", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", lin},
+                                   {"async", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", lin},
+                                   {"unified", "cuMemcpy", "cuMemcpyAsync", lin},
+                                   {"2d", "cuMemcpy2D_v2", "cuMemcpy2D_v2", rows},
+                                   {"3d", "cuMemcpy3D_v2", "cuMemcpy3D_v2", rows}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.how);
+    clear_outputs();
+    GrantServer srv(sock_);
+    ASSERT_TRUE(srv.start());
+    const std::string trace = tmp_ + "/trace." + c.how;
+    Outcome r = run({"direct", "roundtrip", c.how, "3000123"},
+                    {{"FAKE_CUDA_TRACE", trace}, {"RIPPLE_CHUNK_BYTES", "1000000"}});
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    auto ops = trace_ops(slurp(trace));
+    ASSERT_EQ(ops.size(), 2 * c.chunks.size()) << slurp(trace);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const bool up = i < c.chunks.size();
+      EXPECT_EQ(ops[i].name, up ? c.h2d : c.d2h) << i;
+      EXPECT_EQ(ops[i].bytes, c.chunks[i % c.chunks.size()]) << i;
+      EXPECT_EQ(ops[i].stream, ops[up ? 0 : c.chunks.size()].stream) << "one stream per copy";
+    }
+    json st = stats_of(r);
+    EXPECT_EQ(st["chunked_copies"].get<int>(), 2);
+    EXPECT_EQ(st["chunks"].get<std::size_t>(), ops.size());
+    EXPECT_EQ(st["units_copy"].get<std::size_t>(), ops.size()) << "each chunk a boundary";
+    EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
+    const GrantServer::Seen seen = srv.seen();
+    ASSERT_EQ(seen.works.size(), ops.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      std::uint64_t bytes = 0;
+      for (auto u : seen.works[i].units) bytes += seen.hellos[0].units[u].bytes;
+      EXPECT_EQ(bytes, (ops[i].bytes + 4095) / 4096 * 4096) << "a chunk's work carries its bytes (4 KiB granules)";
+    }
+  }
+  // Off: whole copies, as before.
+  clear_outputs();
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  const std::string trace = tmp_ + "/trace.off";
+  Outcome r = run({"direct", "roundtrip", "sync", "3000123"}, {{"FAKE_CUDA_TRACE", trace}, {"RIPPLE_CHUNK_BYTES", "0"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  auto ops = trace_ops(slurp(trace));
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].bytes, 3000123u);
+  EXPECT_EQ(stats_of(r)["chunks"].get<int>(), 0);
+  EXPECT_EQ(srv.seen().works.size(), 2u);
+}
+
+// Tests that a unit larger than the chunk size is announced as its sub-units (C bytes,
+// then the rest), that the copy inside it (issued by a helper thread, as an offloading
+// engine does) waits at each sub-unit for a grant covering it, and that the agent is
+// charged exactly the bytes the units copy: every announced sub-unit granted once, none
+// skipped, none discarded. The agent grants one unit at a time, each after the one
+// before started; then all of them at once (successors delivered ahead).
+TEST_F(CuhookTest, LargeUnitsAreGrantedSubUnitBySubUnit) {
+  for (const bool ahead : {false, true}) {
+    SCOPED_TRACE(ahead ? "successors ahead" : "one grant at a time");
+    clear_outputs();
+    GrantServer srv(sock_);
+    srv.set_in_order(!ahead);
+    srv.set_units_per_grant(1);
+    ASSERT_TRUE(srv.start());
+    // 8 passes of 4 layers: a 1 MiB copy and a 4 KiB read-back each, C = 64 KiB.
+    Outcome r = run({"direct", "offload", "8", "4", "3", "1048576"}, {{"RIPPLE_CHUNK_BYTES", "65536"}});
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    const GrantServer::Seen seen = srv.seen();
+    json st = stats_of(r);
+    ASSERT_EQ(st["passes_learned"].get<int>(), 1) << r.err;
+    const auto& hello = seen.hellos.back();
+    auto cat = by_name(hello);
+    const std::uint64_t unit = 1048576 + 4096;
+    ASSERT_EQ(cat["layers.2"].bytes, unit);
+    ASSERT_EQ(cat["layers.2/c"].bytes, 65536u);
+    ASSERT_EQ(cat["layers.2/t"].bytes, unit - 16 * 65536);
+    EXPECT_NEAR(static_cast<double>(cat["layers.2/c"].duration_ns * 16 + cat["layers.2/t"].duration_ns),
+                static_cast<double>(cat["layers.2"].duration_ns), 17.0) << "durations split in proportion (ns truncated)";
+    // The learned session's works: each layer as 17 sub-units, granted one by one.
+    const std::size_t learned = seen.hellos.size() - 1;
+    std::map<std::uint64_t, const ripple::engine::WorkMsg*> works;
+    std::size_t whole = 0;
+    std::uint64_t announced = 0;
+    for (std::size_t i = 0; i < seen.works.size(); ++i) {
+      if (seen.work_hello[i] != learned) continue;
+      works[seen.works[i].work_id] = &seen.works[i];
+      whole += seen.works[i].units.size() == 4 * 17 + 1;
+      for (auto u : seen.works[i].units) announced += hello.units[u].bytes;
+    }
+    EXPECT_GE(whole, 4u) << "whole passes of sub-units";
+    std::uint64_t charged = 0;
+    for (const auto& g : seen.grants) {
+      auto w = works.find(g.work_id);
+      if (w == works.end()) continue;
+      EXPECT_EQ(g.count, 1u);
+      charged += hello.units[w->second->units[g.first]].bytes;
+    }
+    EXPECT_EQ(seen.discards, 0u);
+    EXPECT_EQ(st["subunits_skipped"].get<int>(), 0);
+    EXPECT_EQ(charged, announced) << "every announced sub-unit granted once";
+    EXPECT_GE(charged, 4 * whole * unit);
+    // Each layer's 1 MiB copy: 16 chunks, gated at sub-units 1..15; its read-back at 16.
+    const auto chunked = st["chunked_copies"].get<std::uint64_t>();
+    EXPECT_GE(chunked, 4 * whole);
+    EXPECT_EQ(st["chunks"].get<std::uint64_t>(), 16 * chunked);
+    EXPECT_EQ(st["chunk_gates"].get<std::uint64_t>(), 16 * chunked);
+    EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
+  }
 }
 
 // Tests that fork works: parent and child both run their launches to completion, and

@@ -26,6 +26,12 @@
  *         vlm P V L K            P passes of V ranges "visual.blocks.N" (a vision tower),
  *                                L ranges "model.layers.N" and "lm_head", K kernels each
  *         copies N BYTES         N host-to-device copies of BYTES (offload-style streaming)
+ *         roundtrip HOW BYTES    a position-dependent pattern of BYTES copied to the device
+ *                                and back, then compared (exit 4 on a difference); HOW:
+ *                                sync (cuMemcpyHtoD/DtoH), async (the Async forms on one
+ *                                stream), unified (cuMemcpy/cuMemcpyAsync), 2d (cuMemcpy2D
+ *                                rows of 1000 bytes, pitch 1024), 3d (cuMemcpy3D slices of
+ *                                8 rows of 1000 bytes, pitch 1024)
  *         layercopies P L K SIZES
  *                                P forward passes of L layers, no NVTX: per layer one
  *                                host-to-device copy of each size in SIZES (comma-separated,
@@ -391,6 +397,60 @@ static void layercopies(int passes, int L, int K, const char* sizes_arg) {
   CHECK(cuMemFree(d));
 }
 
+static unsigned char pattern_at(size_t i) { return (unsigned char)(i * 131u + i / 4096u + 7u); }
+
+static void roundtrip(const char* how, unsigned long long bytes) {
+  enum { W = 1000, P = 1024, R = 8 };
+  const int is2d = !strcmp(how, "2d"), is3d = !strcmp(how, "3d");
+  size_t rows = (size_t)(bytes / W), slices = rows / R;
+  if (is3d) rows = slices * R;
+  const size_t span = (is2d || is3d) ? rows * P : (size_t)bytes; /* bytes the buffers hold */
+  unsigned char* h = malloc(span);
+  unsigned char* back = calloc(1, span);
+  for (size_t i = 0; i < span; ++i) h[i] = pattern_at(i);
+  CUdeviceptr d;
+  CHECK(cuMemAlloc(&d, span));
+  if (!strcmp(how, "sync")) {
+    CHECK(A.htod(d, h, span));
+    CHECK(A.dtoh(back, d, span));
+  } else if (!strcmp(how, "async")) {
+    CHECK(A.htod_async(d, h, span, g_stream));
+    CHECK(A.dtoh_async(back, d, span, g_stream));
+  } else if (!strcmp(how, "unified")) {
+    CHECK(A.copy(d, (CUdeviceptr)h, span));
+    CHECK(A.copy_async((CUdeviceptr)back, d, span, g_stream));
+  } else if (is2d || is3d) {
+    for (int dir = 0; dir < 2; ++dir) {
+      CUDA_MEMCPY3D c;
+      memset(&c, 0, sizeof c);
+      c.srcMemoryType = dir ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+      c.dstMemoryType = dir ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+      c.srcHost = h, c.srcDevice = d, c.dstHost = back, c.dstDevice = d;
+      if (dir) c.srcHost = NULL; else c.dstHost = NULL;
+      c.srcPitch = c.dstPitch = P, c.WidthInBytes = W;
+      if (is3d) {
+        c.srcHeight = c.dstHeight = R, c.Height = R, c.Depth = slices;
+        CHECK(cuMemcpy3D(&c));
+      } else {
+        CUDA_MEMCPY2D c2;
+        memset(&c2, 0, sizeof c2);
+        c2.srcMemoryType = c.srcMemoryType, c2.dstMemoryType = c.dstMemoryType;
+        c2.srcHost = c.srcHost, c2.srcDevice = c.srcDevice, c2.dstHost = c.dstHost, c2.dstDevice = c.dstDevice;
+        c2.srcPitch = c2.dstPitch = P, c2.WidthInBytes = W, c2.Height = rows;
+        CHECK(A.copy2d(&c2));
+      }
+    }
+  } else { fprintf(stderr, "driver_app: unknown roundtrip '%s'\n", how); exit(2); }
+  CHECK(cuStreamSynchronize(g_stream));
+  for (size_t i = 0; i < span; ++i) {
+    if ((is2d || is3d) && i % P >= W) continue; /* the pitch's padding is not copied */
+    if (back[i] != h[i]) { fprintf(stderr, "driver_app: roundtrip %s differs at byte %zu\n", how, i); exit(4); }
+  }
+  free(h);
+  free(back);
+  CHECK(cuMemFree(d));
+}
+
 static void copies(int n, unsigned long long bytes) {
   CUdeviceptr d;
   CHECK(cuMemAlloc(&d, bytes));
@@ -451,6 +511,10 @@ int main(int argc, char** argv) {
     else if (!strcmp(m, "nvtx")) layers(a, b, c, 1), i += 3;
     else if (!strcmp(m, "api")) layers(a, b, c, 2), i += 3;
     else if (!strcmp(m, "copies")) copies(a, strtoull(argv[i + 2], NULL, 0)), i += 2;
+    else if (!strcmp(m, "roundtrip")) {
+      if (i + 2 >= argc) { fprintf(stderr, "driver_app: roundtrip needs HOW BYTES\n"); return 2; }
+      roundtrip(argv[i + 1], strtoull(argv[i + 2], NULL, 0)), i += 2;
+    }
     else if (!strcmp(m, "layercopies")) {
       if (i + 4 >= argc) { fprintf(stderr, "driver_app: layercopies needs P L K SIZES\n"); return 2; }
       layercopies(a, b, c, argv[i + 4]), i += 4;

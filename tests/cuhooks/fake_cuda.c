@@ -19,7 +19,7 @@
  *  - counts every call per entry point and per path (exported symbol vs pointer from
  *    cuGetProcAddress) and writes the counts at exit to $FAKE_CUDA_LOG
  *    ("name calls bytes via_symbol via_procaddr" lines); with $FAKE_CUDA_TRACE each
- *    executed operation is appended as "monotonic_ns name bytes".
+ *    executed operation is appended as "monotonic_ns name bytes function stream".
  *
  * Faults armed by environment variables (read once):
  *   FAKE_CUDA_CAPTURING=1     every stream reports an active capture
@@ -149,7 +149,7 @@ static struct CUctx_st fk_ctx;
 static __thread CUcontext fk_current;
 
 /* --- the generic operation ----------------------------------------------------- */
-static CUresult fk_op(int id, int via_pa, int kind, unsigned long long bytes, CUfunction f, void** kparams) {
+static CUresult fk_op(int id, int via_pa, int kind, unsigned long long bytes, CUfunction f, void** kparams, void* stream) {
   CUresult r = CUDA_SUCCESS;
   if (kind == RH_KERNEL) {
     bytes = kparams && kparams[0] ? *(const unsigned long long*)kparams[0] : 0;
@@ -167,7 +167,7 @@ static CUresult fk_op(int id, int via_pa, int kind, unsigned long long bytes, CU
   fk_bytes[id] += bytes;
   if (via_pa) fk_via_pa[id]++; else fk_via_sym[id]++;
   pthread_mutex_unlock(&fk_lock);
-  if (fk_trace) fprintf(fk_trace, "%llu %s %llu %s\n", now_ns(), fk_names[id], bytes, f ? f->name : "-");
+  if (fk_trace) fprintf(fk_trace, "%llu %s %llu %s %p\n", now_ns(), fk_names[id], bytes, f ? f->name : "-", stream);
   return r;
 }
 
@@ -179,12 +179,12 @@ static void fk_copy(CUdeviceptr dst, const void* src, size_t n) { if (dst && src
 #define FK_DEFINE(name, base, ptds, minver, maxver, kind, params, args, stream, bytes, dir, func, kparams) \
   static CUresult fk_impl_##name params;                                                               \
   EXPORT CUresult CUDAAPI name params {                                                                \
-    (void)(stream); (void)(dir);                                                                       \
-    CUresult r = fk_op(FK_##name, 0, kind, bytes, func, kparams);                                      \
+    (void)(dir);                                                                                       \
+    CUresult r = fk_op(FK_##name, 0, kind, bytes, func, kparams, (void*)(stream));                     \
     return r == CUDA_SUCCESS ? fk_impl_##name args : r;                                                \
   }                                                                                                    \
   static CUresult CUDAAPI fk_pa_##name params {                                                        \
-    CUresult r = fk_op(FK_##name, 1, kind, bytes, func, kparams);                                      \
+    CUresult r = fk_op(FK_##name, 1, kind, bytes, func, kparams, (void*)(stream));                     \
     return r == CUDA_SUCCESS ? fk_impl_##name args : r;                                                \
   }
 RIPPLE_CU_HOOKS(FK_DEFINE)
@@ -209,6 +209,36 @@ FK_LIN(cuMemcpyDtoHAsync_v2)(void* d, CUdeviceptr s, size_t n, CUstream st) { (v
 FK_LIN(cuMemcpyDtoHAsync_v2_ptsz)(void* d, CUdeviceptr s, size_t n, CUstream st) { (void)st; fk_copy((CUdeviceptr)d, (void*)s, n); return CUDA_SUCCESS; }
 FK_LIN(cuMemcpyDtoDAsync_v2)(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { (void)st; fk_copy(d, (void*)s, n); return CUDA_SUCCESS; }
 FK_LIN(cuMemcpyDtoDAsync_v2_ptsz)(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { (void)st; fk_copy(d, (void*)s, n); return CUDA_SUCCESS; }
+/* 2D and 3D copies move their rows (pitch, X/Y/Z offsets; host or device pointers). */
+static void fk_copy3d(const void* sbase, size_t sx, size_t sy, size_t sz, size_t spitch, size_t sheight, void* dbase,
+                      size_t dx, size_t dy, size_t dz, size_t dpitch, size_t dheight, size_t width, size_t height,
+                      size_t depth) {
+  if (!sbase || !dbase) return;
+  for (size_t z = 0; z < depth; ++z)
+    for (size_t y = 0; y < height; ++y)
+      memmove((char*)dbase + ((dz + z) * dheight + dy + y) * dpitch + dx,
+              (const char*)sbase + ((sz + z) * sheight + sy + y) * spitch + sx, width);
+}
+#define FK_PTR(p, side) ((p)->side##MemoryType == CU_MEMORYTYPE_HOST ? (const void*)(p)->side##Host : (const void*)(p)->side##Device)
+static CUresult fk_2d(const CUDA_MEMCPY2D* p) {
+  if (p) fk_copy3d(FK_PTR(p, src), p->srcXInBytes, p->srcY, 0, p->srcPitch, 0, (void*)FK_PTR(p, dst), p->dstXInBytes,
+                   p->dstY, 0, p->dstPitch, 0, p->WidthInBytes, p->Height, 1);
+  return CUDA_SUCCESS;
+}
+static CUresult fk_3d(const CUDA_MEMCPY3D* p) {
+  if (p) fk_copy3d(FK_PTR(p, src), p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight, (void*)FK_PTR(p, dst),
+                   p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch, p->dstHeight, p->WidthInBytes, p->Height,
+                   p->Depth ? p->Depth : 1);
+  return CUDA_SUCCESS;
+}
+FK_LIN(cuMemcpy2D_v2)(const CUDA_MEMCPY2D* p) { return fk_2d(p); }
+FK_LIN(cuMemcpy2D_v2_ptds)(const CUDA_MEMCPY2D* p) { return fk_2d(p); }
+FK_LIN(cuMemcpy2DAsync_v2)(const CUDA_MEMCPY2D* p, CUstream s) { (void)s; return fk_2d(p); }
+FK_LIN(cuMemcpy2DAsync_v2_ptsz)(const CUDA_MEMCPY2D* p, CUstream s) { (void)s; return fk_2d(p); }
+FK_LIN(cuMemcpy3D_v2)(const CUDA_MEMCPY3D* p) { return fk_3d(p); }
+FK_LIN(cuMemcpy3D_v2_ptds)(const CUDA_MEMCPY3D* p) { return fk_3d(p); }
+FK_LIN(cuMemcpy3DAsync_v2)(const CUDA_MEMCPY3D* p, CUstream s) { (void)s; return fk_3d(p); }
+FK_LIN(cuMemcpy3DAsync_v2_ptsz)(const CUDA_MEMCPY3D* p, CUstream s) { (void)s; return fk_3d(p); }
 /* The remaining entries: no-op bodies. */
 #define FK_REST_LAUNCH(X) RIPPLE_CU_HOOK_LAUNCHES(X)
 FK_REST_LAUNCH(FK_NOOP)
@@ -217,16 +247,8 @@ FK_NOOP(cuMemcpyPeer, 0, 0, 0, 0, 0, (CUdeviceptr a, CUcontext b, CUdeviceptr c,
 FK_NOOP(cuMemcpyPeer_ptds, 0, 0, 0, 0, 0, (CUdeviceptr a, CUcontext b, CUdeviceptr c, CUcontext d, size_t n), 0)
 FK_NOOP(cuMemcpyPeerAsync, 0, 0, 0, 0, 0, (CUdeviceptr a, CUcontext b, CUdeviceptr c, CUcontext d, size_t n, CUstream s), 0)
 FK_NOOP(cuMemcpyPeerAsync_ptsz, 0, 0, 0, 0, 0, (CUdeviceptr a, CUcontext b, CUdeviceptr c, CUcontext d, size_t n, CUstream s), 0)
-FK_NOOP(cuMemcpy2D_v2, 0, 0, 0, 0, 0, (const CUDA_MEMCPY2D* p), 0)
-FK_NOOP(cuMemcpy2D_v2_ptds, 0, 0, 0, 0, 0, (const CUDA_MEMCPY2D* p), 0)
 FK_NOOP(cuMemcpy2DUnaligned_v2, 0, 0, 0, 0, 0, (const CUDA_MEMCPY2D* p), 0)
 FK_NOOP(cuMemcpy2DUnaligned_v2_ptds, 0, 0, 0, 0, 0, (const CUDA_MEMCPY2D* p), 0)
-FK_NOOP(cuMemcpy2DAsync_v2, 0, 0, 0, 0, 0, (const CUDA_MEMCPY2D* p, CUstream s), 0)
-FK_NOOP(cuMemcpy2DAsync_v2_ptsz, 0, 0, 0, 0, 0, (const CUDA_MEMCPY2D* p, CUstream s), 0)
-FK_NOOP(cuMemcpy3D_v2, 0, 0, 0, 0, 0, (const CUDA_MEMCPY3D* p), 0)
-FK_NOOP(cuMemcpy3D_v2_ptds, 0, 0, 0, 0, 0, (const CUDA_MEMCPY3D* p), 0)
-FK_NOOP(cuMemcpy3DAsync_v2, 0, 0, 0, 0, 0, (const CUDA_MEMCPY3D* p, CUstream s), 0)
-FK_NOOP(cuMemcpy3DAsync_v2_ptsz, 0, 0, 0, 0, 0, (const CUDA_MEMCPY3D* p, CUstream s), 0)
 FK_NOOP(cuMemcpy3DPeer, 0, 0, 0, 0, 0, (const CUDA_MEMCPY3D_PEER* p), 0)
 FK_NOOP(cuMemcpy3DPeer_ptds, 0, 0, 0, 0, 0, (const CUDA_MEMCPY3D_PEER* p), 0)
 FK_NOOP(cuMemcpy3DPeerAsync, 0, 0, 0, 0, 0, (const CUDA_MEMCPY3D_PEER* p, CUstream s), 0)

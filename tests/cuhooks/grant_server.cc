@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "agent/engine/client.h"
@@ -59,19 +60,27 @@ static void send_msg(int fd, const engine::Message& m) {
 }
 
 void GrantServer::grant_pending_locked() {
-  for (auto& [fd, w] : pending_) {
-    engine::GrantMsg g;
-    g.grant_id = next_grant_++;
-    g.work_id = w.work_id;
-    g.first = 0;
-    g.count = static_cast<std::uint32_t>(w.units.size());
-    g.start_by_ns = engine::monotonic_ns() + 60'000'000'000ull;
-    g.sent_ns = engine::monotonic_ns();
-    send_msg(fd, g);
-    seen_.grants.push_back(g);
-    seen_.grant_sent_ns.push_back(g.sent_ns);
+  std::vector<Pending> later;
+  for (Pending& p : pending_) {
+    const auto size = static_cast<std::uint32_t>(p.work.units.size());
+    while (p.next < size && !(in_order_ && outstanding_.count(p.fd))) {
+      engine::GrantMsg g;
+      g.grant_id = next_grant_++;
+      g.work_id = p.work.work_id;
+      g.first = p.next;
+      g.count = per_grant_ ? std::min(per_grant_, size - p.next) : size - p.next;
+      g.successor = p.next > 0;
+      g.start_by_ns = engine::monotonic_ns() + 60'000'000'000ull;
+      g.sent_ns = engine::monotonic_ns();
+      send_msg(p.fd, g);
+      seen_.grants.push_back(g);
+      seen_.grant_sent_ns.push_back(g.sent_ns);
+      if (in_order_) outstanding_[p.fd] = g.grant_id;
+      p.next += g.count;
+    }
+    if (p.next < size) later.push_back(std::move(p));
   }
-  pending_.clear();
+  pending_ = std::move(later);
 }
 
 void GrantServer::handle(int fd, const engine::Message& m) {
@@ -83,12 +92,31 @@ void GrantServer::handle(int fd, const engine::Message& m) {
   } else if (auto* w = std::get_if<engine::WorkMsg>(&m)) {
     seen_.works.push_back(*w);
     seen_.work_hello.push_back(hello_of_.count(fd) ? hello_of_[fd] : SIZE_MAX);
-    pending_.emplace_back(fd, *w);
+    pending_.push_back({fd, *w, 0});
     if (mode_ == Mode::kAuto || released_) grant_pending_locked();
-  } else if (std::get_if<engine::StartMsg>(&m)) {
+  } else if (auto* st = std::get_if<engine::StartMsg>(&m)) {
     ++seen_.starts;
+    auto o = outstanding_.find(fd);
+    if (o != outstanding_.end() && o->second == st->grant_id) {
+      outstanding_.erase(o);
+      if (mode_ == Mode::kAuto || released_) grant_pending_locked();
+    }
   } else if (auto* d = std::get_if<engine::DoneMsg>(&m)) {
     seen_.dones.push_back(*d);
+  } else if (auto* x = std::get_if<engine::DiscardMsg>(&m)) {
+    // The agent refunds a discarded grant and grants its units again.
+    ++seen_.discards;
+    for (std::size_t i = seen_.grants.size(); i-- > 0;) {  // a recent one
+      if (seen_.grants[i].grant_id != x->grant_id) continue;
+      engine::GrantMsg g = seen_.grants[i];
+      g.grant_id = next_grant_++;
+      g.sent_ns = engine::monotonic_ns();
+      send_msg(fd, g);
+      seen_.grants.push_back(g);
+      seen_.grant_sent_ns.push_back(g.sent_ns);
+      if (in_order_) outstanding_[fd] = g.grant_id;
+      break;
+    }
   } else if (std::get_if<engine::ByeMsg>(&m)) {
     ++seen_.byes;
   }
@@ -113,7 +141,8 @@ void GrantServer::serve() {
         ::close(fd);
         std::erase(sessions_, fd);
         std::lock_guard<std::mutex> l(m_);
-        std::erase_if(pending_, [&](const auto& pw) { return pw.first == fd; });
+        std::erase_if(pending_, [&](const Pending& pw) { return pw.fd == fd; });
+        outstanding_.erase(fd);
         continue;
       }
       auto m = engine::decode(std::span<const std::uint8_t>(buf.data(), static_cast<std::size_t>(n)));

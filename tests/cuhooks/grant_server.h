@@ -2,7 +2,9 @@
 // scheduler. It speaks the real engine protocol (agent/engine/protocol.h encode/decode)
 // on a SOCK_SEQPACKET socket and grants every announced work whole, at once ("auto") or
 // only after release() ("hold"), recording what each engine said so the interposer's
-// tests can check it.
+// tests can check it. A discarded grant is granted again at once, as the real agent does
+// (it refunds the grant and re-queues its units): an engine that discards a grant it
+// will never take loops, and the tests see it in `discards`.
 #pragma once
 
 #include <sys/types.h>
@@ -29,7 +31,7 @@ class GrantServer {
     std::vector<engine::GrantMsg> grants;
     std::vector<std::uint64_t> grant_sent_ns;
     std::vector<engine::DoneMsg> dones;
-    std::uint64_t starts = 0, byes = 0;
+    std::uint64_t starts = 0, byes = 0, discards = 0;
   };
 
   explicit GrantServer(std::string path, Mode mode = Mode::kAuto,
@@ -42,6 +44,14 @@ class GrantServer {
   void stop();   // closes the socket and every session (an agent going away)
   // Hold mode: grant every work announced so far (and later ones at once).
   void release();
+  // The agent's queue: a session's works are granted one at a time, in order, each once
+  // the grant before it was started (a discarded grant stays the one outstanding). Call
+  // before start().
+  void set_in_order(bool on) { in_order_ = on; }
+  // Each grant covers at most `k` units of its work (0: the whole work). In order, the
+  // next one is sent once the one before was started; otherwise all at once, the later
+  // ones delivered ahead of their turn (successors). Call before start().
+  void set_units_per_grant(std::uint32_t k) { per_grant_ = k; }
   Seen seen();
 
  private:
@@ -57,9 +67,17 @@ class GrantServer {
   std::thread thread_;
   std::mutex m_;
   Seen seen_;
-  std::vector<std::pair<int, engine::WorkMsg>> pending_;
+  struct Pending {
+    int fd;
+    engine::WorkMsg work;
+    std::uint32_t next = 0;  // its first unit not yet granted
+  };
+  std::vector<Pending> pending_;
+  std::uint32_t per_grant_ = 0;
   std::vector<int> sessions_;
   std::map<int, std::size_t> hello_of_;  // session fd -> its Hello in seen_.hellos
+  bool in_order_ = false;
+  std::map<int, std::uint64_t> outstanding_;  // in order: session fd -> its grant not yet started
   bool released_ = false;
   std::uint64_t next_grant_ = 1;
 };

@@ -66,6 +66,24 @@ TEST(Profile, RoundTripsAndNamesBadFields) {
   EXPECT_NE(fmt.error().message.find("'format'"), std::string::npos);
 }
 
+// Tests that a compiled pattern names units as unit_name_for_range does, and that an
+// invalid pattern is an error with the regex library's reason, not a pattern that
+// matches nothing.
+TEST(Profile, InvalidPatternIsAnErrorAndValidOneCompilesOnce) {
+  auto bad = NvtxPattern::compile("(");
+  ASSERT_FALSE(bad);
+  EXPECT_FALSE(bad.error().message.empty());
+  auto re = NvtxPattern::compile(kDefaultNvtxPattern);
+  ASSERT_TRUE(re) << re.error().message;
+  bool unit = false, unit2 = false;
+  for (const char* r : {"model.layers.3", "visual.blocks.7", "lm_head", "aten::mm"}) {
+    EXPECT_EQ(re->unit_name(r, &unit), unit_name_for_range(r, kDefaultNvtxPattern, &unit2)) << r;
+    EXPECT_EQ(unit, unit2) << r;
+  }
+  EXPECT_EQ(re->unit_name("model.layers.3", &unit), "layers.3");
+  EXPECT_TRUE(unit);
+}
+
 // Tests that NVTX range names map to layer units by the pattern's capture group.
 TEST(Profile, RangeNamesMapToUnits) {
   const std::string pat = "(?:^|[^A-Za-z])(?:layers|layer|h|blocks)[._ ]?([0-9]+)";

@@ -63,6 +63,10 @@ int main(int argc, char** argv) {
     return usage(("--kind '" + kind + "': expected best-effort or deadline-bound").c_str());
   if (!fail.empty() && fail != "open" && fail != "closed")
     return usage(("--fail '" + fail + "': expected open or closed").c_str());
+  if (!pattern.empty()) {
+    auto re = ripple::cuhook::NvtxPattern::compile(pattern);
+    if (!re) return usage(("--nvtx-pattern '" + pattern + "': not a valid regular expression (" + re.error().message + ")").c_str());
+  }
   if (i >= argc) return usage("no command after --");
   if (!profile.empty()) {
     auto p = ripple::cuhook::load_profile(profile);
