@@ -23,6 +23,7 @@ export LD_LIBRARY_PATH=/tmp/rdeps/lib PATH=/tmp/rdeps/bin:$PATH
 mkdir -p "$OUT"
 W=$(mktemp -d /tmp/chunk-ab.XXXXXX)
 trap 'tar czf "$OUT/runs.tgz" -C "$W" . 2>/dev/null' EXIT
+trap 'echo "chunk-ab: stopped by SIGTERM"; exit 143' TERM
 exec > >(tee "$OUT/summary.txt") 2>&1
 echo "== topology: cpu core socket (lscpu -p)"
 lscpu -p=CPU,CORE,SOCKET | grep -v '^#' | tr '\n' ' '; echo
