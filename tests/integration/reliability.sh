@@ -10,6 +10,10 @@
 #      running one, and leaves its sockets alone: the first agent still answers
 #   4  a killed agent (SIGKILL) leaves a stale socket and lock: a new agent starts
 #   5  a stopped agent (SIGSTOP): ripplectl gives up within its timeout, non-zero
+#   6  M6/M9: --check refuses (exit 2, one line, within 10 s) what the start refuses: a
+#      directory or a device as the file, --log-level typo, a pid that does not exist,
+#      both sockets on one path
+#   7  M7: the agent's log pipe closes: it lives on (no SIGPIPE) and still answers
 #
 # The engine is the stand-in (tests/integration/agent_engine, a TEST DOUBLE); the
 # tasks are tests/progs/periodic, an ordinary program that knows nothing of Ripple.
@@ -28,7 +32,7 @@ trap cleanup EXIT
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
-echo "1..5"
+echo "1..7"
 
 # A private copy of the task: the tracer matches by exe inode.
 task="$tmp/rel-task-$$"
@@ -167,3 +171,49 @@ else
   not_ok "ripplectl status against a stopped agent gives up by itself (rc $rc after ${secs} s)" "$(cat "$tmp/ctl5.log")"
 fi
 stop_agent
+
+# 6: configuration refused by --check exactly as the start would refuse it.
+write_config 100 90
+agent_rc() { timeout 10 "$B/bin/ripple-agent" "$@" > "$tmp/cfg6.log" 2>&1; echo $?; }
+gone_pid=$(sh -c 'echo $$')  # a pid that has exited
+sed "s|^exe = .*|pid = $gone_pid|" "$tmp/ripple.toml" > "$tmp/gone.toml"
+sed "s|^control_socket = .*|control_socket = \"$tmp/engine.sock\"|" "$tmp/ripple.toml" > "$tmp/same.toml"
+bad6=()
+[ "$(agent_rc -c "$tmp" --check)" = 2 ] && grep -q "it is a directory" "$tmp/cfg6.log" || bad6+=("-c DIR: $(cat "$tmp/cfg6.log")")
+[ "$(agent_rc -c /dev/zero --check)" = 2 ] && grep -q "not a regular file" "$tmp/cfg6.log" || bad6+=("-c /dev/zero: $(cat "$tmp/cfg6.log")")
+[ "$(agent_rc -c /dev/urandom --check)" = 2 ] || bad6+=("-c /dev/urandom: $(cat "$tmp/cfg6.log")")
+[ "$(agent_rc -c "$tmp/ripple.toml" --log-level loud --check)" = 2 ] && grep -q "'loud' is not" "$tmp/cfg6.log" ||
+  bad6+=("--log-level loud: $(cat "$tmp/cfg6.log")")
+[ "$(agent_rc -c "$tmp/gone.toml" --check)" = 2 ] &&
+  grep -q "configuration refused: $tmp/gone.toml:10: task\[0\]: no such process: pid $gone_pid" "$tmp/cfg6.log" ||
+  bad6+=("pid gone: $(cat "$tmp/cfg6.log")")
+[ "$(agent_rc -c "$tmp/gone.toml")" = 2 ] && grep -q "$tmp/gone.toml:10: task\[0\]: no such process" "$tmp/cfg6.log" ||
+  bad6+=("pid gone, start: $(cat "$tmp/cfg6.log")")
+[ "$(agent_rc -c "$tmp/same.toml" --check)" = 2 ] && grep -q "$tmp/same.toml:4: agent.control_socket: the same path" "$tmp/cfg6.log" ||
+  bad6+=("same sockets: $(cat "$tmp/cfg6.log")")
+[ "$(agent_rc -c "$tmp/ripple.toml" --control-socket "$tmp/engine.sock" --check)" = 2 ] ||
+  bad6+=("same sockets by --control-socket: $(cat "$tmp/cfg6.log")")
+[ "$(agent_rc -c "$tmp/ripple.toml" --check)" = 0 ] || bad6+=("the good file: $(cat "$tmp/cfg6.log")")
+if [ ${#bad6[@]} = 0 ]; then
+  ok "--check refuses a directory, /dev/zero, /dev/urandom, --log-level loud, a gone pid (file:line, and so does the start), one path for both sockets"
+else
+  not_ok "--check refuses what the start refuses" "${bad6[@]}"
+fi
+
+# 7: stderr is a pipe whose reader exits after one line; the agent must survive the
+# next log lines (an engine joining and leaving) and keep answering.
+( "$B/bin/ripple-agent" -c "$tmp/ripple.toml" 2>&1 & echo $! > "$tmp/agent7.pid"; wait ) | head -1 > /dev/null &
+for _ in $(seq 100); do [ -s "$tmp/agent7.pid" ] && status_json > /dev/null && break; sleep 0.1; done
+agent_pid=$(cat "$tmp/agent7.pid"); pids+=("$agent_pid")
+for _ in 1 2 3; do
+  timeout 10 "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name pipe --rate-gbps 1 \
+    --unit-mb 1 --units 2 --duration-s 0.3 --quiet > /dev/null 2>&1
+done
+sleep 0.2
+if kill -0 "$agent_pid" 2>/dev/null && status_json > /dev/null; then
+  ok "the agent's log pipe closed: it lives on after logging into it, and answers"
+else
+  not_ok "the agent survives a closed log pipe" "alive: $(kill -0 "$agent_pid" 2>&1 && echo yes)"
+fi
+kill -TERM "$agent_pid" 2>/dev/null  # not our child: wait by polling
+for _ in $(seq 50); do kill -0 "$agent_pid" 2>/dev/null || break; sleep 0.1; done
