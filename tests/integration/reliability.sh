@@ -14,6 +14,8 @@
 #      directory or a device as the file, --log-level typo, a pid that does not exist,
 #      both sockets on one path
 #   7  M7: the agent's log pipe closes: it lives on (no SIGPIPE) and still answers
+#   8  M4: the tracer lock is 0600 (also one left 0644): another user cannot open it to
+#      hold it (in a private mount namespace: /run/ripple and the bpffs are private)
 #
 # The engine is the stand-in (tests/integration/agent_engine, a TEST DOUBLE); the
 # tasks are tests/progs/periodic, an ordinary program that knows nothing of Ripple.
@@ -32,7 +34,7 @@ trap cleanup EXIT
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
-echo "1..7"
+echo "1..8"
 
 # A private copy of the task: the tracer matches by exe inode.
 task="$tmp/rel-task-$$"
@@ -217,3 +219,27 @@ else
 fi
 kill -TERM "$agent_pid" 2>/dev/null  # not our child: wait by polling
 for _ in $(seq 50); do kill -0 "$agent_pid" 2>/dev/null || break; sleep 0.1; done
+
+# 8: the tracer lock, in a private mount namespace (its own /run/ripple and bpffs).
+mkdir -p /run/ripple "$tmp/bpf"
+chmod 755 "$tmp"
+write_config 100 90
+sed -i "s|^pin_dir = .*|pin_dir = \"$tmp/bpf/ripple\"|" "$tmp/ripple.toml"
+timeout 60 unshare -m bash -c '
+  mount --make-rprivate / && mount -t tmpfs -o mode=0755 tmpfs /run/ripple && mount -t bpf bpf "$2/bpf" || exit 9
+  install -m 0644 /dev/null /run/ripple/tracer.lock   # as an older build left it
+  "$1/bin/ripple-agent" -c "$2/ripple.toml" > "$2/agent8.log" 2>&1 &
+  a=$!
+  for _ in $(seq 100); do grep -q "ripple-agent: policy" "$2/agent8.log" && break; sleep 0.1; done
+  mode=$(stat -c %a /run/ripple/tracer.lock)
+  # Opening is what matters: flock through that descriptor would wait out the agent.
+  if setpriv --reuid=65534 --regid=65534 --clear-groups cat /run/ripple/tracer.lock > /dev/null 2>&1; then
+    held=yes; else held=no; fi
+  kill -TERM $a; wait $a
+  echo "mode=$mode other_user_could_open=$held"
+' _ "$B" "$tmp" > "$tmp/lock8.out" 2>&1
+if grep -q "mode=600 other_user_could_open=no" "$tmp/lock8.out"; then
+  ok "the tracer lock is 0600 (narrowed from 0644); another user cannot open it"
+else
+  not_ok "the tracer lock is owner-only" "$(cat "$tmp/lock8.out")" "$(tail -3 "$tmp/agent8.log")"
+fi
