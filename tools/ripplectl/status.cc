@@ -218,9 +218,10 @@ void add_agent_commands(CLI::App& app, int* exit_code) {
   status->callback([args, exit_code] { *exit_code = run("status", *args); });
   auto* top = app.add_subcommand("top", "status, refreshed");
   common(top);
-  top->add_option("--interval", args->interval_s, "seconds between refreshes")->check(CLI::PositiveNumber);
+  top->add_option("--interval", args->interval_s, "seconds between refreshes")
+      ->check(CLI::Range(0.001, 86400.0, "seconds (0.001 to 86400)"));
   top->add_option("-n,--iterations", args->iterations, "stop after N refreshes (0: never)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1'000'000'000, "a count (0 to 1000000000)"));
   top->callback([args, exit_code] { *exit_code = run("top", *args); });
   auto* explain = app.add_subcommand("explain", "why each engine's next grant waits, and which job sets B(t)");
   common(explain);
