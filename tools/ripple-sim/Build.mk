@@ -21,3 +21,6 @@ $(O)/tests/unit/sim_test: LDLIBS := -lfmt $(LDLIBS_GTEST)
 $(O)/tests/unit/sim_test: ; $(link_cxx)
 TEST_BINS += $(O)/tests/unit/sim_test
 GTEST_SUITES += $(O)/tests/unit/sim_test
+
+# The table is ripple-bench's own rendering of the results.json, and runs are deterministic.
+TAP_SUITES += tools/ripple-sim/render_check.sh
