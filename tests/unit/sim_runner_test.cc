@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "agent/policy/registry.h"
@@ -93,6 +94,8 @@ TEST(SimPlantValidation, UnmanagedDmrIsTheAnalyticFixedPoint) {
     EXPECT_GT(beta, 0.99);
     const double analytic = 1.0 - c.tasks[0].model.solo.cdf(deadline * (1.0 - 0.75 * beta));
     const double dmr = static_cast<double>(r->tasks[0].misses) / static_cast<double>(r->tasks[0].jobs);
+    std::printf("D = %.0f ms: simulated DMR %.4f (%llu jobs), analytic %.4f, beta %.4f GB/s\n", deadline, dmr,
+                static_cast<unsigned long long>(r->tasks[0].jobs), analytic, beta);
     EXPECT_NEAR(dmr, analytic, 0.03) << "D = " << deadline << " ms, " << r->tasks[0].jobs << " jobs";
   }
 }
