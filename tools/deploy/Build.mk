@@ -1,0 +1,26 @@
+# tools/deploy: make install / uninstall / deb (Documentation/deploy.md).
+#
+#   make install   [PREFIX=/usr/local] [SYSCONFDIR=/etc] [DESTDIR=]
+#   make uninstall [same]
+#
+# tools/deploy/install.sh holds the layout; it never overwrites /etc/ripple/ripple.toml.
+
+PREFIX ?= /usr/local
+SYSCONFDIR ?= /etc
+DESTDIR ?=
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+
+# What install copies (the hook library only where the CUDA headers let it be built).
+INSTALL_FILES := $(O)/bin/ripple-agent $(O)/bin/ripplectl $(O)/bin/ripple-run $(O)/bin/ripple-profile \
+	$(filter $(O)/lib/libripple-cuhook.so,$(LIBS))
+
+.PHONY: install uninstall
+install: $(INSTALL_FILES)
+	@O=$(abs_O) PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) DESTDIR=$(DESTDIR) UNITDIR=$(UNITDIR) tools/deploy/install.sh install
+
+uninstall:
+	@O=$(abs_O) PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) DESTDIR=$(DESTDIR) UNITDIR=$(UNITDIR) tools/deploy/install.sh uninstall
+
+# Install, uninstall and unit checks (TAP, bash; no root needed).
+TAP_SUITES += tests/deploy/install.sh
+
