@@ -1,7 +1,7 @@
 # agent/daemon: ripple-agent, the daemon (liburing loop, engine sessions, control
 # socket) around the admission, policy, pricing, tracer, engine and config libraries.
 
-DAEMON_SRCS := agent/daemon/agent.cc
+DAEMON_SRCS := agent/daemon/agent.cc agent/daemon/notify.cc
 $(foreach s,$(DAEMON_SRCS:.cc=) agent/daemon/main,$(eval CXXFLAGS_$(subst /,_,$(s)) += -I/usr/include/eigen3))
 $(O)/lib/libripple_daemon.a: $(call objs,$(DAEMON_SRCS))
 LIBS += $(O)/lib/libripple_daemon.a
@@ -9,6 +9,12 @@ LIBS += $(O)/lib/libripple_daemon.a
 AGENT_LIBS := $(O)/lib/libripple_daemon.a $(O)/lib/libripple_config.a $(O)/lib/libripple_engine.a \
 	$(O)/lib/libripple_policy.a $(O)/lib/libripple_admission.a $(O)/lib/libripple_pricing.a $(TRACER_LIBS)
 LDLIBS_AGENT := -luring $(LDLIBS_TRACER)
+# sd_notify(3) through libsystemd where its headers are installed; without them notify.cc
+# writes the same datagram itself (agent/daemon/notify.h).
+ifeq ($(shell pkg-config --exists libsystemd 2>/dev/null && echo y),y)
+CXXFLAGS_agent_daemon_notify += -DRIPPLE_HAVE_LIBSYSTEMD
+LDLIBS_AGENT += $(shell pkg-config --libs libsystemd)
+endif
 
 $(O)/bin/ripple-agent: $(call objs,agent/daemon/main.cc) $(AGENT_LIBS)
 $(O)/bin/ripple-agent: LDLIBS := $(LDLIBS_AGENT)

@@ -183,6 +183,11 @@ struct Agent::Impl {
   std::map<std::pair<std::uint32_t, std::uint64_t>, JobThread> job_threads;
   Nanos next_sweep = 0;
   std::uint64_t jobs_aborted = 0, jobs_reaped = 0;
+  struct Periodic {
+    Nanos period = 0, next = 0;
+    std::function<void(Nanos)> fn;
+  };
+  std::vector<Periodic> periodic;  // every(): watchdog, metrics
 };
 
 Agent::Agent(config::Config cfg) : cfg_(std::move(cfg)), impl_(std::make_unique<Impl>(cfg_)) {}
@@ -194,6 +199,10 @@ Agent::~Agent() {
 }
 
 void Agent::stop() { impl_->stopping = true; }
+
+void Agent::every(Nanos period, std::function<void(Nanos)> fn) {
+  impl_->periodic.push_back({period, 0, std::move(fn)});
+}
 
 Result<std::unique_ptr<Agent>> Agent::create(config::Config cfg) {
   std::unique_ptr<Agent> a(new Agent(std::move(cfg)));
@@ -583,6 +592,7 @@ Status Agent::run() {
     Nanos next = m.wake_at;
     if (drain_by_timer) next = std::min(next, m.next_drain);
     if (!m.job_threads.empty()) next = std::min(next, m.next_sweep);
+    for (const auto& p : m.periodic) next = std::min(next, p.next);
     io_uring_cqe* cqe = nullptr;
     // Busy-poll for a bounded time after the last events (agent.spin_us): the kernel
     // posts a poll completion without waking us, so the next engine message costs no
@@ -650,6 +660,11 @@ Status Agent::run() {
     if (now >= m.next_sweep) {
       sweep_jobs(now);
       m.next_sweep = now + kJobSweep;
+    }
+    for (auto& p : m.periodic) {
+      if (now < p.next) continue;
+      p.fn(now);
+      p.next = now + p.period;
     }
     if (now >= m.wake_at) {
       m.dirty = true;  // scheduling point 4: the budget has accrued

@@ -9,6 +9,7 @@
 #include "agent/common/log.h"
 #include "agent/config/config.h"
 #include "agent/daemon/agent.h"
+#include "agent/daemon/notify.h"
 #include "agent/policy/registry.h"
 
 int main(int argc, char** argv) {
@@ -50,7 +51,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ripple-agent: %s\n", agent.error().message.c_str());
     return 1;
   }
-  if (auto s = (*agent)->run(); !s) {
+  // systemd (Type=notify): the sockets listen and the tracer is attached; the watchdog
+  // is fed from the event loop, so a stalled loop gets the agent restarted.
+  namespace notify = ripple::daemon::notify;
+  if (const auto wd = notify::watchdog_interval_ns(); wd > 0)
+    (*agent)->every(wd, [](ripple::daemon::Nanos) { notify::send("WATCHDOG=1"); });
+  notify::send("READY=1\nSTATUS=running");
+  const ripple::Status s = (*agent)->run();
+  notify::send("STOPPING=1");
+  if (!s) {
     std::fprintf(stderr, "ripple-agent: %s\n", s.error().message.c_str());
     return 1;
   }

@@ -24,3 +24,7 @@ uninstall:
 # Install, uninstall and unit checks (TAP, bash; no root needed).
 TAP_SUITES += tests/deploy/install.sh
 
+
+# The unit (systemd-analyze verify/security) and the agent's Type=notify side (TAP, bash),
+# and the capabilities the unit grants: enough, and each one needed (TAP, bash, root).
+TAP_SUITES += tests/deploy/systemd.sh tests/deploy/caps.sh
