@@ -2,6 +2,7 @@
 #
 #   make install   [PREFIX=/usr/local] [SYSCONFDIR=/etc] [DESTDIR=]
 #   make uninstall [same]
+#   make deb       build/deb/ripple_<version>_<arch>.deb, with dpkg-buildpackage/debhelper
 #
 # tools/deploy/install.sh holds the layout; it never overwrites /etc/ripple/ripple.toml.
 
@@ -14,7 +15,7 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 INSTALL_FILES := $(O)/bin/ripple-agent $(O)/bin/ripplectl $(O)/bin/ripple-run $(O)/bin/ripple-profile \
 	$(filter $(O)/lib/libripple-cuhook.so,$(LIBS))
 
-.PHONY: install uninstall
+.PHONY: install uninstall deb
 install: $(INSTALL_FILES)
 	@O=$(abs_O) PREFIX=$(PREFIX) SYSCONFDIR=$(SYSCONFDIR) DESTDIR=$(DESTDIR) UNITDIR=$(UNITDIR) tools/deploy/install.sh install
 
@@ -28,3 +29,11 @@ TAP_SUITES += tests/deploy/install.sh
 # The unit (systemd-analyze verify/security) and the agent's Type=notify side (TAP, bash),
 # and the capabilities the unit grants: enough, and each one needed (TAP, bash, root).
 TAP_SUITES += tests/deploy/systemd.sh tests/deploy/caps.sh
+
+# The Debian package (dpkg-buildpackage + debhelper; build log in $(O)/deb/build.log).
+deb: $(INSTALL_FILES)
+	@O=$(abs_O) tools/deploy/make-deb.sh
+
+# The package's contents, Depends, conffile and unit scripts (TAP, bash; skips without
+# dpkg-buildpackage/debhelper).
+TAP_SUITES += tests/deploy/deb.sh
