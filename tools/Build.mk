@@ -14,3 +14,7 @@ BINS += $(O)/bin/ripple-tracer-bench
 
 # ripplectl status | top | explain (the agent's control socket; issue 5).
 $(O)/bin/ripplectl: $(call objs,tools/ripplectl/status.cc)
+
+# ripplectl doctor: can Ripple run on this machine? (Documentation/deploy.md)
+$(O)/bin/ripplectl: $(call objs,tools/ripplectl/doctor.cc)
+TAP_SUITES += tests/deploy/doctor.sh
