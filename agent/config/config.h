@@ -54,6 +54,10 @@ struct AgentSection {
   // within microseconds, and a sleep costs a wake-up on each. Meant for a pinned core.
   admission::Nanos spin = 0;
   admission::Options admission;
+  // Prometheus node_exporter textfile (agent/daemon/metrics.h), rewritten every
+  // metrics_interval; empty: off. agent.metrics_file, agent.metrics_interval_s.
+  std::string metrics_file;
+  admission::Nanos metrics_interval = 10'000 * admission::kNsPerMs;
 };
 
 struct TaskSection {

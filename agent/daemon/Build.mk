@@ -5,8 +5,13 @@ DAEMON_SRCS := agent/daemon/agent.cc agent/daemon/notify.cc
 $(foreach s,$(DAEMON_SRCS:.cc=) agent/daemon/main,$(eval CXXFLAGS_$(subst /,_,$(s)) += -I/usr/include/eigen3))
 $(O)/lib/libripple_daemon.a: $(call objs,$(DAEMON_SRCS))
 LIBS += $(O)/lib/libripple_daemon.a
+# The Prometheus exposition of status_json (agent/daemon/metrics.h): the agent's textfile
+# and `ripplectl metrics`.
+$(O)/lib/libripple_metrics.a: $(call objs,agent/daemon/metrics.cc)
+LIBS += $(O)/lib/libripple_metrics.a
+
 # Link order for programs embedding the agent.
-AGENT_LIBS := $(O)/lib/libripple_daemon.a $(O)/lib/libripple_config.a $(O)/lib/libripple_engine.a \
+AGENT_LIBS := $(O)/lib/libripple_daemon.a $(O)/lib/libripple_metrics.a $(O)/lib/libripple_config.a $(O)/lib/libripple_engine.a \
 	$(O)/lib/libripple_policy.a $(O)/lib/libripple_admission.a $(O)/lib/libripple_pricing.a $(TRACER_LIBS)
 LDLIBS_AGENT := -luring $(LDLIBS_TRACER)
 # sd_notify(3) through libsystemd where its headers are installed; without them notify.cc
@@ -33,3 +38,11 @@ TAP_SUITES += tests/integration/agent_closed_loop.sh
 
 # Fault injection against the real agent and tracer (TAP, bash; needs root for BPF).
 TAP_SUITES += tests/integration/reliability.sh
+
+# The metrics text parsed back by a strict exposition-format reader (GoogleTest).
+$(O)/tests/unit/metrics_test: $(call objs,tests/unit/metrics_test.cc) $(AGENT_LIBS)
+$(O)/tests/unit/metrics_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_AGENT)
+$(O)/tests/unit/metrics_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/unit/metrics_test
+GTEST_SUITES += $(O)/tests/unit/metrics_test
+CXXFLAGS_tests_unit_metrics_test += -I/usr/include/eigen3

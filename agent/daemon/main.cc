@@ -2,13 +2,17 @@
 //
 //   ripple-agent [--config FILE] [--policy NAME] [--engine-socket PATH]
 //                [--control-socket PATH] [--check]
+#include <unistd.h>
+
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "agent/common/log.h"
 #include "agent/config/config.h"
 #include "agent/daemon/agent.h"
+#include "agent/daemon/metrics.h"
 #include "agent/daemon/notify.h"
 #include "agent/policy/registry.h"
 
@@ -44,6 +48,8 @@ int main(int argc, char** argv) {
                 cfg->engines.size(), cfg->agent.policy.c_str());
     return 0;
   }
+  const std::string metrics_file = cfg->agent.metrics_file;
+  const auto metrics_interval = cfg->agent.metrics_interval;
   ripple::log::init(cfg->agent.log_level);
   ripple::log::route_libbpf();
   auto agent = ripple::daemon::Agent::create(std::move(*cfg));
@@ -56,9 +62,18 @@ int main(int argc, char** argv) {
   namespace notify = ripple::daemon::notify;
   if (const auto wd = notify::watchdog_interval_ns(); wd > 0)
     (*agent)->every(wd, [](ripple::daemon::Nanos) { notify::send("WATCHDOG=1"); });
+  if (!metrics_file.empty())  // node_exporter textfile; removed at exit so stale state is not served
+    (*agent)->every(metrics_interval, [a = agent->get(), &metrics_file, failing = false](auto now) mutable {
+      const ripple::Status w = ripple::daemon::metrics::write_textfile(
+          metrics_file, ripple::daemon::metrics::render(a->status_json(now)));
+      if (!w && !failing) RIPPLE_LOG_WARN("metrics: {} (retrying every interval)", w.error().message);
+      else if (w && failing) RIPPLE_LOG_INFO("metrics: writing {} again", metrics_file);
+      failing = !w;
+    });
   notify::send("READY=1\nSTATUS=running");
   const ripple::Status s = (*agent)->run();
   notify::send("STOPPING=1");
+  if (!metrics_file.empty()) ::unlink(metrics_file.c_str());
   if (!s) {
     std::fprintf(stderr, "ripple-agent: %s\n", s.error().message.c_str());
     return 1;

@@ -19,7 +19,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; rm -rf "$tmp"; }
 trap cleanup EXIT
 echo "TAP version 13"
-echo "1..8"
+echo "1..10"
 
 # The unit as installed, with real paths (an install under $tmp, not a DESTDIR, so the
 # ExecStart binary exists for verify).
@@ -43,6 +43,8 @@ cp "$O/tests/progs/periodic" "$task"
   echo "engine_socket = \"$tmp/engine.sock\""
   echo "control_socket = \"$tmp/control.sock\""
   echo "pin_dir = \"\""
+  echo "metrics_file = \"$tmp/ripple.prom\""
+  echo "metrics_interval_s = 1"
   if [ "$(id -u)" -eq 0 ]; then
     printf '[[task]]\nname = "sd"\nexe = "%s"\nperiod_ms = 20\ndeadline_ms = 15\n' "$task"
   fi
@@ -82,6 +84,11 @@ while time.monotonic() - t0 < 20:
         out["messages"].append(m)
         if m.startswith("READY=1") and ready_at is None:
             ready_at = now; out["ready_check"] = probe()
+            time.sleep(0.2)
+            try:
+                out["prom"] = open(f"{tmp}/ripple.prom").read()
+            except OSError as e:
+                out["prom"] = str(e)
         if m == "WATCHDOG=1" and ready_at is not None and now - ready_at <= 1.0:
             out["watchdogs_1s"] += 1
         if m.startswith("STOPPING=1"):
@@ -94,6 +101,7 @@ try:
     out["rc"] = p.wait(timeout=10)
 except subprocess.TimeoutExpired:
     p.kill(); out["rc"] = "hung"
+out["prom_after_exit"] = os.path.exists(f"{tmp}/ripple.prom")
 print(json.dumps(out))
 EOF
 get() { python3 -c "import json,sys; d=json.load(open('$tmp/notify.json')); print($1)" 2>/dev/null; }
@@ -113,6 +121,13 @@ else not_ok "WATCHDOG=1 at half the watchdog interval" "count in 1 s: ${w:-?}" "
 
 if [ "$(get "d['messages'][-1].startswith('STOPPING=1') and d['rc'] == 0")" = True ]; then ok "SIGTERM: STOPPING=1, then exit 0"
 else not_ok "STOPPING=1 and exit 0 on SIGTERM" "$(cat "$tmp/notify.json")"; fi
+
+tracer_line="ripple_tracer_attached $([ "$(id -u)" -eq 0 ] && echo 1 || echo 0)"
+if [ "$(get "'# TYPE ripple_agent_uptime_seconds gauge' in d['prom'] and '$tracer_line' in d['prom']")" = True ]; then
+  ok "agent.metrics_file written at start ($tracer_line)"
+else not_ok "metrics file written" "$(get "d.get('prom')" | head -5)"; fi
+if [ "$(get "d['prom_after_exit']")" = False ]; then ok "the metrics file is removed when the agent stops"
+else not_ok "metrics file removed at exit" "$(cat "$tmp/notify.json")"; fi
 
 printf '[agent]\npolicy = "nonesuch"\n' >"$tmp/bad.toml"
 "$O/bin/ripple-agent" -c "$tmp/bad.toml" >/dev/null 2>&1

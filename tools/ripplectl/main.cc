@@ -2,6 +2,7 @@
 //
 //   ripplectl trace ...   trace the jobs of a protected task (no agent needed)
 //   ripplectl status | top | explain [--json]   ask a running ripple-agent
+//   ripplectl metrics     the same state in the Prometheus text format
 //   ripplectl doctor      can Ripple run on this machine? (exit 0 ok, 1 failures, 2 warnings)
 #include <CLI/CLI.hpp>
 
