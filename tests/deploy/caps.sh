@@ -55,7 +55,20 @@ pids+=($!)
 sleep 0.3
 
 # try CAPS...: runs the agent with only these capabilities; prints "ok JOBS" or "fail: WHY".
+# One tracer per machine (/run/ripple/tracer.lock): another checkout's tests may hold it,
+# so wait for it first and try again if it was taken in between.
 try() {
+  local r k
+  for k in 1 2 3 4 5; do
+    mkdir -p /run/ripple
+    flock -w 120 /run/ripple/tracer.lock true 2>/dev/null
+    r=$(try_once "$@")
+    grep -q 'another Ripple tracer is running' "$tmp/agent.log" || break
+    sleep 1
+  done
+  echo "$r"
+}
+try_once() {
   local set=-all c
   for c in "$@"; do c=${c#[Cc][Aa][Pp]_}; set+=",+$c"; done
   set=${set,,}

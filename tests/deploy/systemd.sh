@@ -51,6 +51,8 @@ cp "$O/tests/progs/periodic" "$task"
 } >"$tmp/ripple.toml"
 [ "$(id -u)" -eq 0 ] && { "$task" --period-us 20000 --work-us 500 --jobs 100000 >/dev/null 2>&1 & pids+=($!); }
 
+# One tracer per machine (/run/ripple/tracer.lock): wait while another checkout's test holds it.
+[ "$(id -u)" -eq 0 ] && { mkdir -p /run/ripple; flock -w 120 /run/ripple/tracer.lock true 2>/dev/null; }
 python3 - "$O/bin/ripple-agent" "$tmp" >"$tmp/notify.json" 2>"$tmp/notify.err" <<'EOF'
 import json, os, signal, socket, subprocess, sys, time
 agent, tmp = sys.argv[1], sys.argv[2]
