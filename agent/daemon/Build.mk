@@ -46,3 +46,10 @@ $(O)/tests/unit/metrics_test: ; $(link_cxx)
 TEST_BINS += $(O)/tests/unit/metrics_test
 GTEST_SUITES += $(O)/tests/unit/metrics_test
 CXXFLAGS_tests_unit_metrics_test += -I/usr/include/eigen3
+
+# The sd_notify datagram written without libsystemd (GoogleTest; compiles notify.cc itself).
+$(O)/tests/unit/notify_test: $(call objs,tests/unit/notify_test.cc)
+$(O)/tests/unit/notify_test: LDLIBS := $(LDLIBS_GTEST)
+$(O)/tests/unit/notify_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/unit/notify_test
+GTEST_SUITES += $(O)/tests/unit/notify_test
