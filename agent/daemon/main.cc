@@ -1,7 +1,7 @@
 // ripple-agent: the co-scheduler daemon (Documentation/agent.md).
 //
 //   ripple-agent [--config FILE] [--policy NAME] [--engine-socket PATH]
-//                [--control-socket PATH] [--check]
+//                [--control-socket PATH] [--check] [--check-config FILE]
 #include <unistd.h>
 
 #include <cstdio>
@@ -26,7 +26,10 @@ int main(int argc, char** argv) {
   app.add_option("--control-socket", control_socket, "override agent.control_socket");
   app.add_option("--log-level", log_level, "override agent.log_level");
   app.add_flag("--check", check, "validate the configuration and exit");
+  std::string check_config;
+  app.add_option("--check-config", check_config, "validate FILE and exit (-c FILE --check)");
   CLI11_PARSE(app, argc, argv);
+  if (!check_config.empty()) path = check_config, check = true;
 
   auto cfg = ripple::config::load(path);
   if (!cfg) {

@@ -37,3 +37,6 @@ deb: $(INSTALL_FILES)
 # The package's contents, Depends, conffile and unit scripts (TAP, bash; skips without
 # dpkg-buildpackage/debhelper).
 TAP_SUITES += tests/deploy/deb.sh
+
+# Documentation/config.md against the parser's key lists and ripple-agent --check-config (TAP).
+TAP_SUITES += tests/deploy/config_doc.sh
