@@ -45,7 +45,8 @@ list() {
 }
 
 unit() { # the unit with this install's paths
-  sed -e "s|@BINDIR@|$bindir|g" -e "s|@SYSCONFDIR@|$SYSCONFDIR|g" "$src/tools/deploy/ripple-agent.service.in"
+  sed -e "s|@BINDIR@|$bindir|g" -e "s|@SYSCONFDIR@|$SYSCONFDIR|g" -e "s|@DOCDIR@|$docdir|g" \
+    "$src/tools/deploy/ripple-agent.service.in"
 }
 
 do_install() {
