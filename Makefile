@@ -4,6 +4,7 @@
 #   make check      install missing Debian packages, build, run every test suite
 #   make demo       install missing Debian packages, build, run the demo
 #   make V=1        show the full commands
+#   make install    PREFIX=/usr/local DESTDIR=; make uninstall; make deb (tools/deploy/Build.mk)
 #
 # Everything is built out of tree. Each directory adds its targets through a
 # Build.mk fragment (bpf/Build.mk, agent/Build.mk, ...); the fragments only

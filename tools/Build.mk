@@ -13,4 +13,8 @@ $(O)/bin/ripple-tracer-bench: ; $(link_cxx)
 BINS += $(O)/bin/ripple-tracer-bench
 
 # ripplectl status | top | explain (the agent's control socket; issue 5).
-$(O)/bin/ripplectl: $(call objs,tools/ripplectl/status.cc)
+$(O)/bin/ripplectl: $(call objs,tools/ripplectl/status.cc) $(O)/lib/libripple_metrics.a
+
+# ripplectl doctor: can Ripple run on this machine? (Documentation/deploy.md)
+$(O)/bin/ripplectl: $(call objs,tools/ripplectl/doctor.cc)
+TAP_SUITES += tests/deploy/doctor.sh

@@ -106,7 +106,7 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
                             {"core", "policy", "fail_mode", "engine_socket", "control_socket", "allowed_uids",
                              "allowed_gids", "log_level", "pin_dir", "tracer_wakeup", "poll_us", "spin_us",
                              "lease_ms", "horizon_ms", "gamma", "pipelining", "queued_durations", "max_sessions",
-                             "hello_timeout_ms", "max_queued_works"});
+                             "hello_timeout_ms", "max_queued_works", "metrics_file", "metrics_interval_s"});
       !s)
     return s;
   for (const auto& [kk, n] : t) {
@@ -180,6 +180,18 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
       auto v = positive_ms(w, n, key);
       if (!v) return v.error();
       a.hello_timeout = *v;
+    } else if (k == "metrics_file") {  // agent/daemon/metrics.h
+      auto s = string(w, n, key);
+      if (!s) return s.error();
+      if (!s->empty() && (s->front() != '/' || !s->ends_with(".prom")))
+        return error_at(w, n, key,
+                        fmt::format("'{}' is not an absolute path ending in .prom (node_exporter reads *.prom)", *s));
+      a.metrics_file = *s;
+    } else if (k == "metrics_interval_s") {
+      auto v = number(w, n, key);
+      if (!v) return v.error();
+      if (!(*v >= 1 && *v <= 3600)) return error_at(w, n, key, fmt::format("{} s is not in [1, 3600]", *v));
+      a.metrics_interval = static_cast<Nanos>(*v * 1e9);
     }
   }
   return Status::Ok();

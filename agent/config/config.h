@@ -68,6 +68,10 @@ struct AgentSection {
   // Works an engine may have announced and not yet been granted in full; one more is a
   // protocol error (Bye with the reason).
   int max_queued_works = 256;
+  // Prometheus node_exporter textfile (agent/daemon/metrics.h), rewritten every
+  // metrics_interval; empty: off. agent.metrics_file, agent.metrics_interval_s.
+  std::string metrics_file;
+  admission::Nanos metrics_interval = 10'000 * admission::kNsPerMs;
 };
 
 struct TaskSection {

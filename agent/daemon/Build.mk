@@ -1,14 +1,25 @@
 # agent/daemon: ripple-agent, the daemon (liburing loop, engine sessions, control
 # socket) around the admission, policy, pricing, tracer, engine and config libraries.
 
-DAEMON_SRCS := agent/daemon/agent.cc agent/daemon/limits.cc
+DAEMON_SRCS := agent/daemon/agent.cc agent/daemon/limits.cc agent/daemon/notify.cc
 $(foreach s,$(DAEMON_SRCS:.cc=) agent/daemon/main,$(eval CXXFLAGS_$(subst /,_,$(s)) += -I/usr/include/eigen3))
 $(O)/lib/libripple_daemon.a: $(call objs,$(DAEMON_SRCS))
 LIBS += $(O)/lib/libripple_daemon.a
+# The Prometheus exposition of status_json (agent/daemon/metrics.h): the agent's textfile
+# and `ripplectl metrics`.
+$(O)/lib/libripple_metrics.a: $(call objs,agent/daemon/metrics.cc)
+LIBS += $(O)/lib/libripple_metrics.a
+
 # Link order for programs embedding the agent.
-AGENT_LIBS := $(O)/lib/libripple_daemon.a $(O)/lib/libripple_config.a $(O)/lib/libripple_engine.a \
+AGENT_LIBS := $(O)/lib/libripple_daemon.a $(O)/lib/libripple_metrics.a $(O)/lib/libripple_config.a $(O)/lib/libripple_engine.a \
 	$(O)/lib/libripple_policy.a $(O)/lib/libripple_admission.a $(O)/lib/libripple_pricing.a $(TRACER_LIBS)
 LDLIBS_AGENT := -luring $(LDLIBS_TRACER)
+# sd_notify(3) through libsystemd where its headers are installed; without them notify.cc
+# writes the same datagram itself (agent/daemon/notify.h).
+ifeq ($(shell pkg-config --exists libsystemd 2>/dev/null && echo y),y)
+CXXFLAGS_agent_daemon_notify += -DRIPPLE_HAVE_LIBSYSTEMD
+LDLIBS_AGENT += $(shell pkg-config --libs libsystemd)
+endif
 
 $(O)/bin/ripple-agent: $(call objs,agent/daemon/main.cc) $(AGENT_LIBS)
 $(O)/bin/ripple-agent: LDLIBS := $(LDLIBS_AGENT)
@@ -34,3 +45,18 @@ $(O)/tests/unit/agent_limits_test: LDLIBS := $(LDLIBS_GTEST)
 $(O)/tests/unit/agent_limits_test: ; $(link_cxx)
 TEST_BINS += $(O)/tests/unit/agent_limits_test
 GTEST_SUITES += $(O)/tests/unit/agent_limits_test
+
+# The metrics text parsed back by a strict exposition-format reader (GoogleTest).
+$(O)/tests/unit/metrics_test: $(call objs,tests/unit/metrics_test.cc) $(AGENT_LIBS)
+$(O)/tests/unit/metrics_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_AGENT)
+$(O)/tests/unit/metrics_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/unit/metrics_test
+GTEST_SUITES += $(O)/tests/unit/metrics_test
+CXXFLAGS_tests_unit_metrics_test += -I/usr/include/eigen3
+
+# The sd_notify datagram written without libsystemd (GoogleTest; compiles notify.cc itself).
+$(O)/tests/unit/notify_test: $(call objs,tests/unit/notify_test.cc)
+$(O)/tests/unit/notify_test: LDLIBS := $(LDLIBS_GTEST)
+$(O)/tests/unit/notify_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/unit/notify_test
+GTEST_SUITES += $(O)/tests/unit/notify_test

@@ -213,6 +213,11 @@ struct Agent::Impl {
   std::vector<std::optional<std::uint64_t>> pid_start;
   std::vector<std::string> untraced;
   Nanos next_pid_check = 0;
+  struct Periodic {
+    Nanos period = 0, next = 0;
+    std::function<void(Nanos)> fn;
+  };
+  std::vector<Periodic> periodic;  // every(): watchdog, metrics
 };
 
 Agent::Agent(config::Config cfg) : cfg_(std::move(cfg)), impl_(std::make_unique<Impl>(cfg_)) {}
@@ -224,6 +229,10 @@ Agent::~Agent() {
 }
 
 void Agent::stop() { impl_->stopping = true; }
+
+void Agent::every(Nanos period, std::function<void(Nanos)> fn) {
+  impl_->periodic.push_back({period, 0, std::move(fn)});
+}
 
 Result<std::unique_ptr<Agent>> Agent::create(config::Config cfg) {
   std::unique_ptr<Agent> a(new Agent(std::move(cfg)));
@@ -743,6 +752,7 @@ Status Agent::run() {
     next = std::min(next, m.next_hello_check);
     if (m.accept_paused_until != 0) next = std::min(next, m.accept_paused_until);
     if (pid_tasks) next = std::min(next, m.next_pid_check);
+    for (const auto& p : m.periodic) next = std::min(next, p.next);
     io_uring_cqe* cqe = nullptr;
     // Busy-poll for a bounded time after the last events (agent.spin_us): the kernel
     // posts a poll completion without waking us, so the next engine message costs no
@@ -822,6 +832,11 @@ Status Agent::run() {
     if (pid_tasks && now >= m.next_pid_check) {
       check_pids();
       m.next_pid_check = now + kPidCheck;
+    }
+    for (auto& p : m.periodic) {
+      if (now < p.next) continue;
+      p.fn(now);
+      p.next = now + p.period;
     }
     if (now >= m.wake_at) {
       m.dirty = true;  // scheduling point 4: the budget has accrued

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,6 +69,9 @@ class Agent {
   Status run();
   // Asks the loop to stop (from a signal handler: the loop also watches a signalfd).
   void stop();
+  // Calls fn(now) from the event loop, first at its start and then about every `period`
+  // (the systemd watchdog, the metrics file): a stalled loop stops calling it. Before run().
+  void every(Nanos period, std::function<void(Nanos now)> fn);
 
   // Reports (the control socket answers with these).
   nlohmann::json status_json(Nanos now) const;

@@ -1,7 +1,7 @@
 // ripple-agent: the co-scheduler daemon (Documentation/agent.md).
 //
 //   ripple-agent [--config FILE] [--policy NAME] [--engine-socket PATH]
-//                [--control-socket PATH] [--check]
+//                [--control-socket PATH] [--check] [--check-config FILE]
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -9,10 +9,13 @@
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "agent/common/log.h"
 #include "agent/config/config.h"
 #include "agent/daemon/agent.h"
+#include "agent/daemon/metrics.h"
+#include "agent/daemon/notify.h"
 #include "agent/policy/registry.h"
 
 int main(int argc, char** argv) {
@@ -32,7 +35,10 @@ int main(int argc, char** argv) {
   app.add_option("--control-socket", control_socket, "override agent.control_socket");
   app.add_option("--log-level", log_level, "override agent.log_level");
   app.add_flag("--check", check, "validate the configuration and exit");
+  std::string check_config;
+  app.add_option("--check-config", check_config, "validate FILE and exit (-c FILE --check)");
   CLI11_PARSE(app, argc, argv);
+  if (!check_config.empty()) path = check_config, check = true;
 
   auto cfg = ripple::config::load(path);
   if (!cfg) {
@@ -71,6 +77,8 @@ int main(int argc, char** argv) {
                 cfg->engines.size(), cfg->agent.policy.c_str());
     return 0;
   }
+  const std::string metrics_file = cfg->agent.metrics_file;
+  const auto metrics_interval = cfg->agent.metrics_interval;
   ripple::log::init(cfg->agent.log_level);
   ripple::log::route_libbpf();
   auto agent = ripple::daemon::Agent::create(std::move(*cfg));
@@ -78,7 +86,24 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ripple-agent: %s\n", agent.error().message.c_str());
     return 1;
   }
-  if (auto s = (*agent)->run(); !s) {
+  // systemd (Type=notify): the sockets listen and the tracer is attached; the watchdog
+  // is fed from the event loop, so a stalled loop gets the agent restarted.
+  namespace notify = ripple::daemon::notify;
+  if (const auto wd = notify::watchdog_interval_ns(); wd > 0)
+    (*agent)->every(wd, [](ripple::daemon::Nanos) { notify::send("WATCHDOG=1"); });
+  if (!metrics_file.empty())  // node_exporter textfile; removed at exit so stale state is not served
+    (*agent)->every(metrics_interval, [a = agent->get(), &metrics_file, failing = false](auto now) mutable {
+      const ripple::Status w = ripple::daemon::metrics::write_textfile(
+          metrics_file, ripple::daemon::metrics::render(a->status_json(now)));
+      if (!w && !failing) RIPPLE_LOG_WARN("metrics: {} (retrying every interval)", w.error().message);
+      else if (w && failing) RIPPLE_LOG_INFO("metrics: writing {} again", metrics_file);
+      failing = !w;
+    });
+  notify::send("READY=1\nSTATUS=running");
+  const ripple::Status s = (*agent)->run();
+  notify::send("STOPPING=1");
+  if (!metrics_file.empty()) ::unlink(metrics_file.c_str());
+  if (!s) {
     std::fprintf(stderr, "ripple-agent: %s\n", s.error().message.c_str());
     return 1;
   }

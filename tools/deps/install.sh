@@ -10,7 +10,8 @@ mapfile -t pkgs < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$here/debian-package
 
 missing=()
 for p in "${pkgs[@]}"; do
-  st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  # One line per installed architecture (a multiarch machine may also hold the arm64 one).
+  st=$(dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null | grep -m1 -x installed || true)
   [ "$st" = installed ] || missing+=("$p")
 done
 

@@ -2,6 +2,8 @@
 //
 //   ripplectl trace ...   trace the jobs of a protected task (no agent needed)
 //   ripplectl status | top | explain [--json]   ask a running ripple-agent
+//   ripplectl metrics     the same state in the Prometheus text format
+//   ripplectl doctor      can Ripple run on this machine? (exit 0 ok, 1 failures, 2 warnings)
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -10,15 +12,16 @@
 #include <CLI/CLI.hpp>
 
 #include "agent/common/log.h"
+#include "tools/ripplectl/doctor.h"
 #include "tools/ripplectl/status.h"
 #include "tools/ripplectl/trace.h"
 
 int main(int argc, char** argv) {
   // CLI11 would say "A subcommand is required" for a misspelt one.
-  static constexpr const char* kCommands[] = {"trace", "status", "top", "explain"};
+  static constexpr const char* kCommands[] = {"trace", "status", "top", "explain", "metrics", "doctor"};
   if (argc > 1 && argv[1][0] != '-' &&
       std::none_of(std::begin(kCommands), std::end(kCommands), [&](const char* c) { return std::strcmp(c, argv[1]) == 0; })) {
-    std::fprintf(stderr, "ripplectl: unknown command '%.40s' (trace, status, top, explain; --help)\n", argv[1]);
+    std::fprintf(stderr, "ripplectl: unknown command '%.40s' (trace, status, top, explain, metrics, doctor; --help)\n", argv[1]);
     return 2;
   }
   ripple::log::init();
@@ -27,6 +30,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   ripple::ctl::add_trace_command(app, &exit_code);
   ripple::ctl::add_agent_commands(app, &exit_code);
+  ripple::ctl::add_doctor_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -16,6 +16,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/daemon/metrics.h"
+
 namespace ripple::ctl {
 namespace {
 
@@ -181,12 +183,14 @@ int run(const std::string& cmd, const Args& a) {
   int rc = 0;
   for (int k = 0; cmd != "top" || a.iterations == 0 || k < a.iterations; ++k) {
     json reply;
-    if (!ask(fd, cmd == "top" ? "status" : cmd, &reply, &err)) {
+    if (!ask(fd, cmd == "top" || cmd == "metrics" ? "status" : cmd, &reply, &err)) {
       std::fprintf(stderr, "ripplectl %s: error: %s\n", cmd.c_str(), err.c_str());
       rc = 1;
       break;
     }
-    if (a.json_out) {
+    if (cmd == "metrics") {
+      std::fputs(daemon::metrics::render(reply).c_str(), stdout);
+    } else if (a.json_out) {
       std::printf("%s\n", reply.dump(cmd == "top" ? -1 : 2).c_str());
     } else if (cmd == "explain") {
       print_explain(reply);
@@ -226,6 +230,9 @@ void add_agent_commands(CLI::App& app, int* exit_code) {
   auto* explain = app.add_subcommand("explain", "why each engine's next grant waits, and which job sets B(t)");
   common(explain);
   explain->callback([args, exit_code] { *exit_code = run("explain", *args); });
+  auto* metrics = app.add_subcommand("metrics", "the agent's state in the Prometheus text format (as agent.metrics_file)");
+  common(metrics);
+  metrics->callback([args, exit_code] { *exit_code = run("metrics", *args); });
 }
 
 }  // namespace ripple::ctl
