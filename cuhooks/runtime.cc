@@ -80,7 +80,10 @@ struct Config {
   std::uint64_t unit_bytes = 0, graph_bytes = 0;
   std::string comm_prefix = "nccl";
   std::string stats_path, record_path;
-  int grant_timeout_ms = 0;  // 0: wait as long as the agent says
+  // RIPPLE_GRANT_TIMEOUT_MS; -1 unset: fail-open engines wait at most
+  // kFailOpenGrantTimeoutMs (a hung agent must not hang them), fail-closed ones as long as
+  // the agent says; 0: no bound.
+  int grant_timeout_ms = -1;
   int reconnect_ms = 500;
   bool learn = true;  // learn the pass of NVTX units or of bare copies (no profile sequence)
   std::uint64_t chunk_bytes = kDefaultChunkBytes;  // sub-layer grants; 0: off
@@ -90,6 +93,11 @@ std::string env_str(const char* k, const std::string& def) {
   const char* v = getenv(k);
   return v && *v ? std::string(v) : def;
 }
+// A fail-open engine's default bound on one grant wait: far above any wait a working
+// agent imposes (a job's budget, a period), so reaching it means the agent is hung
+// (stopped, overloaded): the engine then runs unmanaged, as fail-open promises.
+constexpr int kFailOpenGrantTimeoutMs = 10'000;
+
 std::uint64_t env_u64(const char* k, std::uint64_t def) {
   const char* v = getenv(k);
   if (!v || !*v) return def;
@@ -139,7 +147,8 @@ Config read_config() {
   c.comm_prefix = env_str("RIPPLE_COMM_PREFIX", c.comm_prefix);
   c.stats_path = env_str("RIPPLE_CUHOOK_STATS", "");
   c.record_path = env_str("RIPPLE_RECORD", "");
-  c.grant_timeout_ms = static_cast<int>(env_u64("RIPPLE_GRANT_TIMEOUT_MS", 0));
+  if (const char* t = getenv("RIPPLE_GRANT_TIMEOUT_MS"); t && *t)
+    c.grant_timeout_ms = static_cast<int>(std::min<std::uint64_t>(env_u64("RIPPLE_GRANT_TIMEOUT_MS", 0), 86'400'000));
   c.reconnect_ms = static_cast<int>(env_u64("RIPPLE_RECONNECT_MS", 500));
   c.learn = env_str("RIPPLE_LEARN", "on") != "off";
   c.chunk_bytes = env_u64("RIPPLE_CHUNK_BYTES", c.chunk_bytes);
@@ -310,6 +319,11 @@ class Runtime {
     return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(static_cast<double>(bytes) / gbps_));
   }
   std::vector<std::uint32_t> copy_units(std::uint64_t bytes) const;
+  // The grant wait's bound in ms (0: none), from RIPPLE_GRANT_TIMEOUT_MS or the fail mode.
+  int grant_timeout_ms() const {
+    if (cfg_.grant_timeout_ms >= 0) return cfg_.grant_timeout_ms;
+    return fail_closed() ? 0 : kFailOpenGrantTimeoutMs;
+  }
   bool fail_closed() const {
     return cfg_.fail == Fail::kClosed || (cfg_.fail == Fail::kUnset && agent_fail_ == engine::FailMode::kClosed);
   }
@@ -1469,7 +1483,7 @@ void Runtime::lose_agent_locked(const std::string& why) {
 void Runtime::grant_timeout_locked() {
   if (g_c.grant_timeouts.fetch_add(1, std::memory_order_relaxed) == 0)
     say("no grant within RIPPLE_GRANT_TIMEOUT_MS=%d ms: session ended, running UNMANAGED, a new session in %d ms "
-        "(said once; counted as grant_timeouts)", cfg_.grant_timeout_ms, cfg_.reconnect_ms);
+        "(said once; counted as grant_timeouts)", grant_timeout_ms(), cfg_.reconnect_ms);
   end_session_locked(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull));
   // Not "lost the agent": the agent is there; a reconnect says nothing either.
   ever_connected_ = false;
@@ -1477,7 +1491,8 @@ void Runtime::grant_timeout_locked() {
 
 bool Runtime::acquire_locked(std::size_t pos) {
   const std::uint64_t t0 = monotonic_ns();
-  const std::uint64_t limit = cfg_.grant_timeout_ms ? t0 + std::uint64_t(cfg_.grant_timeout_ms) * 1000000ull : 0;
+  const int timeout_ms = grant_timeout_ms();
+  const std::uint64_t limit = timeout_ms > 0 ? t0 + std::uint64_t(timeout_ms) * 1000000ull : 0;
   for (;;) {
     if (!client_ && !connect_locked(pos)) {
       if (!fail_closed()) return false;

@@ -63,12 +63,19 @@ Status Client::send(const Message& m) {
     if (errno == EPIPE || errno == ECONNRESET) {
       // The agent may have said why before closing: its Bye can still be queued unread.
       // Read what is queued so agent_bye() tells the engine (a stopping agent, say).
+      // A socket closed with our messages unread reports ECONNRESET once (the error is
+      // consumed by that read) before the datagrams still queued: read past it.
       open_ = false;
-      for (int i = 0; i < 64 && agent_bye_.text.empty(); ++i) {
-        auto m = receive_until(monotonic_ns());  // never waits
-        if (!m) break;
-        if (auto* b = std::get_if<ByeMsg>(&*m)) agent_bye_ = *b;
+      buf_.resize(kMaxMessageBytes);
+      for (int i = 0, resets = 0; i < 64 && agent_bye_.text.empty(); ++i) {
+        const ssize_t r = ::recv(fd_, buf_.data(), buf_.size(), MSG_DONTWAIT);
+        if (r < 0 && errno == ECONNRESET && ++resets <= 2) continue;
+        if (r <= 0 || static_cast<std::size_t>(r) > buf_.size()) break;
+        auto m = decode(std::span<const std::uint8_t>(buf_.data(), static_cast<std::size_t>(r)));
+        if (m)
+          if (auto* b = std::get_if<ByeMsg>(&*m)) agent_bye_ = *b;
       }
+      if (agent_bye_.text.empty()) agent_bye_ = {ByeReason::kShutdown, "agent reset the connection"};
       return make_errno_error(kErrAgentGone, "agent closed the session");
     }
     return make_errno_error(-errno, "failed to send {}: {}", type_name(m), std::strerror(errno));

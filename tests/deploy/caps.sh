@@ -45,6 +45,7 @@ pin_dir = "/sys/fs/bpf/ripple-caps-$$"
 [[task]]
 name = "caps"
 exe = "$task"
+user = 65534       # the task runs as nobody (task.user: only its threads join)
 period_ms = 20
 deadline_ms = 15
 EOF
