@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -258,8 +259,11 @@ FIXTURE_VARIANT_ADD(wait, epoll) { .kind = "epoll", .mask = RIPPLE_WAIT_EPOLL };
 FIXTURE_VARIANT_ADD(wait, ppoll) { .kind = "ppoll", .mask = RIPPLE_WAIT_POLL };
 FIXTURE_VARIANT_ADD(wait, pselect) { .kind = "pselect", .mask = RIPPLE_WAIT_SELECT };
 FIXTURE_VARIANT_ADD(wait, futex) { .kind = "futex", .mask = RIPPLE_WAIT_FUTEX };
-#if defined(__x86_64__)
+/* poll and select exist only where the target's headers define them (not aarch64). */
+#ifdef SYS_poll
 FIXTURE_VARIANT_ADD(wait, poll) { .kind = "poll", .mask = RIPPLE_WAIT_POLL };
+#endif
+#ifdef SYS_select
 FIXTURE_VARIANT_ADD(wait, select) { .kind = "select", .mask = RIPPLE_WAIT_SELECT };
 #endif
 
