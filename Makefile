@@ -98,6 +98,10 @@ BINS :=
 TEST_BINS :=
 GTEST_SUITES :=
 TAP_SUITES :=
+# Foreign architectures make check also builds (into $(O)/ARCH) and the suites
+# it runs for them, as tests/run-suites specs (tests/cross/Build.mk).
+CHECK_ARCHS :=
+CHECK_SUITES =
 GENERATED_HEADERS := $(VMLINUX_H) $(KSELFTEST_DIR)/kselftest_harness.h
 
 # objs: source files -> object files under $(O)/obj
@@ -120,9 +124,11 @@ deps:
 
 check: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) build
+	@$(foreach a,$(CHECK_ARCHS),$(MAKE) --no-print-directory -j$(NPROC) ARCH=$(a) O=$(O)/$(a) build && \
+		{ tools/deps/binfmt.sh $(a) || true; } &&) true
 	@tools/deps/mount-fs.sh
 	@O=$(abs_O) tests/run-suites $(foreach s,$(GTEST_SUITES),gtest:$(s)) \
-		$(foreach s,$(TAP_SUITES),tap:$(s))
+		$(foreach s,$(TAP_SUITES),tap:$(s)) $(CHECK_SUITES)
 
 demo: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) build
