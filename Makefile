@@ -123,6 +123,8 @@ deps:
 	@tools/deps/install.sh
 
 check: deps
+	@$(if $(filter-out $(HOST_ARCH),$(ARCH)),echo "make check: run it without ARCH= or CROSS_COMPILE=:" \
+		"on an x86_64 host it builds and runs the arm64 suites itself" >&2; exit 2)
 	@$(MAKE) --no-print-directory -j$(NPROC) build
 	@$(foreach a,$(CHECK_ARCHS),$(MAKE) --no-print-directory -j$(NPROC) ARCH=$(a) O=$(O)/$(a) build && \
 		{ tools/deps/binfmt.sh $(a) || true; } &&) true
