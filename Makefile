@@ -27,7 +27,9 @@ arch_of = $(shell echo $(1) | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
 	-e 's/ppc64le/powerpc/' -e 's/riscv64/riscv/' -e 's/s390x/s390/')
 UNAME_M := $(shell uname -m)
 HOST_ARCH := $(call arch_of,$(UNAME_M))
-ARCH ?= $(if $(CROSS_COMPILE),$(call arch_of,$(firstword $(subst -, ,$(CROSS_COMPILE)))),$(HOST_ARCH))
+ifeq ($(origin ARCH),undefined)
+ARCH := $(if $(CROSS_COMPILE),$(call arch_of,$(firstword $(subst -, ,$(CROSS_COMPILE)))),$(HOST_ARCH))
+endif
 CROSS_TRIPLET_arm64 := aarch64-linux-gnu
 CROSS_TRIPLET_x86 := x86_64-linux-gnu
 ifneq ($(ARCH),$(HOST_ARCH))
