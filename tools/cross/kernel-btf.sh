@@ -21,7 +21,12 @@ image=$(apt-cache depends "$meta" 2>/dev/null | awk '/Depends: linux-image-/ { s
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kernel-btf.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-(cd "$work" && apt-get download -qq "$image-unsigned:$arch" 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2 || true)
+for try in 1 2 3; do   # a mirror's hiccup is not a build failure
+  (cd "$work" && apt-get download -qq "$image-unsigned:$arch" 2>&1 |
+    grep -v '^W: Download is performed unsandboxed' >&2 || true)
+  ls "$work"/*.deb >/dev/null 2>&1 && break
+  sleep $((try * 5))
+done
 deb=$(ls "$work"/*.deb 2>/dev/null | head -n1)
 [ -n "$deb" ] || die "apt-get download $image-unsigned:$arch fetched nothing"
 dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$work" --wildcards './boot/vmlinuz-*'
