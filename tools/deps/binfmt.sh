@@ -24,13 +24,15 @@ runs && exit 0
 why=
 if [ ! -e "$loader" ]; then why="no $arch C library ($loader): tools/deps/install.sh installs it"
 elif [ ! -r "$conf" ]; then why="no $conf: qemu-user-static is not installed"
-elif [ "$check_only" = 1 ]; then why="binfmt_misc has no qemu-$qarch entry: run tools/deps/binfmt.sh $arch as root"
+elif [ "$check_only" = 1 ]; then why="binfmt_misc has no enabled qemu-$qarch entry: run tools/deps/binfmt.sh $arch as root"
 elif [ "$(id -u)" -ne 0 ]; then why="binfmt_misc has no qemu-$qarch entry and not root"
 else
   mountpoint -q "$dir" || mount -t binfmt_misc binfmt_misc "$dir" 2>/dev/null ||
     why="cannot mount binfmt_misc at $dir"
   if [ -z "$why" ] && [ ! -e "$dir/qemu-$qarch" ]; then
     grep -v '^#' "$conf" >"$dir/register" 2>/dev/null || why="the kernel refused the qemu-$qarch entry"
+  elif [ -z "$why" ]; then
+    echo 1 >"$dir/qemu-$qarch"   # registered but disabled
   fi
   if [ -z "$why" ]; then
     runs && exit 0
