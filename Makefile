@@ -46,7 +46,10 @@ endif
 ifneq ($(filter default undefined,$(origin AR)),)
 AR := $(CROSS_COMPILE)ar
 endif
+# The target's .pc files (Debian's pkgconf:arm64 provides aarch64-linux-gnu-pkg-config).
+PKG_CONFIG ?= $(CROSS_COMPILE)pkg-config
 endif
+PKG_CONFIG ?= pkg-config
 
 O ?= build
 abs_O := $(abspath $(O))
