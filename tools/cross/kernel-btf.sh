@@ -10,7 +10,8 @@
 # image in it, built with CONFIG_DEBUG_INFO_BTF=y, carries its .BTF section verbatim
 # (between __start_BTF and __stop_BTF). The blob is found by its header (magic 0xeB9F,
 # version 1, 24-byte header, types then strings) and checked by letting bpftool parse it.
-# OUT.version records which kernel package it came from.
+# OUT.version records which kernel package it came from; the kernel image is kept
+# beside OUT as vmlinuz (tests/cross/bpf_arm64_vm.sh boots it).
 set -euo pipefail
 arch=${1:?usage: kernel-btf.sh ARCH OUT} out=${2:?usage: kernel-btf.sh ARCH OUT}
 die() { echo "kernel-btf.sh: $*" >&2; exit 1; }
@@ -51,3 +52,5 @@ sys.exit("kernel-btf.sh: no BTF blob in " + sys.argv[1])
 PY
 bpftool btf dump file "$out" >/dev/null || die "bpftool cannot read the BTF taken from $vmlinuz"
 echo "$(basename "$deb")" > "$out.version"
+# The kernel itself, for tests/cross/bpf_arm64_vm.sh (the same kernel as the BTF).
+cp "$vmlinuz" "$(dirname "$out")/vmlinuz"
