@@ -110,13 +110,19 @@ Admission::Admission(pricing::Ledger& ledger, std::unique_ptr<Policy> policy, Op
   RIPPLE_CHECK(opts_.horizon > 0);
 }
 
-EngineState* Admission::find(EngineId id) {
-  return id < engines_.size() && engines_[id].connected ? &engines_[id] : nullptr;
+// engines_ is sorted by id (ids only grow; gone engines leave from the front half).
+EngineState* Admission::slot(EngineId id) {
+  auto it = std::lower_bound(engines_.begin(), engines_.end(), id,
+                             [](const EngineState& e, EngineId v) { return e.id < v; });
+  return it != engines_.end() && it->id == id ? &*it : nullptr;
 }
 
-const EngineState* Admission::engine(EngineId id) const {
-  return id < engines_.size() ? &engines_[id] : nullptr;
+EngineState* Admission::find(EngineId id) {
+  EngineState* e = slot(id);
+  return e != nullptr && e->connected ? e : nullptr;
 }
+
+const EngineState* Admission::engine(EngineId id) const { return const_cast<Admission*>(this)->slot(id); }
 
 Admission::Outstanding* Admission::find_grant(EngineId engine, GrantId grant) {
   for (auto& g : grants_)
@@ -149,7 +155,7 @@ Result<EngineId> Admission::add_engine(EngineSpec spec, Nanos now) {
   if (Status s = validate(spec); !s) return s.error();
   if (spec.kind == EngineKind::kDeadlineBound && spec.deadline == 0) spec.deadline = spec.period;
   EngineState e;
-  e.id = static_cast<EngineId>(engines_.size());
+  e.id = next_engine_++;
   e.spec = std::move(spec);
   e.last_done = now;
   e.queued_durations = opts_.queued_durations;
@@ -177,6 +183,18 @@ void Admission::remove_engine(EngineId id, Nanos now) {
   e->last_done = now;
   e->wait = {WaitCause::kNoWork, 0, 0, kNever, "disconnected"};
   update_probe_unit();
+  // The table is bounded: a gone engine's grants are settled, so nothing refers to it;
+  // only the most recent opts_.gone_engines_kept stay (for status), oldest out first.
+  std::size_t gone = 0;
+  for (const auto& x : engines_) gone += !x.connected;
+  for (auto it = engines_.begin(); gone > opts_.gone_engines_kept && it != engines_.end();) {
+    if (!it->connected && it->id != id) {
+      it = engines_.erase(it);
+      --gone;
+    } else {
+      ++it;
+    }
+  }
 }
 
 Status Admission::announce(EngineId id, Work work, Nanos now) {
@@ -250,12 +268,14 @@ Decision Admission::decide(Nanos now) {
     const Context ctx = context(now);
     Pick pick = policy_->pick(ctx);
     for (auto& [id, why] : pick.waits)
-      if (id < engines_.size()) engines_[id].wait = std::move(why);
+      if (EngineState* w = slot(id)) w->wait = std::move(why);
     if (!pick.engine) {
       d.wake_at = pick.wake_at;
       break;
     }
-    EngineState& e = engines_[*pick.engine];
+    EngineState* picked = find(*pick.engine);
+    RIPPLE_CHECK(picked != nullptr);
+    EngineState& e = *picked;
     const auto start = ctx.slot(e);
     RIPPLE_CHECK(start.has_value());
     RIPPLE_CHECK(pick.count >= 1 && pick.count <= e.remaining());
@@ -314,7 +334,7 @@ Status Admission::on_sent(EngineId engine, GrantId grant, Nanos now) {
   g->sent = now;
   // Pipelined successors wait by design; only a grant for an idle engine is delayed
   // by the decision itself.
-  if (!g->plan.successor) engines_[engine].stats.wait_decision += now - g->plan.decided;
+  if (!g->plan.successor) slot(engine)->stats.wait_decision += now - g->plan.decided;
   return Status::Ok();
 }
 
@@ -323,7 +343,7 @@ Status Admission::on_start(EngineId engine, GrantId grant, Nanos now) {
   if (g == nullptr) return make_error("start: engine {} holds no grant {}", engine, grant);
   if (g->started >= 0) return make_error("start: grant {} of engine {} started twice", grant, engine);
   g->started = now;
-  EngineState& e = engines_[engine];
+  EngineState& e = *slot(engine);
   // Delivery gap: from the later of sending and the previous grant's end.
   if (g->sent >= 0) e.stats.wait_delivery += std::max<Nanos>(0, now - std::max(g->sent, e.last_done));
   // Started later than predicted: a successor decided from now on starts after its
@@ -341,7 +361,7 @@ Status Admission::on_start(EngineId engine, GrantId grant, Nanos now) {
 }
 
 void Admission::finish_grant(std::size_t index, Nanos now) {
-  EngineState& e = engines_[grants_[index].plan.engine];
+  EngineState& e = *slot(grants_[index].plan.engine);
   grants_.erase(grants_.begin() + static_cast<std::ptrdiff_t>(index));
   --e.outstanding;
   e.last_done = now;
@@ -355,7 +375,7 @@ Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos 
   Outstanding* g = find_grant(engine, grant);
   if (g == nullptr) return make_error("done: engine {} holds no grant {}", engine, grant);
   if (measured < 0) return make_error("done: grant {} of engine {} reports negative time", grant, engine);
-  EngineState& e = engines_[engine];
+  EngineState& e = *slot(engine);
   const GrantPlan plan = g->plan;
   const std::shared_ptr<const Work> work = g->work;
   Nanos profiled = 0;
@@ -434,8 +454,9 @@ Status Admission::on_discard(EngineId engine, GrantId grant, Nanos now) {
 }
 
 WaitReason Admission::explain(EngineId engine) const {
-  if (engine >= engines_.size()) return {WaitCause::kNoWork, 0, 0, kNever, "unknown engine"};
-  return engines_[engine].wait;
+  const EngineState* e = this->engine(engine);
+  if (e == nullptr) return {WaitCause::kNoWork, 0, 0, kNever, "unknown engine"};
+  return e->wait;
 }
 
 }  // namespace ripple::admission

@@ -36,6 +36,9 @@ struct Options {
   // sooner than a lone one, and its event pairs span the overlap. Off: the paper's single
   // measured/profiled scale.
   bool queued_durations = false;
+  // Disconnected engines kept in engines() (the most recent; their grants are settled),
+  // so the table stays bounded however many sessions come and go.
+  std::size_t gone_engines_kept = 16;
 };
 
 struct Decision {
@@ -102,7 +105,8 @@ class Admission {
   WaitReason explain(EngineId engine) const;
 
  private:
-  EngineState* find(EngineId id);
+  EngineState* find(EngineId id);  // connected engines only
+  EngineState* slot(EngineId id);  // any kept engine
   Outstanding* find_grant(EngineId engine, GrantId grant);
   void erase_grant(GrantId grant);
   void update_probe_unit();
@@ -112,7 +116,8 @@ class Admission {
   pricing::Ledger& ledger_;
   std::unique_ptr<Policy> policy_;
   Options opts_;
-  std::vector<EngineState> engines_;
+  std::vector<EngineState> engines_;  // sorted by id
+  EngineId next_engine_ = 0;
   std::vector<Outstanding> grants_;
 };
 

@@ -1,10 +1,18 @@
 #include "agent/config/config.h"
 
 #include <pwd.h>
+#include <sched.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/un.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <linux/magic.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <initializer_list>
 #include <regex>
@@ -23,6 +31,19 @@ using admission::kNsPerMs;
 using admission::Nanos;
 
 namespace {
+
+// A value as messages show it: at most 60 characters, control bytes as \xNN, and the
+// length when cut (a 10 MB value must not become a 10 MB error line).
+std::string shown(std::string_view v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size() && i < 60; ++i) {
+    const auto ch = static_cast<unsigned char>(v[i]);
+    if (ch < 0x20 || ch == 0x7f) out += fmt::format("\\x{:02x}", ch);
+    else out += static_cast<char>(ch);
+  }
+  if (v.size() > 60) out += fmt::format("... ({} bytes)", v.size());
+  return out;
+}
 
 // Where a node is: "FILE:LINE" (or just FILE when toml++ knows no line).
 struct Where {
@@ -70,8 +91,11 @@ Result<std::vector<T>> id_list(const Where& w, const toml::node& n, std::string_
   const toml::array* a = n.as_array();
   if (a == nullptr) return error_at(w, n, key, "must be an array of integers");
   std::vector<T> out;
+  // (uid_t)-1 is "no id" to the kernel; anything above it would wrap (4294967296 -> root).
+  constexpr std::int64_t kMaxId = 4294967294;
   for (const auto& e : *a) {
-    if (!e.is_integer() || *e.value<std::int64_t>() < 0) return error_at(w, e, key, "entries must be integers >= 0");
+    if (!e.is_integer() || *e.value<std::int64_t>() < 0 || *e.value<std::int64_t>() > kMaxId)
+      return error_at(w, e, key, fmt::format("entries must be integers in [0, {}]", kMaxId));
     out.push_back(static_cast<T>(*e.value<std::int64_t>()));
   }
   return out;
@@ -81,7 +105,8 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
   if (Status s = known_keys(w, t, "agent",
                             {"core", "policy", "fail_mode", "engine_socket", "control_socket", "allowed_uids",
                              "allowed_gids", "log_level", "pin_dir", "tracer_wakeup", "poll_us", "spin_us",
-                             "lease_ms", "horizon_ms", "gamma", "pipelining", "queued_durations"});
+                             "lease_ms", "horizon_ms", "gamma", "pipelining", "queued_durations", "max_sessions",
+                             "hello_timeout_ms", "max_queued_works"});
       !s)
     return s;
   for (const auto& [kk, n] : t) {
@@ -94,6 +119,7 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
     } else if (k == "policy") {
       auto s = string(w, n, key);
       if (!s) return s.error();
+      if (s->size() > 60) return error_at(w, n, key, fmt::format("'{}' is not a policy name", shown(*s)));
       if (auto p = policy::make_policy(*s); !p) return error_at(w, n, key, p.error().message);
       a.policy = *s;
     } else if (k == "fail_mode") {
@@ -101,7 +127,7 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
       if (!s) return s.error();
       if (*s == "open") a.fail_mode = engine::FailMode::kOpen;
       else if (*s == "closed") a.fail_mode = engine::FailMode::kClosed;
-      else return error_at(w, n, key, fmt::format("'{}' is neither \"open\" nor \"closed\"", *s));
+      else return error_at(w, n, key, fmt::format("'{}' is neither \"open\" nor \"closed\"", shown(*s)));
     } else if (k == "engine_socket" || k == "control_socket" || k == "pin_dir" || k == "log_level") {
       auto s = string(w, n, key);
       if (!s) return s.error();
@@ -110,8 +136,8 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
       else if (k == "control_socket") a.control_socket = *s;
       else if (k == "pin_dir") a.pin_dir = *s;
       else {
-        static const std::set<std::string> levels{"debug", "info", "warn", "error", "off"};
-        if (!levels.count(*s)) return error_at(w, n, key, fmt::format("'{}' is not debug|info|warn|error|off", *s));
+        if (!is_log_level(*s))
+          return error_at(w, n, key, fmt::format("'{}' is not debug|info|warn|error|off", shown(*s)));
         a.log_level = *s;
       }
     } else if (k == "allowed_uids") {
@@ -145,6 +171,15 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
       if (!v) return v.error();
       if (!(*v > 0 && *v <= 1)) return error_at(w, n, key, fmt::format("{} is not in (0, 1]", *v));
       a.admission.gamma = *v;
+    } else if (k == "max_sessions" || k == "max_queued_works") {
+      const std::int64_t hi = k == "max_sessions" ? 65536 : 65536;
+      if (!n.is_integer() || *n.value<std::int64_t>() < 1 || *n.value<std::int64_t>() > hi)
+        return error_at(w, n, key, fmt::format("must be an integer in [1, {}]", hi));
+      (k == "max_sessions" ? a.max_sessions : a.max_queued_works) = static_cast<int>(*n.value<std::int64_t>());
+    } else if (k == "hello_timeout_ms") {
+      auto v = positive_ms(w, n, key);
+      if (!v) return v.error();
+      a.hello_timeout = *v;
     }
   }
   return Status::Ok();
@@ -161,8 +196,9 @@ Result<std::vector<Nanos>> read_profile(const Where& w, const toml::node& n, con
     if (line.empty() || line[0] == '#') continue;
     char* end = nullptr;
     const double ms = std::strtod(line.c_str(), &end);
-    if (end == line.c_str() || !(ms > 0))
-      return error_at(w, n, "profile", fmt::format("{}:{}: '{}' is not a positive duration in ms", path, lineno, line));
+    if (end == line.c_str() || !(ms > 0) || ms > 3.6e6)
+      return error_at(w, n, "profile",
+                      fmt::format("{}:{}: '{}' is not a duration in (0, 3600000] ms", path, lineno, shown(line)));
     out.push_back(static_cast<Nanos>(std::llround(ms * 1e6)));
   }
   if (out.empty()) return error_at(w, n, "profile", fmt::format("'{}' holds no durations", path));
@@ -196,7 +232,7 @@ Status parse_task(const Where& w, const toml::table& t, std::size_t index, const
         pt.match = tracer::MatchKind::kExe;
         struct stat st {};
         if (::stat(s->c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-          return error_at(w, n, key(k), fmt::format("'{}' is not an existing file", *s));
+          return error_at(w, n, key(k), fmt::format("'{}' is not an existing file", shown(*s)));
         pt.exe = *s;
       } else if (k == "comm") {
         ++matches;
@@ -206,7 +242,7 @@ Status parse_task(const Where& w, const toml::table& t, std::size_t index, const
       } else if (k == "mode") {
         if (*s == "period-wait") pt.mode = tracer::Mode::kPeriodWait;
         else if (*s == "uprobe") pt.mode = tracer::Mode::kUprobe;
-        else return error_at(w, n, key(k), fmt::format("'{}' is neither \"period-wait\" nor \"uprobe\"", *s));
+        else return error_at(w, n, key(k), fmt::format("'{}' is neither \"period-wait\" nor \"uprobe\"", shown(*s)));
       } else if (k == "wait") {
         auto mask = tracer::parse_wait_list(*s);
         if (!mask) return error_at(w, n, key(k), mask.error().message);
@@ -240,7 +276,8 @@ Status parse_task(const Where& w, const toml::table& t, std::size_t index, const
       }
     } else if (k == "pid") {
       ++matches;
-      if (!n.is_integer() || *n.value<std::int64_t>() <= 0) return error_at(w, n, key(k), "must be a positive pid");
+      if (!n.is_integer() || *n.value<std::int64_t>() <= 0 || *n.value<std::int64_t>() > kMaxPid)
+        return error_at(w, n, key(k), fmt::format("must be a pid in [1, {}]", kMaxPid));
       pt.match = tracer::MatchKind::kPid;
       pt.pid = static_cast<pid_t>(*n.value<std::int64_t>());
     } else if (k == "period_ms" || k == "min_interarrival_ms") {
@@ -288,11 +325,17 @@ Status parse_task(const Where& w, const toml::table& t, std::size_t index, const
     std::smatch m;
     const std::string text = *deadline_expr->value<std::string>();
     if (!std::regex_match(text, m, re))
-      return error_at(w, *deadline_expr, key("deadline"), fmt::format("'{}' is not of the form \"K x p99\"", text));
+      return error_at(w, *deadline_expr, key("deadline"),
+                      fmt::format("'{}' is not of the form \"K x p99\"", shown(text)));
     if (spec.solo_profile.empty())
       return error_at(w, *deadline_expr, key("deadline"), "\"K x p99\" needs solo_ms or profile");
     const double k = std::stod(m[1]);
     if (!(k > 0)) return error_at(w, *deadline_expr, key("deadline"), "K must be > 0");
+    const double d = k * static_cast<double>(profile_p99(spec.solo_profile));
+    if (!(d <= static_cast<double>(spec.period)))  // also keeps llround in range
+      return error_at(w, *deadline_expr, key("deadline"),
+                      fmt::format("{} x p99 = {:.6g} ms exceeds the period {:.3f} ms", m[1].str(), d / 1e6,
+                                  static_cast<double>(spec.period) / 1e6));
     spec.deadline = static_cast<Nanos>(std::llround(k * static_cast<double>(profile_p99(spec.solo_profile))));
   }
   if (spec.deadline == 0) return make_error("{}: {}: deadline_ms or deadline = \"K x p99\" is required", w.at(t), sect);
@@ -325,7 +368,7 @@ Status parse_engine(const Where& w, const toml::table& t, std::size_t index, Eng
         e.name = *s;
       } else if (*s == "best-effort") e.kind = admission::EngineKind::kBestEffort;
       else if (*s == "deadline-bound") e.kind = admission::EngineKind::kDeadlineBound;
-      else return error_at(w, n, key, fmt::format("'{}' is neither \"best-effort\" nor \"deadline-bound\"", *s));
+      else return error_at(w, n, key, fmt::format("'{}' is neither \"best-effort\" nor \"deadline-bound\"", shown(*s)));
     } else {
       auto v = positive_ms(w, n, key);
       if (!v) return v.error();
@@ -389,6 +432,10 @@ Result<Config> parse(std::string_view text, const std::string& source, const std
   if (const toml::node* n = doc.get("agent")) {
     if (!n->is_table()) return error_at(w, *n, "agent", "must be a table [agent]");
     if (Status s = parse_agent(w, *n->as_table(), c.agent); !s) return s.error();
+    for (const auto& [k, v] : *n->as_table()) c.where["agent." + std::string(k.str())] = w.at(v);
+    if (c.agent.engine_socket == c.agent.control_socket)
+      return make_error("{}agent.control_socket: the same path as agent.engine_socket ({})",
+                        c.at("agent.control_socket"), shown(c.agent.engine_socket));
   }
   if (const toml::node* n = doc.get("pricing")) {
     if (!n->is_table()) return error_at(w, *n, "pricing", "must be a table [pricing]");
@@ -402,12 +449,18 @@ Result<Config> parse(std::string_view text, const std::string& source, const std
   if (const toml::node* n = doc.get("task")) {
     const toml::array* a = n->as_array();
     if (a == nullptr || !a->is_array_of_tables()) return error_at(w, *n, "task", "must be an array of tables [[task]]");
-    std::set<std::string> names;
+    std::set<std::string> names, comms;
     for (std::size_t k = 0; k < a->size(); ++k) {
+      // The tracer takes RIPPLE_MAX_PTS; refuse more before building anything for them.
+      if (k == RIPPLE_MAX_PTS)
+        return make_error("{}: task[{}]: {} tasks; at most {}", w.at(*a->get(k)), k, a->size(), RIPPLE_MAX_PTS);
       TaskSection t;
       if (Status s = parse_task(w, *a->get(k)->as_table(), k, base_dir, t); !s) return s.error();
       if (!names.insert(t.spec.name).second)
         return make_error("{}: task[{}].name: '{}' is used twice", w.at(*a->get(k)), k, t.spec.name);
+      if (t.pt.match == tracer::MatchKind::kComm && !comms.insert(t.pt.comm).second)
+        return make_error("{}: task[{}].comm: '{}' names two tasks", w.at(*a->get(k)), k, t.pt.comm);
+      c.where[fmt::format("task[{}]", k)] = w.at(*a->get(k));
       c.tasks.push_back(std::move(t));
     }
   }
@@ -426,13 +479,100 @@ Result<Config> parse(std::string_view text, const std::string& source, const std
   return c;
 }
 
+std::string Config::at(const std::string& key) const {
+  auto it = where.find(key);
+  return (it == where.end() ? source : it->second) + ": ";
+}
+
+bool is_log_level(std::string_view level) {
+  return level == "debug" || level == "info" || level == "warn" || level == "error" || level == "off";
+}
+
 Result<Config> load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return make_error("cannot read configuration '{}'", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // A device (/dev/zero, /dev/urandom) would be read forever, a directory as nothing.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return make_error("cannot read configuration '{}': {}", path, std::strerror(errno));
+  struct stat st {};
+  std::string text;
+  std::string why;
+  if (::fstat(fd, &st) != 0) why = std::strerror(errno);
+  else if (S_ISDIR(st.st_mode)) why = "it is a directory";
+  else if (!S_ISREG(st.st_mode)) why = "it is not a regular file";
+  else if (static_cast<std::uint64_t>(st.st_size) > kMaxFileBytes)
+    why = fmt::format("{} bytes; at most {}", st.st_size, kMaxFileBytes);
+  else {
+    text.resize(kMaxFileBytes + 1);
+    std::size_t got = 0;
+    for (ssize_t n; got < text.size() && (n = ::read(fd, text.data() + got, text.size() - got)) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        why = std::strerror(errno);
+        break;
+      }
+      got += static_cast<std::size_t>(n);
+    }
+    if (why.empty() && got > kMaxFileBytes) why = fmt::format("more than {} bytes", kMaxFileBytes);
+    text.resize(got);
+  }
+  ::close(fd);
+  if (!why.empty()) return make_error("cannot read configuration '{}': {}", path, why);
   const auto slash = path.rfind('/');
-  return parse(ss.str(), path, slash == std::string::npos ? "." : path.substr(0, slash));
+  return parse(text, path, slash == std::string::npos ? "." : path.substr(0, slash));
+}
+
+namespace {
+
+bool is_dir(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+std::string parent_of(const std::string& p) {
+  const auto slash = p.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : p.substr(0, slash);
+}
+
+}  // namespace
+
+Status preflight(const Config& c) {
+  const AgentSection& a = c.agent;
+  if (a.core >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) == 0 && (a.core >= CPU_SETSIZE || !CPU_ISSET(a.core, &set)))
+      return make_error("{}agent.core: CPU {} is not one this process may run on ({} CPU(s) allowed)",
+                        c.at("agent.core"), a.core, CPU_COUNT(&set));
+  }
+  if (a.engine_socket == a.control_socket)
+    return make_error("{}agent.control_socket: the same path as agent.engine_socket ({})", c.at("agent.control_socket"),
+                      shown(a.engine_socket));
+  for (const auto& [key, path] : {std::pair<std::string, std::string>{"agent.engine_socket", a.engine_socket},
+                                  {"agent.control_socket", a.control_socket}}) {
+    if (path.size() >= sizeof(sockaddr_un::sun_path))
+      return make_error("{}{}: '{}' is {} bytes; a socket path holds at most {}", c.at(key), key, shown(path),
+                        path.size(), sizeof(sockaddr_un::sun_path) - 1);
+    // The agent makes the socket's directory, but not the ones above it.
+    const std::string dir = parent_of(path);
+    if (!is_dir(dir) && !is_dir(parent_of(dir)))
+      return make_error("{}{}: directory '{}' does not exist", c.at(key), key, shown(parent_of(dir)));
+  }
+  if (!c.tasks.empty() && !a.pin_dir.empty()) {
+    struct statfs fs {};
+    const std::string probe = is_dir(a.pin_dir) ? a.pin_dir : parent_of(a.pin_dir);
+    if (::statfs(probe.c_str(), &fs) != 0 || fs.f_type != BPF_FS_MAGIC)
+      return make_error("{}agent.pin_dir: '{}' is not on a bpf filesystem (mount one there, or pin_dir = \"\")",
+                        c.at("agent.pin_dir"), shown(a.pin_dir));
+  }
+  std::set<std::pair<dev_t, ino_t>> exes;
+  for (std::size_t k = 0; k < c.tasks.size(); ++k) {
+    tracer::PtSpec pt = c.tasks[k].pt;
+    const std::string key = fmt::format("task[{}]", k);
+    if (Status s = tracer::validate_spec(pt); !s) return make_error("{}{}: {}", c.at(key), key, s.error().message);
+    struct stat st {};
+    if (pt.match == tracer::MatchKind::kExe && ::stat(pt.exe.c_str(), &st) == 0 &&
+        !exes.insert({st.st_dev, st.st_ino}).second)
+      return make_error("{}{}.exe: {} names two tasks", c.at(key), key, shown(pt.exe));
+  }
+  return Status::Ok();
 }
 
 }  // namespace ripple::config

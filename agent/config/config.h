@@ -2,7 +2,8 @@
 //
 //   [agent]      core, policy, fail_mode, engine_socket, control_socket, allowed_uids,
 //                allowed_gids, log_level, pin_dir, tracer_wakeup, poll_us, spin_us,
-//                lease_ms, horizon_ms, gamma, pipelining, queued_durations
+//                lease_ms, horizon_ms, gamma, pipelining, queued_durations,
+//                max_sessions, hello_timeout_ms, max_queued_works
 //   [pricing]    the pricing core's parameters (agent/pricing/config.h)
 //   [sereno]     target, kp, ki, max_pause_steps (the sereno baseline's PI controller)
 //   [[task]]     a protected task: name; exactly one of exe / pid / comm; mode
@@ -14,11 +15,13 @@
 //   [[engine]]   name, kind ("best-effort" | "deadline-bound"), period_ms, deadline_ms
 //
 // Every error names the file, the line, the key and the reason, and a file with any
-// error is refused whole.
+// error is refused whole. The file must be a regular file of at most kMaxFileBytes.
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +37,9 @@ namespace ripple::config {
 
 inline constexpr const char* kDefaultPath = "/etc/ripple/ripple.toml";
 inline constexpr const char* kDefaultControlSocket = "/run/ripple/control.sock";
+inline constexpr std::size_t kMaxFileBytes = 1 << 20;
+// The largest pid Linux hands out (PID_MAX_LIMIT on 64-bit).
+inline constexpr std::int64_t kMaxPid = 4 * 1024 * 1024;
 
 struct AgentSection {
   int core = -1;  // -1: leave affinity alone
@@ -54,6 +60,14 @@ struct AgentSection {
   // within microseconds, and a sleep costs a wake-up on each. Meant for a pinned core.
   admission::Nanos spin = 0;
   admission::Options admission;
+  // Engine plus control sessions open at once; more are refused (told why, counted).
+  // The agent lowers it below its RLIMIT_NOFILE at start.
+  int max_sessions = 512;
+  // A session that sends no Hello (engine) or no request (control) this long is closed.
+  admission::Nanos hello_timeout = 5'000 * admission::kNsPerMs;
+  // Works an engine may have announced and not yet been granted in full; one more is a
+  // protocol error (Bye with the reason).
+  int max_queued_works = 256;
 };
 
 struct TaskSection {
@@ -75,14 +89,29 @@ struct Config {
   policy::SerenoParams sereno;
   std::vector<TaskSection> tasks;
   std::vector<EngineSection> engines;
+  // "FILE:LINE" of a key or table ("agent.core", "task[0]"), for checks made after parsing.
+  std::map<std::string, std::string> where;
 
   const EngineSection* engine(std::string_view name) const;
+  // Where `key` was set ("FILE:LINE: "), or the file's name when it was not.
+  std::string at(const std::string& key) const;
 };
 
 // Parses `text` (named `source` in messages; relative profile paths resolve against
 // `base_dir`).
 Result<Config> parse(std::string_view text, const std::string& source, const std::string& base_dir = ".");
+// Reads a regular file of at most kMaxFileBytes and parses it.
 Result<Config> load(const std::string& path);
+
+// What the start would refuse on this machine, checked without starting: every task's
+// spec (tracer::validate_spec: the pid exists, the exe is ELF, uprobe symbols resolve),
+// one executable per task, agent.core usable here, socket paths that fit and whose
+// directory can be made, the two sockets apart, pin_dir on a bpffs. `--check` and the
+// start both run it, so they refuse the same files with the same file:line message.
+Status preflight(const Config& c);
+
+// Whether `level` is one of debug, info, warn, error, off.
+bool is_log_level(std::string_view level);
 
 // Nearest-rank p99 of a profile (ns).
 admission::Nanos profile_p99(std::vector<admission::Nanos> solo);

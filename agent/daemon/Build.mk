@@ -1,7 +1,7 @@
 # agent/daemon: ripple-agent, the daemon (liburing loop, engine sessions, control
 # socket) around the admission, policy, pricing, tracer, engine and config libraries.
 
-DAEMON_SRCS := agent/daemon/agent.cc
+DAEMON_SRCS := agent/daemon/agent.cc agent/daemon/limits.cc
 $(foreach s,$(DAEMON_SRCS:.cc=) agent/daemon/main,$(eval CXXFLAGS_$(subst /,_,$(s)) += -I/usr/include/eigen3))
 $(O)/lib/libripple_daemon.a: $(call objs,$(DAEMON_SRCS))
 LIBS += $(O)/lib/libripple_daemon.a
@@ -27,3 +27,10 @@ TAP_SUITES += tests/integration/agent_closed_loop.sh
 
 # Fault injection against the real agent and tracer (TAP, bash; needs root for BPF).
 TAP_SUITES += tests/integration/reliability.sh
+
+# The daemon's pure guards (log throttle, status listing, process identity).
+$(O)/tests/unit/agent_limits_test: $(call objs,tests/unit/agent_limits_test.cc) $(O)/lib/libripple_daemon.a
+$(O)/tests/unit/agent_limits_test: LDLIBS := $(LDLIBS_GTEST)
+$(O)/tests/unit/agent_limits_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/unit/agent_limits_test
+GTEST_SUITES += $(O)/tests/unit/agent_limits_test

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/common/log.h"
+#include "agent/daemon/limits.h"
 #include "agent/policy/registry.h"
 
 namespace ripple::daemon {
@@ -59,6 +61,14 @@ namespace {
 
 constexpr Nanos kWindow = 100LL * 1'000'000'000;  // L = 100 s (App. C)
 constexpr Nanos kJobSweep = 100LL * 1'000'000;    // held jobs checked against the kernel
+constexpr Nanos kAcceptBackoff = 100LL * 1'000'000;  // accept paused this long on EMFILE/ENFILE
+constexpr Nanos kSayEvery = 5LL * 1'000'000'000;     // a repeated warning, at most this often
+constexpr Nanos kPidCheck = 1LL * 1'000'000'000;     // pid-matched tasks checked for exit
+constexpr std::size_t kStatusEngines = 64;           // engines listed in a status reply
+constexpr int kReservedFds = 64;  // descriptors kept for the agent's own (BPF, io_uring, ...)
+// Control sessions have their own few slots: engines filling agent.max_sessions must
+// not lock out the monitoring that would show it.
+constexpr std::size_t kControlSessions = 16;
 
 // io_uring user_data: what completed. Sessions are named by a never-reused id, so a
 // late completion for a closed session is recognised and dropped.
@@ -141,6 +151,8 @@ struct Agent::Session {
   UniqueFd fd;
   bool control = false;
   bool welcomed = false;
+  bool spoke = false;  // a control session sent a request
+  Nanos opened = 0;
   EngineId engine = 0;
   std::string name;
   ucred cred{};
@@ -184,6 +196,23 @@ struct Agent::Impl {
   Nanos next_sweep = 0;
   std::uint64_t jobs_aborted = 0, jobs_reaped = 0;
   std::vector<std::uint64_t> uid_refused;  // per task, as last logged
+  // Limits (each hit is counted, said at most every kSayEvery, shown in status).
+  int max_sessions = 0;                    // agent.max_sessions, lowered below RLIMIT_NOFILE
+  std::size_t engine_sessions = 0, control_sessions = 0;
+  Throttle refused{kSayEvery}, over_limit{kSayEvery}, accept_failed{kSayEvery}, hello_timeouts{kSayEvery},
+      works_refused{kSayEvery};
+  Nanos accept_paused_until = 0;           // EMFILE/ENFILE: listeners re-armed then
+  bool engine_listen_paused = false, control_listen_paused = false;
+  Nanos next_hello_check = kNever;         // the earliest hello_timeout of a session
+  // Engines gone (disconnected, their grants settled): totals, for status.
+  struct Gone {
+    std::uint64_t count = 0, grants = 0, bytes = 0, works_done = 0;
+  } gone;
+  // Pid-matched tasks: the process's start time, so a pid reused by another process
+  // is not taken for the task; untraced[k] says why task k is no longer traced.
+  std::vector<std::optional<std::uint64_t>> pid_start;
+  std::vector<std::string> untraced;
+  Nanos next_pid_check = 0;
 };
 
 Agent::Agent(config::Config cfg) : cfg_(std::move(cfg)), impl_(std::make_unique<Impl>(cfg_)) {}
@@ -204,6 +233,18 @@ Result<std::unique_ptr<Agent>> Agent::create(config::Config cfg) {
   if (!pol) return pol.error();
   for (const auto& t : c.tasks) m.ledger.add_task(t.spec);
   m.task_stats.resize(c.tasks.size());
+  m.untraced.resize(c.tasks.size());
+  for (const auto& t : c.tasks)
+    m.pid_start.push_back(t.pt.match == tracer::MatchKind::kPid ? process_start_time(t.pt.pid) : std::nullopt);
+  // Sessions must run out before descriptors do: at EMFILE nothing can be accepted, not
+  // even a control session to see why.
+  m.max_sessions = c.agent.max_sessions;
+  if (rlimit rl{}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      static_cast<rlim_t>(m.max_sessions + kReservedFds + kControlSessions) > rl.rlim_cur) {
+    m.max_sessions = std::max(1, static_cast<int>(rl.rlim_cur) - kReservedFds - static_cast<int>(kControlSessions));
+    RIPPLE_LOG_WARN("agent.max_sessions {} lowered to {}: RLIMIT_NOFILE is {} and the agent keeps {} for itself",
+                    c.agent.max_sessions, m.max_sessions, rl.rlim_cur, kReservedFds);
+  }
   m.adm = std::make_unique<admission::Admission>(m.ledger, std::move(*pol), c.agent.admission);
 
   if (c.agent.core >= 0) {
@@ -337,13 +378,21 @@ Status Agent::run() {
       if (s.welcomed) {
         const Nanos now = monotonic_now();
         m.adm->remove_engine(s.engine, now);  // outstanding grants stay charged
+        if (const admission::EngineState* e = m.adm->engine(s.engine)) {
+          ++m.gone.count;
+          m.gone.grants += e->stats.grants;
+          m.gone.bytes += static_cast<std::uint64_t>(e->stats.bytes);
+          m.gone.works_done += e->stats.works_done;
+        }
         m.session_of_engine.erase(s.engine);
         m.dirty = true;
         if (m.point == kNever) m.point = now;
       }
-      RIPPLE_LOG_INFO("engine session {} ({}, pid {}) closed: {}", id, s.name.empty() ? "?" : s.name, s.cred.pid, why);
+      // Sessions that never said hello are said by their cause (malformed, timed out).
+      if (s.welcomed) RIPPLE_LOG_INFO("engine session {} ({}, pid {}) closed: {}", id, s.name, s.cred.pid, why);
     }
     cancel_poll(&m.ring, user_data(s.control ? Tag::kControl : Tag::kEngine, id));
+    --(s.control ? m.control_sessions : m.engine_sessions);
     m.sessions.erase(it);
   };
 
@@ -381,6 +430,13 @@ Status Agent::run() {
     }
     Status st;
     if (const auto* w = std::get_if<WorkMsg>(&msg)) {
+      // A bound on what one engine can make the agent hold (a Work is up to 4096 units).
+      if (const admission::EngineState* e = m.adm->engine(s.engine);
+          e != nullptr && e->queue.size() >= static_cast<std::size_t>(c.agent.max_queued_works)) {
+        m.works_refused.note(now);
+        return fmt::format("work {}: {} works queued, at most {} (agent.max_queued_works)", w->work_id,
+                           e->queue.size(), c.agent.max_queued_works);
+      }
       admission::Work work;
       work.id = w->work_id;
       work.units = w->units;
@@ -487,12 +543,15 @@ Status Agent::run() {
       }
       const std::string cmd(reinterpret_cast<const char*>(m.buf.data()), static_cast<std::size_t>(n));
       const Nanos now = monotonic_now();
+      s.spoke = true;
       json reply;
       if (cmd == "status" || cmd == "top") reply = status_json(now);
       else if (cmd == "explain") reply = explain_json(now);
       else reply = json{{"error", fmt::format("unknown command '{}' (status, top, explain)", cmd.substr(0, 32))}};
       const std::string text = reply.dump();
       if (::send(*s.fd, text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+        RIPPLE_LOG_WARN("control session {} (pid {}): reply of {} bytes to '{}' failed: {}", id, s.cred.pid,
+                        text.size(), cmd.substr(0, 32), std::strerror(errno));
         close_session(id, "control reply failed", false);
         return;
       }
@@ -500,13 +559,44 @@ Status Agent::run() {
     arm_poll(&m.ring, *s.fd, user_data(Tag::kControl, id));
   };
 
+  // Refuses a connection and tells the peer why. What it sent (its Hello, a control
+  // request) is read first: closed with it unread, the connection is reset and the peer
+  // sees ECONNRESET instead of the reason.
+  auto refuse = [&](Session& s, const std::string& why) {
+    for (int k = 0; k < 4 && ::recv(*s.fd, m.buf.data(), m.buf.size(), MSG_DONTWAIT) > 0; ++k) {
+    }
+    if (s.control) {
+      const std::string text = json{{"error", "ripple-agent refused the connection: " + why}}.dump();
+      (void)::send(*s.fd, text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    } else {
+      send_msg(s, engine::ByeMsg{engine::ByeReason::kRefused, why.substr(0, engine::kByeTextBytes - 1)});
+    }
+  };
+
   auto accept_all = [&](int lfd, bool control) {
+    const Nanos now = monotonic_now();
     for (;;) {
       int fd = ::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) break;
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        // Out of descriptors (EMFILE, ENFILE) or memory: the connection stays in the
+        // backlog, and a re-armed poll would fire again at once (a 100 % CPU spin).
+        // Leave this listener unarmed for kAcceptBackoff.
+        const int err = errno;
+        if (m.accept_failed.note(now))
+          RIPPLE_LOG_WARN("cannot accept {} connections: {} ({} session(s) open, agent.max_sessions {}); "
+                          "retrying every {} ms ({} more failures since last said)",
+                          control ? "control" : "engine", std::strerror(err), m.sessions.size(), m.max_sessions,
+                          kAcceptBackoff / 1'000'000, m.accept_failed.suppressed());
+        (control ? m.control_listen_paused : m.engine_listen_paused) = true;
+        m.accept_paused_until = now + kAcceptBackoff;
+        return;
+      }
       Session s;
       s.fd = make_fd(fd);
       s.control = control;
+      s.opened = now;
       socklen_t len = sizeof s.cred;
       getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &s.cred, &len);
       // Peer credentials against the allowed uids/gids (root and the agent's own uid by default).
@@ -517,11 +607,27 @@ Status Agent::run() {
                                                   std::find(gids.begin(), gids.end(), s.cred.gid) != gids.end());
       if (!ok) {
         ++m.sessions_refused;
-        RIPPLE_LOG_WARN("refused {} connection from pid {} uid {} gid {}: not in allowed_uids/allowed_gids",
-                        control ? "control" : "engine", s.cred.pid, s.cred.uid, s.cred.gid);
-        if (!control) send_msg(s, engine::ByeMsg{engine::ByeReason::kRefused, "uid/gid not allowed"});
+        // Said once per kSayEvery: a flood of refused connections must not become a
+        // flood of log lines.
+        if (m.refused.note(now))
+          RIPPLE_LOG_WARN("refused {} connection from pid {} uid {} gid {}: not in allowed_uids/allowed_gids "
+                          "({} more refused since last said)",
+                          control ? "control" : "engine", s.cred.pid, s.cred.uid, s.cred.gid, m.refused.suppressed());
+        refuse(s, fmt::format("uid {} gid {} is not in allowed_uids/allowed_gids", s.cred.uid, s.cred.gid));
         continue;
       }
+      const std::size_t open = control ? m.control_sessions : m.engine_sessions;
+      const std::size_t limit = control ? kControlSessions : static_cast<std::size_t>(m.max_sessions);
+      if (open >= limit) {
+        if (m.over_limit.note(now))
+          RIPPLE_LOG_WARN("refused {} connection from pid {} uid {}: {} {} sessions open, the limit{} "
+                          "({} more refused since last said)",
+                          control ? "control" : "engine", s.cred.pid, s.cred.uid, open, control ? "control" : "engine",
+                          control ? "" : " (agent.max_sessions)", m.over_limit.suppressed());
+        refuse(s, fmt::format("too many {} sessions ({})", control ? "control" : "engine", limit));
+        continue;
+      }
+      ++(control ? m.control_sessions : m.engine_sessions);
       if (control) {
         int sz = 1 << 20;
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
@@ -529,9 +635,48 @@ Status Agent::run() {
       const std::uint64_t id = m.next_session++;
       arm_poll(&m.ring, fd, user_data(control ? Tag::kControl : Tag::kEngine, id));
       m.sessions.emplace(id, std::move(s));
+      m.next_hello_check = std::min(m.next_hello_check, now + c.agent.hello_timeout);
     }
     arm_poll(&m.ring, lfd, user_data(control ? Tag::kControlListen : Tag::kEngineListen));
   };
+
+  // A session that never says hello (or, on the control socket, never asks) holds a
+  // descriptor and a session slot for nothing: closed after agent.hello_timeout_ms.
+  auto close_silent_sessions = [&](Nanos now) {
+    Nanos next = kNever;
+    std::vector<std::uint64_t> late;
+    for (const auto& [id, s] : m.sessions) {
+      if (s.welcomed || s.spoke) continue;
+      const Nanos due = s.opened + c.agent.hello_timeout;
+      if (due <= now) late.push_back(id);
+      else next = std::min(next, due);
+    }
+    for (std::uint64_t id : late) {
+      const Session& s = m.sessions.at(id);
+      const std::string why = fmt::format("no {} within {} ms", s.control ? "request" : "hello", ms(c.agent.hello_timeout));
+      if (m.hello_timeouts.note(now))
+        RIPPLE_LOG_WARN("{} session {} (pid {} uid {}): {}: closed ({} more since last said)",
+                        s.control ? "control" : "engine", id, s.cred.pid, s.cred.uid, why, m.hello_timeouts.suppressed());
+      close_session(id, why, !s.control);
+    }
+    m.next_hello_check = next;
+  };
+
+  // A pid-matched task is traced by that pid only: once the process is gone (or the pid
+  // names another process) the task is no longer protected. Said, and shown in status.
+  auto check_pids = [&] {
+    for (std::size_t k = 0; k < c.tasks.size(); ++k) {
+      const tracer::PtSpec& pt = c.tasks[k].pt;
+      if (pt.match != tracer::MatchKind::kPid || !m.untraced[k].empty()) continue;
+      const auto start = process_start_time(pt.pid);
+      if (start && start == m.pid_start[k]) continue;
+      m.untraced[k] = fmt::format("pid {} {}; a pid match does not follow a restart (match by exe or comm)", pt.pid,
+                                  start ? "now names another process" : "has exited");
+      RIPPLE_LOG_WARN("task {}: not traced any more: {}", c.tasks[k].spec.name, m.untraced[k]);
+    }
+  };
+  const bool pid_tasks = std::any_of(c.tasks.begin(), c.tasks.end(),
+                                     [](const auto& t) { return t.pt.match == tracer::MatchKind::kPid; });
 
   auto drain_tracer = [&] {
     if (!m.tracer) return;
@@ -595,6 +740,9 @@ Status Agent::run() {
     Nanos next = m.wake_at;
     if (drain_by_timer) next = std::min(next, m.next_drain);
     if (!m.job_threads.empty()) next = std::min(next, m.next_sweep);
+    next = std::min(next, m.next_hello_check);
+    if (m.accept_paused_until != 0) next = std::min(next, m.accept_paused_until);
+    if (pid_tasks) next = std::min(next, m.next_pid_check);
     io_uring_cqe* cqe = nullptr;
     // Busy-poll for a bounded time after the last events (agent.spin_us): the kernel
     // posts a poll completion without waking us, so the next engine message costs no
@@ -663,6 +811,18 @@ Status Agent::run() {
       sweep_jobs(now);
       m.next_sweep = now + kJobSweep;
     }
+    if (now >= m.next_hello_check) close_silent_sessions(now);
+    if (m.accept_paused_until != 0 && now >= m.accept_paused_until) {
+      m.accept_paused_until = 0;
+      if (std::exchange(m.engine_listen_paused, false))
+        arm_poll(&m.ring, *m.engine_listen, user_data(Tag::kEngineListen));
+      if (std::exchange(m.control_listen_paused, false))
+        arm_poll(&m.ring, *m.control_listen, user_data(Tag::kControlListen));
+    }
+    if (pid_tasks && now >= m.next_pid_check) {
+      check_pids();
+      m.next_pid_check = now + kPidCheck;
+    }
     if (now >= m.wake_at) {
       m.dirty = true;  // scheduling point 4: the budget has accrued
       if (m.point == kNever) m.point = m.wake_at;
@@ -698,6 +858,15 @@ json Agent::status_json(Nanos now) const {
   j["grants_sent"] = m.grants_sent;
   j["protocol_errors"] = m.protocol_errors;
   j["sessions_refused"] = m.sessions_refused;
+  // Each limit: its value and how often it was hit (Documentation/agent.md, "Limits").
+  j["limits"] = {{"sessions", m.engine_sessions},
+                 {"control_sessions", m.control_sessions},
+                 {"max_sessions", m.max_sessions},
+                 {"sessions_over_limit", m.over_limit.total()},
+                 {"accept_failures", m.accept_failed.total()},
+                 {"hello_timeouts", m.hello_timeouts.total()},
+                 {"max_queued_works", cfg_.agent.max_queued_works},
+                 {"works_refused", m.works_refused.total()}};
   json tasks = json::array();
   for (pricing::TaskId k = 0; k < m.ledger.task_count(); ++k) {
     const pricing::Estimator& est = m.ledger.task(k);
@@ -734,12 +903,26 @@ json Agent::status_json(Nanos now) const {
         t["drops"] = st->drops;
         t["uid_refused"] = st->uid_refused;  // matched by exe/comm, ran as another user
       }
+      t["threads"] = m.tracer->thread_count(k);
     }
+    t["traced"] = m.tracer != nullptr && m.untraced[k].empty();
+    if (!m.untraced[k].empty()) t["untraced_reason"] = m.untraced[k];
     tasks.push_back(std::move(t));
   }
   j["tasks"] = std::move(tasks);
   json engines = json::array();
-  for (const admission::EngineState& e : m.adm->engines()) {
+  // Bounded: a reply must fit one datagram however many engines have come and gone.
+  const auto& all = m.adm->engines();
+  std::vector<bool> connected(all.size());
+  for (std::size_t i = 0; i < all.size(); ++i) connected[i] = all[i].connected;
+  const std::vector<std::size_t> listed = listed_engines(connected, kStatusEngines);
+  j["engines_not_listed"] = all.size() - listed.size();
+  j["engines_gone"] = {{"count", m.gone.count},
+                       {"grants", m.gone.grants},
+                       {"bytes", m.gone.bytes},
+                       {"works_done", m.gone.works_done}};
+  for (std::size_t i : listed) {
+    const admission::EngineState& e = all[i];
     const admission::EngineStats& s = e.stats;
     const double alive_s = static_cast<double>(now - m.started) / 1e9;
     json x;

@@ -2,6 +2,10 @@
 //
 //   ripple-agent [--config FILE] [--policy NAME] [--engine-socket PATH]
 //                [--control-socket PATH] [--check]
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +16,13 @@
 #include "agent/policy/registry.h"
 
 int main(int argc, char** argv) {
+  // A closed log pipe must not kill the agent (it would leave its sockets behind and its
+  // engines unmanaged): writes get EPIPE instead, and the logger goes on without output.
+  ::signal(SIGPIPE, SIG_IGN);
+  // Started with stdin/stdout/stderr closed, the first sockets would take those numbers
+  // and log lines would go to an engine.
+  for (int fd = 0; fd <= 2; ++fd)
+    if (::fcntl(fd, F_GETFD) < 0) (void)::open("/dev/null", O_RDWR);
   std::string path = ripple::config::kDefaultPath, policy, engine_socket, control_socket, log_level;
   bool check = false;
   CLI::App app{"ripple-agent: deadline-aware CPU-GPU co-scheduler daemon"};
@@ -35,9 +46,26 @@ int main(int argc, char** argv) {
     }
     cfg->agent.policy = policy;
   }
-  if (!engine_socket.empty()) cfg->agent.engine_socket = engine_socket;
-  if (!control_socket.empty()) cfg->agent.control_socket = control_socket;
-  if (!log_level.empty()) cfg->agent.log_level = log_level;
+  if (!engine_socket.empty()) {
+    cfg->agent.engine_socket = engine_socket;
+    cfg->where["agent.engine_socket"] = "--engine-socket";
+  }
+  if (!control_socket.empty()) {
+    cfg->agent.control_socket = control_socket;
+    cfg->where["agent.control_socket"] = "--control-socket";
+  }
+  if (!log_level.empty()) {
+    if (!ripple::config::is_log_level(log_level)) {
+      std::fprintf(stderr, "ripple-agent: --log-level: '%.60s' is not debug|info|warn|error|off\n", log_level.c_str());
+      return 2;
+    }
+    cfg->agent.log_level = log_level;
+  }
+  // What the start would refuse on this machine, --check refuses too (same message).
+  if (auto s = ripple::config::preflight(*cfg); !s) {
+    std::fprintf(stderr, "ripple-agent: configuration refused: %s\n", s.error().message.c_str());
+    return 2;
+  }
   if (check) {
     std::printf("ripple-agent: %s: ok (%zu task(s), %zu engine(s), policy %s)\n", path.c_str(), cfg->tasks.size(),
                 cfg->engines.size(), cfg->agent.policy.c_str());

@@ -28,7 +28,12 @@ Result<std::unique_ptr<Client>> Client::connect(const std::string& path, const H
   std::unique_ptr<Client> c(new Client(fd));
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     return make_errno_error(-errno, "failed to connect to agent at {}: {}", path, std::strerror(errno));
-  if (Status s = c->send(hello); !s) return s.error();
+  if (Status s = c->send(hello); !s) {
+    // Refused before our Hello was read: the agent's Bye (read by send) says why.
+    if (!c->agent_bye_.text.empty())
+      return make_errno_error(kErrAgentGone, "agent refused engine {}: {}", hello.name, c->agent_bye_.text);
+    return s.error();
+  }
   auto m = c->receive(timeout_ms);
   if (!m) return m.error();
   if (auto* bye = std::get_if<ByeMsg>(&*m))

@@ -228,9 +228,18 @@ namespace {
 Status take_lock(const std::string& path, int& fd_out) {
   auto dir = path.substr(0, path.rfind('/'));
   mkdir(dir.c_str(), 0755);
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // Owner-only: flock works through a read-only descriptor, so a lock any user can open
+  // is one any user can hold, keeping the agent from starting. A lock file left 0644 by
+  // an older build is narrowed; one owned by another user is not ours to use.
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0)
     return make_errno_error(-errno, "cannot open lock {}: {}", path, std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077 && fchmod(fd, 0600) != 0)) {
+    close(fd);
+    return make_error("lock {} is not a file of uid {} that only it can open (uid {}, mode {:o})", path, geteuid(),
+                      st.st_uid, st.st_mode & 07777);
+  }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     close(fd);
     return make_error("another Ripple tracer is running (lock {} is held)", path);

@@ -12,6 +12,9 @@
 //               trip (announce -> grant received) p50/p99 in us.
 //   --crash-after K   fault injection: _exit(3) in the middle of the K-th grant.
 //   --garbage   fault injection: send one malformed datagram after the hello.
+//   --churn N   fault injection: N sessions, one after another, that say hello and leave.
+//   --flood-works N   fault injection: announce N works of --units units without
+//               reading a grant; prints how the agent ended the session.
 //   --copy-in F pipelined: each unit is a copy-in of F of its bytes then a copy-out of
 //               the rest, and a unit granted in time overlaps the last one's copy-out
 //               (tests/plant/pipe_gpu.h); 0 (default): one serial stream.
@@ -44,7 +47,7 @@ struct Opts {
   std::string socket = "/run/ripple/engine.sock", name = "llm", kind = "best-effort", plant, plant_create;
   double unit_mb = 2, rate_gbps = 1, period_ms = 0, deadline_ms = 0, duration_s = 10, tick_us = 200, spin_us = 0;
   double copy_in = 0;
-  unsigned units = 8, rtt = 0, crash_after = 0;
+  unsigned units = 8, rtt = 0, crash_after = 0, churn = 0, flood_works = 0;
   bool garbage = false, quiet = false;
 };
 
@@ -101,6 +104,8 @@ int main(int argc, char** argv) {
   app.add_option("--rtt", o.rtt, "benchmark N grant round trips");
   app.add_option("--crash-after", o.crash_after, "exit abruptly in the middle of grant K");
   app.add_flag("--garbage", o.garbage, "send a malformed message after the hello");
+  app.add_option("--churn", o.churn, "N sessions that say hello and leave at once");
+  app.add_option("--flood-works", o.flood_works, "announce N works without reading a grant");
   app.add_option("--copy-in", o.copy_in, "pipelined: copy-in share of each unit's bytes (0: serial)")
       ->check(CLI::Range(0.0, 0.95));
   app.add_flag("--quiet", o.quiet);
@@ -144,7 +149,44 @@ int main(int argc, char** argv) {
   hello.deadline_ns = static_cast<std::uint64_t>((o.deadline_ms > 0 ? o.deadline_ms : o.period_ms) * 1e6);
   const std::uint64_t unit_ns = static_cast<std::uint64_t>(o.unit_mb * 1e6 / o.rate_gbps);
   hello.units = {{"layer", static_cast<std::uint64_t>(o.unit_mb * 1e6), std::max<std::uint64_t>(1, unit_ns)}};
+  if (o.churn > 0) {
+    unsigned ok = 0;
+    std::string last;
+    for (unsigned k = 0; k < o.churn && !g_stop; ++k) {
+      auto c = ripple::engine::Client::connect(o.socket, hello, 2000);
+      if (c) ++ok;
+      else last = c.error().message;
+    }  // each leaves with a Bye (the client's destructor)
+    std::printf("CHURN sessions=%u ok=%u last_error=\"%s\"\n", o.churn, ok, last.c_str());
+    return ok == o.churn ? 0 : 1;
+  }
   auto client = ripple::engine::Client::connect(o.socket, hello, 2000);
+  if (o.flood_works > 0) {
+    if (!client) {
+      std::fprintf(stderr, "agent_engine: %s\n", client.error().message.c_str());
+      return 1;
+    }
+    unsigned sent = 0;
+    for (std::uint64_t k = 1; k <= o.flood_works; ++k, ++sent)
+      if (!(*client)->announce({k, 0, std::vector<std::uint32_t>(o.units, 0)})) break;
+    // Read (grants, then a Bye or the end of the session) for at most 5 s.
+    const std::uint64_t until = monotonic_ns() + 5'000'000'000ull;
+    std::vector<std::uint8_t> buf(ripple::engine::kMaxMessageBytes);
+    while ((*client)->agent_bye().text.empty() && monotonic_ns() < until) {
+      pollfd p{(*client)->fd(), POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      const ssize_t n = ::recv((*client)->fd(), buf.data(), buf.size(), MSG_DONTWAIT);
+      if (n <= 0) break;
+      auto m = ripple::engine::decode(std::span<const std::uint8_t>(buf.data(), static_cast<std::size_t>(n)));
+      if (m)
+        if (auto* b = std::get_if<ripple::engine::ByeMsg>(&*m)) {
+          std::printf("FLOOD announced=%u bye=\"%s\"\n", sent, b->text.c_str());
+          return 0;
+        }
+    }
+    std::printf("FLOOD announced=%u bye=\"%s\"\n", sent, (*client)->agent_bye().text.c_str());
+    return 0;
+  }
   bool managed = client.ok();
   if (managed && o.spin_us > 0) (*client)->set_spin_ns(static_cast<std::uint64_t>(o.spin_us * 1e3));
   if (!managed) std::fprintf(stderr, "agent_engine %s: no agent (%s): running UNMANAGED (fail-open)\n",

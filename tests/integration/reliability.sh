@@ -10,7 +10,26 @@
 #      running one, and leaves its sockets alone: the first agent still answers
 #   4  a killed agent (SIGKILL) leaves a stale socket and lock: a new agent starts
 #   5  a stopped agent (SIGSTOP): ripplectl gives up within its timeout, non-zero
-#   6  H4: a task matched by comm: an unprivileged user's thread of that name is not
+#   6  M6/M9: --check refuses (exit 2, one line, within 10 s) what the start refuses: a
+#      directory or a device as the file, --log-level typo, a pid that does not exist,
+#      both sockets on one path
+#   7  M7: the agent's log pipe closes: it lives on (no SIGPIPE) and still answers
+#   8  M4: the tracer lock is 0600 (also one left 0644): another user cannot open it to
+#      hold it (in a private mount namespace: /run/ripple and the bpffs are private)
+#   9  M1: 2,000 engine sessions come and go: status lists at most 64 engines, counts
+#      the rest and the gone ones' totals, and its reply stays under 64 KB
+#  10  M2: 40 idle connections against max_sessions 20, hello_timeout 500 ms: 20 are
+#      refused (counted), status still answers, the idle ones are closed within 2 s and
+#      an engine joins after
+#  11  M2: descriptors exhausted (RLIMIT_NOFILE lowered under the running agent): the
+#      agent does not spin (< 50 % of a CPU over 1 s), says so at most twice, and serves
+#      again once the idle sessions time out (within 3 s)
+#  12  M4: a refused uid is told why (engine: the Bye text; ripplectl: the reason), and
+#      a flood of 2,000 refused connects gives at most 2 log lines, all counted
+#  13  M8: an engine announcing 200 works of 4,096 units with max_queued_works 16 is
+#      ended with a Bye that says so; counted; the agent answers
+#  14  M5: a pid-matched task that exits is flagged untraced in status within 3 s
+#  15  H4: a task matched by comm: an unprivileged user's thread of that name is not
 #      accounted (uid_refused counts it, no job enters), root's thread is
 #
 # The engine is the stand-in (tests/integration/agent_engine, a TEST DOUBLE); the
@@ -30,7 +49,7 @@ trap cleanup EXIT
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
-echo "1..6"
+echo "1..15"
 
 # A private copy of the task: the tracer matches by exe inode.
 task="$tmp/rel-task-$$"
@@ -170,12 +189,249 @@ else
 fi
 stop_agent
 
-# 6: comm spoofing. The task is "comm = relpt<pid>"; nobody (uid 65534) runs a thread of
+# 6: configuration refused by --check exactly as the start would refuse it.
+write_config 100 90
+agent_rc() { timeout 10 "$B/bin/ripple-agent" "$@" > "$tmp/cfg6.log" 2>&1; echo $?; }
+gone_pid=$(sh -c 'echo $$')  # a pid that has exited
+sed "s|^exe = .*|pid = $gone_pid|" "$tmp/ripple.toml" > "$tmp/gone.toml"
+sed "s|^control_socket = .*|control_socket = \"$tmp/engine.sock\"|" "$tmp/ripple.toml" > "$tmp/same.toml"
+bad6=()
+[ "$(agent_rc -c "$tmp" --check)" = 2 ] && grep -q "it is a directory" "$tmp/cfg6.log" || bad6+=("-c DIR: $(cat "$tmp/cfg6.log")")
+[ "$(agent_rc -c /dev/zero --check)" = 2 ] && grep -q "not a regular file" "$tmp/cfg6.log" || bad6+=("-c /dev/zero: $(cat "$tmp/cfg6.log")")
+[ "$(agent_rc -c /dev/urandom --check)" = 2 ] || bad6+=("-c /dev/urandom: $(cat "$tmp/cfg6.log")")
+[ "$(agent_rc -c "$tmp/ripple.toml" --log-level loud --check)" = 2 ] && grep -q "'loud' is not" "$tmp/cfg6.log" ||
+  bad6+=("--log-level loud: $(cat "$tmp/cfg6.log")")
+[ "$(agent_rc -c "$tmp/gone.toml" --check)" = 2 ] &&
+  grep -q "configuration refused: $tmp/gone.toml:10: task\[0\]: no such process: pid $gone_pid" "$tmp/cfg6.log" ||
+  bad6+=("pid gone: $(cat "$tmp/cfg6.log")")
+[ "$(agent_rc -c "$tmp/gone.toml")" = 2 ] && grep -q "$tmp/gone.toml:10: task\[0\]: no such process" "$tmp/cfg6.log" ||
+  bad6+=("pid gone, start: $(cat "$tmp/cfg6.log")")
+[ "$(agent_rc -c "$tmp/same.toml" --check)" = 2 ] && grep -q "$tmp/same.toml:4: agent.control_socket: the same path" "$tmp/cfg6.log" ||
+  bad6+=("same sockets: $(cat "$tmp/cfg6.log")")
+[ "$(agent_rc -c "$tmp/ripple.toml" --control-socket "$tmp/engine.sock" --check)" = 2 ] ||
+  bad6+=("same sockets by --control-socket: $(cat "$tmp/cfg6.log")")
+[ "$(agent_rc -c "$tmp/ripple.toml" --check)" = 0 ] || bad6+=("the good file: $(cat "$tmp/cfg6.log")")
+if [ ${#bad6[@]} = 0 ]; then
+  ok "--check refuses a directory, /dev/zero, /dev/urandom, --log-level loud, a gone pid (file:line, and so does the start), one path for both sockets"
+else
+  not_ok "--check refuses what the start refuses" "${bad6[@]}"
+fi
+
+# 7: stderr is a pipe whose reader exits after one line; the agent must survive the
+# next log lines (an engine joining and leaving) and keep answering.
+( "$B/bin/ripple-agent" -c "$tmp/ripple.toml" 2>&1 & echo $! > "$tmp/agent7.pid"; wait ) | head -1 > /dev/null &
+for _ in $(seq 100); do [ -s "$tmp/agent7.pid" ] && status_json > /dev/null && break; sleep 0.1; done
+agent_pid=$(cat "$tmp/agent7.pid"); pids+=("$agent_pid")
+for _ in 1 2 3; do
+  timeout 10 "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name pipe --rate-gbps 1 \
+    --unit-mb 1 --units 2 --duration-s 0.3 --quiet > /dev/null 2>&1
+done
+sleep 0.2
+if kill -0 "$agent_pid" 2>/dev/null && status_json > /dev/null; then
+  ok "the agent's log pipe closed: it lives on after logging into it, and answers"
+else
+  not_ok "the agent survives a closed log pipe" "alive: $(kill -0 "$agent_pid" 2>&1 && echo yes)"
+fi
+kill -TERM "$agent_pid" 2>/dev/null  # not our child: wait by polling
+for _ in $(seq 50); do kill -0 "$agent_pid" 2>/dev/null || break; sleep 0.1; done
+
+# 8: the tracer lock, in a private mount namespace (its own /run/ripple and bpffs).
+mkdir -p /run/ripple "$tmp/bpf"
+chmod 755 "$tmp"
+write_config 100 90
+sed -i "s|^pin_dir = .*|pin_dir = \"$tmp/bpf/ripple\"|" "$tmp/ripple.toml"
+timeout 60 unshare -m bash -c '
+  mount --make-rprivate / && mount -t tmpfs -o mode=0755 tmpfs /run/ripple && mount -t bpf bpf "$2/bpf" || exit 9
+  install -m 0644 /dev/null /run/ripple/tracer.lock   # as an older build left it
+  "$1/bin/ripple-agent" -c "$2/ripple.toml" > "$2/agent8.log" 2>&1 &
+  a=$!
+  for _ in $(seq 100); do grep -q "ripple-agent: policy" "$2/agent8.log" && break; sleep 0.1; done
+  mode=$(stat -c %a /run/ripple/tracer.lock)
+  # Opening is what matters: flock through that descriptor would wait out the agent.
+  if setpriv --reuid=65534 --regid=65534 --clear-groups cat /run/ripple/tracer.lock > /dev/null 2>&1; then
+    held=yes; else held=no; fi
+  kill -TERM $a; wait $a
+  echo "mode=$mode other_user_could_open=$held"
+' _ "$B" "$tmp" > "$tmp/lock8.out" 2>&1
+if grep -q "mode=600 other_user_could_open=no" "$tmp/lock8.out"; then
+  ok "the tracer lock is 0600 (narrowed from 0644); another user cannot open it"
+else
+  not_ok "the tracer lock is owner-only" "$(cat "$tmp/lock8.out")" "$(tail -3 "$tmp/agent8.log")"
+fi
+
+# 9-14 share one agent configuration with small limits and no task (14 adds one).
+cat > "$tmp/lim.toml" <<EOF
+[agent]
+policy = "ripple"
+engine_socket = "$tmp/engine.sock"
+control_socket = "$tmp/control.sock"
+pin_dir = ""
+max_sessions = 20
+hello_timeout_ms = 500
+max_queued_works = 16
+EOF
+start_lim() { # log [extra toml]
+  cp "$tmp/lim.toml" "$tmp/lim-run.toml"
+  [ -n "${2:-}" ] && printf '%s\n' "$2" >> "$tmp/lim-run.toml"
+  "$B/bin/ripple-agent" -c "$tmp/lim-run.toml" > "$1" 2>&1 &
+  agent_pid=$!
+  pids+=("$agent_pid")
+  for _ in $(seq 100); do status_json > /dev/null && return 0; sleep 0.1; done
+  return 1
+}
+jq_() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)" 2>/dev/null || echo -1; }
+# idle.py SOCK N S: holds N connections that never send anything, for S seconds.
+cat > "$tmp/idle.py" <<'PY'
+import socket, sys, time
+socks = []
+for _ in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(2)
+    try:
+        s.connect(sys.argv[1]); socks.append(s)
+    except OSError:
+        s.close()
+print(len(socks), flush=True)
+time.sleep(float(sys.argv[3]))
+PY
+# flood.py SOCK N: N connects, each closed at once.
+cat > "$tmp/flood.py" <<'PY'
+import socket, sys
+n = 0
+for _ in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        s.connect(sys.argv[1]); n += 1
+    except OSError:
+        pass
+    s.close()
+print(n)
+PY
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# 9: engine churn.
+start_lim "$tmp/agent9.log" || not_ok "agent did not start" "$(cat "$tmp/agent9.log")"
+timeout 120 "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name churn --churn 2000 \
+  > "$tmp/churn9.out" 2>&1
+st9=$(status_json)
+listed=$(echo "$st9" | jq_ 'len(d["engines"])')
+more=$(echo "$st9" | jq_ 'd["engines_not_listed"]')
+gone=$(echo "$st9" | jq_ 'd["engines_gone"]["count"]')
+if grep -q "ok=2000" "$tmp/churn9.out" && [ "$listed" -ge 0 ] && [ "$listed" -le 64 ] &&
+   [ "$more" = $((2000 - listed)) ] && [ "$gone" = 2000 ] && [ "${#st9}" -lt 65536 ] &&
+   timeout 10 "$B/bin/ripplectl" status --socket "$tmp/control.sock" > "$tmp/st9.txt" 2>&1; then
+  ok "2000 sessions came and went: status lists $listed engines, $more not listed, $gone gone, ${#st9} bytes"
+else
+  not_ok "status stays bounded after 2000 sessions" "$(cat "$tmp/churn9.out")" \
+    "listed=$listed more=$more gone=$gone bytes=${#st9}" "$(tail -3 "$tmp/st9.txt")"
+fi
+
+# 10: idle sessions against the session limit and the hello timeout.
+python3 "$tmp/idle.py" "$tmp/engine.sock" 40 1.5 > "$tmp/idle10.out" 2>&1 &
+idle=$!
+pids+=("$idle")
+sleep 0.2
+over=$(status_json | jq_ 'd["limits"]["sessions_over_limit"]')
+served=0
+for _ in $(seq 40); do
+  [ "$(status_json | jq_ 'd["limits"]["sessions"]')" = 0 ] && { served=1; break; }
+  sleep 0.05
+done
+timeouts=$(status_json | jq_ 'd["limits"]["hello_timeouts"]')
+timeout 20 "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name after --rate-gbps 10 \
+  --unit-mb 1 --units 2 --duration-s 0.3 > "$tmp/eng10.out" 2>&1
+wait "$idle"
+if [ "$over" -ge 15 ] && [ "$served" = 1 ] && [ "$timeouts" -ge 15 ] && grep -q "managed_at_end=1" "$tmp/eng10.out"; then
+  ok "40 idle connections, max_sessions 20: $over refused, status answered, $timeouts closed by the hello timeout within 2 s, an engine joined after"
+else
+  not_ok "idle sessions are limited and time out" "over=$over served=$served timeouts=$timeouts" \
+    "$(cat "$tmp/eng10.out")" "$(tail -5 "$tmp/agent9.log")"
+fi
+stop_agent
+
+# 11: descriptors run out under the agent (its limit lowered while it runs).
+start_lim "$tmp/agent11.log" || not_ok "agent did not start" "$(cat "$tmp/agent11.log")"
+nfd=$(ls "/proc/$agent_pid/fd" | wc -l)
+prlimit --pid "$agent_pid" --nofile=$((nfd + 5)):$((nfd + 5))
+python3 "$tmp/idle.py" "$tmp/engine.sock" 30 2 > "$tmp/idle11.out" 2>&1 &
+idle=$!
+pids+=("$idle")
+sleep 0.3
+c0=$(cpu_ticks "$agent_pid"); sleep 1; c1=$(cpu_ticks "$agent_pid")
+hz=$(getconf CLK_TCK)
+wait "$idle"
+back=0
+for _ in $(seq 30); do status_json > /dev/null && { back=1; break; }; sleep 0.1; done
+fails=$(status_json | jq_ 'd["limits"]["accept_failures"]')
+said=$(grep -c "cannot accept engine connections" "$tmp/agent11.log")
+if [ $((c1 - c0)) -lt $((hz / 2)) ] && [ "$back" = 1 ] && [ "$fails" -ge 1 ] && [ "$said" -ge 1 ] && [ "$said" -le 2 ]; then
+  ok "EMFILE: the agent used $((c1 - c0)) of $hz ticks in 1 s, said it $said time(s) for $fails failures, and answered again"
+else
+  not_ok "EMFILE: no spin, said once, served again" "ticks=$((c1 - c0))/$hz back=$back fails=$fails said=$said" \
+    "$(tail -5 "$tmp/agent11.log")"
+fi
+stop_agent
+
+# 12: a uid that is not allowed (nobody), told why; then a flood of its connects.
+chmod 755 "$tmp"
+start_lim "$tmp/agent12.log" || not_ok "agent did not start" "$(cat "$tmp/agent12.log")"
+nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+timeout 20 "${nobody[@]}" "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name outsider \
+  --unit-mb 1 --units 2 --duration-s 0.2 > "$tmp/eng12.out" 2>&1
+timeout 20 "${nobody[@]}" "$B/bin/ripplectl" status --socket "$tmp/control.sock" > "$tmp/ctl12.out" 2>&1
+timeout 60 "${nobody[@]}" /usr/bin/python3 "$tmp/flood.py" "$tmp/engine.sock" 2000 > "$tmp/flood12.out" 2>&1
+sleep 0.3
+refused=$(status_json | jq_ 'd["sessions_refused"]')
+lines=$(grep -c "refused engine connection" "$tmp/agent12.log")
+why="uid 65534 gid 65534 is not in allowed_uids/allowed_gids"
+if grep -q "agent refused engine outsider: $why" "$tmp/eng12.out" && grep -q "refused the connection: $why" "$tmp/ctl12.out" &&
+   [ "$refused" -ge 2000 ] && [ "$lines" -le 2 ]; then
+  ok "a refused uid is told why (engine and ripplectl); $refused refusals gave $lines log line(s)"
+else
+  not_ok "a refused uid is told why, the flood is counted not logged" "refused=$refused lines=$lines" \
+    "$(cat "$tmp/eng12.out")" "$(cat "$tmp/ctl12.out")" "$(cat "$tmp/flood12.out")"
+fi
+
+# 13: a Work flood from an allowed engine.
+timeout 30 "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name flood --units 4096 \
+  --flood-works 200 > "$tmp/eng13.out" 2>&1
+refused=$(status_json | jq_ 'd["limits"]["works_refused"]')
+if grep -q 'bye="work [0-9]*: 16 works queued, at most 16 (agent.max_queued_works)"' "$tmp/eng13.out" &&
+   [ "$refused" -ge 1 ]; then
+  ok "an engine queueing 200 works of 4096 units is ended at 16: $(cat "$tmp/eng13.out")"
+else
+  not_ok "the work queue is bounded" "refused=$refused" "$(cat "$tmp/eng13.out")" "$(tail -3 "$tmp/agent12.log")"
+fi
+stop_agent
+
+# 14: a pid-matched task exits.
+"$task" --period-us 100000 --work-us 1000 --jobs 100000 > /dev/null 2>&1 &
+pt=$!
+pids+=("$pt")
+start_lim "$tmp/agent14.log" "$(printf '[[task]]\nname = "bypid"\npid = %s\nperiod_ms = 100\ndeadline_ms = 90\n' "$pt")" ||
+  not_ok "agent did not start" "$(cat "$tmp/agent14.log")"
+before=$(status_json | jq_ 'd["tasks"][0]["traced"]')
+kill -KILL "$pt"; wait "$pt" 2>/dev/null
+flagged=0
+for _ in $(seq 30); do
+  [ "$(status_json | jq_ 'd["tasks"][0]["traced"]')" = False ] && { flagged=1; break; }
+  sleep 0.1
+done
+reason=$(status_json | jq_ 'd["tasks"][0]["untraced_reason"]')
+if [ "$before" = True ] && [ "$flagged" = 1 ] &&
+   grep -q "task bypid: not traced any more: pid $pt has exited" "$tmp/agent14.log"; then
+  ok "a pid-matched task that exits is flagged within 3 s: $reason"
+else
+  not_ok "a pid-matched task that exits is flagged" "before=$before flagged=$flagged" "$(tail -3 "$tmp/agent14.log")"
+fi
+stop_agent
+
+# 15: comm spoofing. The task is "comm = relpt<pid>"; nobody (uid 65534) runs a thread of
 # that name with 10 ms jobs: none may enter. Then root runs one: its jobs do.
 comm="relpt$(( $$ % 100000 ))"
 chmod 755 "$tmp"
 write_config 20 18 "comm = \"$comm\""
-start_agent "$tmp/agent6.log" || not_ok "agent did not start" "$(cat "$tmp/agent6.log")"
+start_agent "$tmp/agent15.log" || not_ok "agent did not start" "$(cat "$tmp/agent15.log")"
 jobs_of() { status_json | python3 -c 'import json,sys; t=json.load(sys.stdin)["tasks"][0]; print(t["releases"], t.get("uid_refused", -1))' 2>/dev/null || echo "-1 -1"; }
 timeout 20 setpriv --reuid=65534 --regid=65534 --clear-groups "$task" --comm "$comm" --thread \
   --period-us 20000 --work-us 2000 --jobs 25 > /dev/null 2>&1
@@ -187,6 +443,6 @@ if [ "$spoofed" = 0 ] && [ "$refused" -ge 1 ] && [ "$real" -ge 20 ]; then
   ok "a thread named like the task but run by nobody is not accounted ($refused refused, 0 jobs); root's is ($real jobs)"
 else
   not_ok "comm spoofing refused: nobody's jobs $spoofed (want 0), refused $refused (want >= 1), root's jobs $real (want >= 20)" \
-    "$(grep -i warn "$tmp/agent6.log" | tail -3)"
+    "$(grep -i warn "$tmp/agent15.log" | tail -3)"
 fi
 stop_agent

@@ -31,16 +31,20 @@ expect_error() {
   fi
 }
 
-plan 14
+plan 17
 
 if [ "$(id -u)" -ne 0 ]; then
-  for i in $(seq 14); do n=$((n + 1)); echo "ok $n # SKIP ripplectl trace needs root"; done
+  for i in $(seq 17); do n=$((n + 1)); echo "ok $n # SKIP ripplectl trace needs root"; done
   exit 0
 fi
 
 # --- bad input ---------------------------------------------------------------
-expect_error "unknown pid" "^ripplectl trace: error: no such process: pid 1073741808$" \
-  "$CTL" trace --pid 1073741808 --no-pin --duration 1
+gone=$(sh -c 'echo $$')  # a pid whose process has exited
+expect_error "unknown pid" "^ripplectl trace: error: no such process: pid $gone$" \
+  "$CTL" trace --pid "$gone" --no-pin --duration 1
+expect_error "pid 0" "^ripplectl: --pid: Value 0 not in range 1 to 4194304$" "$CTL" trace --pid 0 --no-pin --duration 1
+expect_error "pid -1" "^ripplectl: --pid: Value -1 not in range 1 to 4194304$" "$CTL" trace --pid -1 --no-pin --duration 1
+expect_error "unknown command" "^ripplectl: unknown command 'bogus' \\(trace, status, top, explain; --help\\)$" "$CTL" bogus
 expect_error "unknown exe" "executable /nonexistent/robot: No such file or directory" \
   "$CTL" trace --exe /nonexistent/robot --no-pin --duration 1
 printf '#!/bin/sh\nexit 0\n' >"$TMP/script.sh"; chmod +x "$TMP/script.sh"

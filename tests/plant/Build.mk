@@ -6,7 +6,7 @@ $(O)/bin/ripple-plant-engine: ; $(link_cxx)
 BINS += $(O)/bin/ripple-plant-engine
 
 $(O)/tests/unit/plant_test: $(call objs,tests/unit/plant_test.cc tests/plant/plant_engine.cc \
-	tools/workloads/plant_mode.cc tools/workloads/periodic.cc)
+	tools/workloads/plant_mode.cc tools/workloads/periodic.cc tools/workloads/pool.cc tools/workloads/cores.cc)
 $(O)/tests/unit/plant_test: LDLIBS := $(LDLIBS_GTEST) -lrt
 $(O)/tests/unit/plant_test: ; $(link_cxx)
 TEST_BINS += $(O)/tests/unit/plant_test

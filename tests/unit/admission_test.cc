@@ -686,7 +686,9 @@ TEST(Admission, NoWaitOnAConditionThatCannotComeTrue) {
           ++it;
         }
       }
-      if (adm.engine(*eid)->remaining() == 0) ASSERT_TRUE(adm.announce(*eid, work(++work_id, 1000), now));
+      if (adm.engine(*eid)->remaining() == 0) {
+        ASSERT_TRUE(adm.announce(*eid, work(++work_id, 1000), now));
+      }
       const Decision d = adm.decide(now);
       wake = d.wake_at;
       Nanos busy = running.empty() ? now : running.back().end;
@@ -721,6 +723,34 @@ TEST(Admission, NoWaitOnAConditionThatCannotComeTrue) {
     EXPECT_LE(granted_after_stop - stop, bound)
         << "seed " << seed;
   }
+}
+
+// Tests that the engine table stays bounded (issue 15, M1): 1,000 engines that join,
+// take a grant and leave leave at most gone_engines_kept entries behind, the newest; an
+// engine that stays connected throughout keeps its id and is still granted.
+TEST(Admission, GoneEnginesDoNotAccumulate) {
+  Fixture f;
+  const EngineId stay = f.add(engine("stay"));
+  Nanos now = 0;
+  EngineId last = 0;
+  for (int k = 0; k < 1000; ++k) {
+    last = f.add(engine("churn"), now);
+    ASSERT_TRUE(f.adm->announce(last, work(1, 1), now));
+    (void)f.adm->decide(now);
+    f.adm->remove_engine(last, now);
+    now += kMs;
+  }
+  const auto& all = f.adm->engines();
+  EXPECT_LE(all.size(), 1 + f.adm->options().gone_engines_kept);
+  ASSERT_NE(f.adm->engine(last), nullptr);  // the newest gone one is kept, disconnected
+  EXPECT_FALSE(f.adm->engine(last)->connected);
+  EXPECT_EQ(f.adm->engine(1), nullptr);     // an old one is gone
+  EXPECT_FALSE(f.adm->announce(1, work(9, 1), now).ok());
+  ASSERT_TRUE(f.adm->announce(stay, work(1, 2), now));
+  const Decision d = f.adm->decide(now);
+  ASSERT_FALSE(d.grants.empty());
+  EXPECT_EQ(d.grants[0].engine, stay);
+  EXPECT_TRUE(f.adm->on_sent(stay, d.grants[0].id, now).ok());
 }
 
 }  // namespace

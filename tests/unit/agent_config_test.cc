@@ -2,6 +2,10 @@
 // parses into every section; "K x p99" deadlines; every error names file, line, key.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 
@@ -128,7 +132,124 @@ TEST(AgentConfig, ProfileFileRelativeToConfig) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->tasks[0].spec.solo_profile.size(), 100u);
   EXPECT_EQ(r->tasks[0].spec.deadline, 118'800'000);
-  EXPECT_EQ(load("/no/such/ripple.toml").error().message, "cannot read configuration '/no/such/ripple.toml'");
+  EXPECT_EQ(load("/no/such/ripple.toml").error().message, "cannot read configuration '/no/such/ripple.toml': No such file or directory");
+}
+
+// Tests that ids and pids that would wrap around are refused, naming the key
+// (4294967296 was uid 0, pid 4294967297 was pid 1: init traced).
+TEST(AgentConfig, RefusesIdsAndPidsThatWrap) {
+  EXPECT_EQ(error_of("[agent]\nallowed_uids = [4294967296]\n"),
+            "ripple.toml:2: agent.allowed_uids: entries must be integers in [0, 4294967294]");
+  EXPECT_EQ(error_of("[agent]\nallowed_gids = [0, 4294967295]\n"),
+            "ripple.toml:2: agent.allowed_gids: entries must be integers in [0, 4294967294]");
+  EXPECT_EQ(error_of("[[task]]\npid = 4294967297\nperiod_ms = 100\ndeadline_ms = 50\n"),
+            "ripple.toml:2: task[0].pid: must be a pid in [1, 4194304]");
+  EXPECT_EQ(error_of("[[task]]\npid = 1099511627776\nperiod_ms = 100\ndeadline_ms = 50\n"),
+            "ripple.toml:2: task[0].pid: must be a pid in [1, 4194304]");
+  auto r = parse("[agent]\nallowed_uids = [4294967294]\n", "ripple.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->agent.allowed_uids, (std::vector<uid_t>{4294967294u}));
+}
+
+// Tests that the engine and control sockets on one path, a comm named twice and more
+// than 64 tasks are refused by the parser (not first at start, after building them).
+TEST(AgentConfig, RefusesWhatTheStartWouldRefuse) {
+  EXPECT_EQ(error_of("[agent]\nengine_socket = \"/tmp/x.sock\"\ncontrol_socket = \"/tmp/x.sock\"\n"),
+            "ripple.toml:3: agent.control_socket: the same path as agent.engine_socket (/tmp/x.sock)");
+  EXPECT_EQ(error_of("[[task]]\nname = \"a\"\ncomm = \"c\"\nperiod_ms = 9\ndeadline_ms = 5\n"
+                     "[[task]]\nname = \"b\"\ncomm = \"c\"\nperiod_ms = 9\ndeadline_ms = 5\n"),
+            "ripple.toml:6: task[1].comm: 'c' names two tasks");
+  std::string many;
+  for (int k = 0; k < 70; ++k) many += fmt::format("[[task]]\ncomm = \"t{}\"\nperiod_ms = 9\ndeadline_ms = 5\n", k);
+  EXPECT_EQ(error_of(many), "ripple.toml:257: task[64]: 70 tasks; at most 64");
+  EXPECT_EQ(error_of("[agent]\nmax_sessions = 0\n"), "ripple.toml:2: agent.max_sessions: must be an integer in [1, 65536]");
+  EXPECT_EQ(error_of("[agent]\nmax_queued_works = 1.5\n"),
+            "ripple.toml:2: agent.max_queued_works: must be an integer in [1, 65536]");
+  auto r = parse("[agent]\nmax_sessions = 40\nhello_timeout_ms = 250\nmax_queued_works = 8\n", "ripple.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->agent.max_sessions, 40);
+  EXPECT_EQ(r->agent.hello_timeout, 250'000'000);
+  EXPECT_EQ(r->agent.max_queued_works, 8);
+  EXPECT_TRUE(is_log_level("warn"));
+  EXPECT_FALSE(is_log_level("loud"));
+}
+
+// Tests that a long or binary value is cut in the message (a 10 MB value gave a 10 MB
+// line), and that a huge K in "K x p99" is refused against the period instead of
+// overflowing to a negative deadline.
+TEST(AgentConfig, MessagesStayShort) {
+  const std::string msg = error_of("[agent]\nfail_mode = \"" + std::string(10'000'000, 'a') + "\"\n");
+  EXPECT_LT(msg.size(), 200u) << msg.substr(0, 300);
+  EXPECT_NE(msg.find("... (10000000 bytes)"), std::string::npos) << msg;
+  EXPECT_EQ(error_of("[agent]\nfail_mode = \"a\\u0001b\"\n"),
+            "ripple.toml:2: agent.fail_mode: 'a\\x01b' is neither \"open\" nor \"closed\"");
+  EXPECT_EQ(error_of("[[task]]\ncomm = \"a\"\nperiod_ms = 100\nsolo_ms = [10]\n"
+                     "deadline = \"100000000000000000000000 x p99\"\n"),
+            "ripple.toml:5: task[0].deadline: 100000000000000000000000 x p99 = 1e+24 ms exceeds the period 100.000 ms");
+}
+
+// Tests that only a regular file of at most 1 MiB is read: a directory (was an empty
+// configuration), /dev/zero (was bad_alloc), /dev/urandom (was read forever) and a
+// 2 MiB file are refused with one line, and quickly.
+TEST(AgentConfig, LoadsOnlyABoundedRegularFile) {
+  char dir[] = "/tmp/ripple-config-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string big = std::string(dir) + "/big.toml";
+  {
+    std::ofstream f(big);
+    f << std::string(2 << 20, '#') << "\n";
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(load(dir).error().message, fmt::format("cannot read configuration '{}': it is a directory", dir));
+  EXPECT_EQ(load("/dev/zero").error().message, "cannot read configuration '/dev/zero': it is not a regular file");
+  EXPECT_EQ(load("/dev/urandom").error().message, "cannot read configuration '/dev/urandom': it is not a regular file");
+  EXPECT_EQ(load(big).error().message, fmt::format("cannot read configuration '{}': 2097153 bytes; at most 1048576", big));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  std::remove(big.c_str());
+  rmdir(dir);
+}
+
+// Tests that preflight refuses, with the task's or key's file:line, what the start
+// refuses on this machine and the parser cannot know: a pid that does not exist, an
+// executable that is not ELF, the same executable twice, a CPU this process may not use,
+// a socket path too long for sockaddr_un, a socket directory whose parent is missing.
+TEST(AgentConfig, PreflightRefusesWhatTheStartRefuses) {
+  char dir[] = "/tmp/ripple-config-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string d(dir), script = d + "/robot.sh";
+  { std::ofstream(script) << "#!/bin/sh\n"; }
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  waitpid(child, nullptr, 0);  // reaped: the pid names no process now
+  const std::string sockets =
+      fmt::format("[agent]\nengine_socket = \"{0}/e.sock\"\ncontrol_socket = \"{0}/c.sock\"\npin_dir = \"\"\n", d);
+  auto pre = [&](const std::string& text) {
+    auto c = parse(text, "ripple.toml");
+    if (!c) return "parse: " + c.error().message;
+    Status s = preflight(*c);
+    return s ? std::string("(ok)") : s.error().message;
+  };
+  const std::string task = "period_ms = 100\ndeadline_ms = 50\n";
+  EXPECT_EQ(pre(sockets), "(ok)");
+  EXPECT_EQ(pre(sockets + "[[task]]\nself = 1\n").rfind("parse: ", 0), 0u);
+  EXPECT_EQ(pre(sockets + fmt::format("[[task]]\npid = {}\n", child) + task),
+            fmt::format("ripple.toml:5: task[0]: no such process: pid {}", child));
+  EXPECT_EQ(pre(sockets + "[[task]]\nexe = \"" + script + "\"\n" + task).rfind("ripple.toml:5: task[0]: ", 0), 0u);
+  EXPECT_EQ(pre(sockets + "[[task]]\nexe = \"/proc/self/exe\"\nname = \"a\"\n" + task +
+                "[[task]]\nexe = \"/proc/self/exe\"\nname = \"b\"\n" + task)
+                .rfind("ripple.toml:10: task[1].exe: ", 0),
+            0u);
+  EXPECT_EQ(pre(sockets + "core = 4095\n"),
+            fmt::format("ripple.toml:5: agent.core: CPU 4095 is not one this process may run on ({} CPU(s) allowed)",
+                        sysconf(_SC_NPROCESSORS_ONLN)));
+  const std::string longp = d + "/" + std::string(120, 's') + ".sock";
+  EXPECT_EQ(pre(fmt::format("[agent]\nengine_socket = \"{}\"\n", longp)).rfind("ripple.toml:2: agent.engine_socket: '", 0),
+            0u);
+  EXPECT_EQ(pre(fmt::format("[agent]\ncontrol_socket = \"{}/no/such/c.sock\"\n", d)),
+            fmt::format("ripple.toml:2: agent.control_socket: directory '{}/no' does not exist", d));
+  std::remove(script.c_str());
+  rmdir(dir);
 }
 
 }  // namespace

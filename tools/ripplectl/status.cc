@@ -31,12 +31,19 @@ struct Args {
 
 // One request, one reply datagram.
 bool ask(int fd, const std::string& cmd, json* out, std::string* err) {
-  if (::send(fd, cmd.data(), cmd.size(), MSG_NOSIGNAL) < 0) {
-    *err = fmt::format("failed to send '{}': {}", cmd, std::strerror(errno));
-    return false;
-  }
   std::vector<char> buf(4 << 20);
-  ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+  ssize_t n = 0;
+  if (::send(fd, cmd.data(), cmd.size(), MSG_NOSIGNAL) < 0) {
+    const int e = errno;
+    // A refusing agent answers before it closes: its reason may be queued.
+    n = ::recv(fd, buf.data(), buf.size(), MSG_DONTWAIT);
+    if (n <= 0) {
+      *err = fmt::format("failed to send '{}': {}", cmd, std::strerror(e));
+      return false;
+    }
+  } else {
+    n = ::recv(fd, buf.data(), buf.size(), 0);
+  }
   if (n <= 0) {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
       *err = "no reply from the agent within the timeout (is it stopped or overloaded? --timeout S)";
@@ -98,6 +105,19 @@ void print_status(const json& s) {
               static_cast<unsigned long long>(s["tracer"]["drops"].get<std::uint64_t>()),
               static_cast<unsigned long long>(s["protocol_errors"].get<std::uint64_t>()),
               static_cast<unsigned long long>(s["sessions_refused"].get<std::uint64_t>()));
+  if (const json& l = s.value("limits", json()); l.is_object())
+    std::printf("sessions: %llu of %llu; over the limit %llu, accept failures %llu, hello timeouts %llu, "
+                "works refused %llu\n",
+                static_cast<unsigned long long>(l["sessions"].get<std::uint64_t>()),
+                static_cast<unsigned long long>(l["max_sessions"].get<std::uint64_t>()),
+                static_cast<unsigned long long>(l["sessions_over_limit"].get<std::uint64_t>()),
+                static_cast<unsigned long long>(l["accept_failures"].get<std::uint64_t>()),
+                static_cast<unsigned long long>(l["hello_timeouts"].get<std::uint64_t>()),
+                static_cast<unsigned long long>(l["works_refused"].get<std::uint64_t>()));
+  for (const auto& t : s["tasks"])
+    if (!t.value("traced", true))
+      std::printf("task %s is NOT TRACED: %s\n", t["name"].get<std::string>().c_str(),
+                  t.value("untraced_reason", std::string("no tracer")).c_str());
   std::printf("\n%-12s %7s %6s %7s %9s %11s %9s %10s %7s %6s\n", "TASK", "JOBS", "MISS", "DMR%", "WIN-DMR%",
               "ALLOW(MB)", "KAPPA", "MARGIN", "A-HAT", "EXEMPT");
   std::printf("%-12s %7s %6s %7s %9s %11s %9s %10s %7s %6s\n", "", "", "", "", "(100 s)", "", "(ms/GB)", "(ms)",
@@ -125,6 +145,9 @@ void print_status(const json& s) {
                 w["delivery"].get<double>(), e["connected"].get<bool>() ? "" : "(gone) ",
                 e["wait"]["cause"].get<std::string>().c_str());
   }
+  if (const auto more = s.value("engines_not_listed", std::uint64_t{0}); more > 0)
+    std::printf("(%llu more engines not listed; %llu gone in all)\n", static_cast<unsigned long long>(more),
+                static_cast<unsigned long long>(s["engines_gone"]["count"].get<std::uint64_t>()));
 }
 
 void print_explain(const json& x) {
@@ -195,9 +218,10 @@ void add_agent_commands(CLI::App& app, int* exit_code) {
   status->callback([args, exit_code] { *exit_code = run("status", *args); });
   auto* top = app.add_subcommand("top", "status, refreshed");
   common(top);
-  top->add_option("--interval", args->interval_s, "seconds between refreshes")->check(CLI::PositiveNumber);
+  top->add_option("--interval", args->interval_s, "seconds between refreshes")
+      ->check(CLI::Range(0.001, 86400.0, "seconds (0.001 to 86400)"));
   top->add_option("-n,--iterations", args->iterations, "stop after N refreshes (0: never)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1'000'000'000, "a count (0 to 1000000000)"));
   top->callback([args, exit_code] { *exit_code = run("top", *args); });
   auto* explain = app.add_subcommand("explain", "why each engine's next grant waits, and which job sets B(t)");
   common(explain);

@@ -172,7 +172,8 @@ void add_trace_command(CLI::App& app, int* exit_code) {
       "Trace the jobs of a protected task: one line per job and a closing summary.\n"
       "Design of the BPF side: bpf/tracer.bpf.c; pinned maps: Documentation/tracer.md");
   auto* exe = sub->add_option("--exe", args->exe, "match every process running this executable");
-  auto* pid = sub->add_option("--pid", args->pid, "match every thread of this process");
+  auto* pid = sub->add_option("--pid", args->pid, "match every thread of this process")
+                  ->check(CLI::Range(1, 4 * 1024 * 1024, "a process id (1 to 4194304)"));
   auto* comm = sub->add_option("--comm", args->comm, "match every thread with this name");
   exe->excludes(pid, comm);
   pid->excludes(comm);
@@ -183,7 +184,7 @@ void add_trace_command(CLI::App& app, int* exit_code) {
   sub->add_option("--wait", args->wait, "period-wait syscalls: clock_nanosleep,nanosleep,epoll,poll,select,futex (default clock_nanosleep,nanosleep)");
   sub->add_option("--deadline", args->deadline_ms, "relative deadline in ms; jobs over it count as misses");
   sub->add_option("--duration", args->duration_s, "seconds to trace (default: until Ctrl-C, or until --pid exits)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0.0, 1e9, "seconds (0 to 1e9)"));
   sub->add_option("--name", args->name, "label for the task");
   sub->add_flag("--json", args->json, "JSON lines instead of a table");
   sub->add_option("--pin-dir", args->pin_dir, "where to pin the live maps (default " RIPPLE_PIN_DIR ")");

@@ -1,7 +1,8 @@
 # Robot CPU task suite (issue 4): ordinary periodic programs that know nothing of
 # Ripple. Documentation/workloads.md describes each.
 
-WORKLOADS_COMMON := tools/workloads/periodic.cc tools/workloads/plant_mode.cc
+WORKLOADS_COMMON := tools/workloads/periodic.cc tools/workloads/plant_mode.cc tools/workloads/pool.cc \
+	tools/workloads/cores.cc
 # -isystem: OpenCV 4.6's headers warn under C++20.
 OPENCV_CFLAGS := -isystem /usr/include/opencv4
 WORKLOAD_LIBS_CV := -lopencv_calib3d -lopencv_features2d -lopencv_imgproc -lopencv_core -pthread
@@ -44,7 +45,7 @@ BINS += $(O)/bin/ripple-costmap $(O)/bin/ripple-kdnn $(O)/bin/ripple-sgm $(O)/bi
 CXXFLAGS_tools_workloads_costmap += -O3
 
 # Mixes as data (tools/workloads/mixes/*.toml) and their launcher.
-$(O)/bin/ripple-mix: $(call objs,tools/workloads/mix_main.cc tools/workloads/mix.cc)
+$(O)/bin/ripple-mix: $(call objs,tools/workloads/mix_main.cc tools/workloads/mix.cc tools/workloads/cores.cc)
 $(O)/bin/ripple-mix: LDLIBS :=
 $(O)/bin/ripple-mix: ; $(link_cxx)
 BINS += $(O)/bin/ripple-mix

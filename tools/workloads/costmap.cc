@@ -17,9 +17,16 @@
 // default 6144^2 cells that is about 0.6 GB per job; --size 8192 gives about 1.1 GB, the
 // paper's Costmap traffic, but needs a fast core to fit its 100 ms period.
 // bytes_per_job() counts those passes.
+//
+// With --threads N every phase is split over the pool, the same cells as one thread
+// computes, so the grids come out identical: the full-grid passes by cell ranges, the
+// scans by beams (a beam only reads the static world, clears obstacle cells to 0 and ORs a
+// constant into voxel columns, so beams commute; shared cells go through relaxed atomics),
+// inflation by rows (row pass, join, column pass).
 #include "tools/workloads/periodic.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -80,7 +87,7 @@ struct CostmapParams {
 
 class Costmap final : public Job {
  public:
-  Costmap(const CostmapParams& p, uint64_t seed) : p_(p), rng_(seed) {
+  Costmap(const CostmapParams& p, uint64_t seed, WorkerPool& pool) : p_(p), pool_(pool), rng_(seed) {
     if (p.size < 64 || p.size > 65536) throw InputError("--size must be in [64, 65536] cells");
     if (p.inflation_cells < 1 || p.inflation_cells > 100)
       throw InputError("--inflation-cells must be in [1, 100]");
@@ -108,17 +115,21 @@ class Costmap final : public Job {
 
   void run_job(uint64_t seq) override {
     int64_t t0 = monotonic_ns();
-    decay();
-    project_voxels();
+    // Decay then voxel projection, each over the thread's cell range (both are per cell).
+    pool_.run([&](int i) {
+      auto [lo, hi] = pool_.share(n_, i);
+      decay(lo, hi);
+      project_voxels(lo, hi);
+    });
     int64_t t1 = monotonic_ns();
-    const double t = static_cast<double>(seq) * 0.05;
-    bx0_ = by0_ = p_.size;
-    bx1_ = by1_ = -1;
-    for (int s = 0; s < p_.scans; ++s) scan(t + s * 0.01);
+    scans(static_cast<double>(seq) * 0.05);
     int64_t t2 = monotonic_ns();
     inflate();
     int64_t t3 = monotonic_ns();
-    combine();
+    pool_.run([&](int i) {
+      auto [lo, hi] = pool_.share(n_, i);
+      combine(lo, hi);
+    });
     int64_t t4 = monotonic_ns();
     phase_ns_[0] += t1 - t0, phase_ns_[1] += t2 - t1, phase_ns_[2] += t3 - t2, phase_ns_[3] += t4 - t3;
     ++jobs_;
@@ -130,6 +141,12 @@ class Costmap final : public Job {
     // one (4): 16. Inflation window: mask reads 2, int16 h2 write+read 4, cost write 1: 7.
     // Plus each traced beam cell read and written (2; mostly misses at this size).
     return 16.0 * static_cast<double>(n_) + 7.0 * window_cells_ + 2.0 * cells_traced_per_job_;
+  }
+
+  std::string digest() const override {
+    uint64_t h = digest_words(master_.data(), n_);
+    h = digest_words(obstacle_.data(), n_, h);
+    return digest_hex(digest_words(voxels_.data(), n_ * sizeof(uint32_t), h));
   }
 
   std::string check() const override {
@@ -166,11 +183,10 @@ class Costmap final : public Job {
 
   // Nav2 VoxelLayer: a 32-bit column of height bits per cell. Each job ages the columns
   // (shifts the observation bits) and projects them into the obstacle layer.
-  void project_voxels() {
+  void project_voxels(size_t lo, size_t hi) {
     uint32_t* __restrict v = voxels_.data();
     uint8_t* __restrict o = obstacle_.data();
-    const size_t n = n_;
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = lo; i < hi; ++i) {
       uint32_t c = v[i] & 0x7fff7fffu;  // age: clear the top bit of each half
       v[i] = c << 1;
       // Two vertically adjacent marked voxels make an obstacle (a vectorizable stand-in for
@@ -179,23 +195,47 @@ class Costmap final : public Job {
     }
   }
 
-  void decay() {
+  void decay(size_t lo, size_t hi) {
     // Obstacle persistence: marks fade unless re-observed (value 0..kLethal).
     uint8_t* __restrict o = obstacle_.data();
-    const size_t n = n_;  // a local bound: byte stores could alias the member
-    for (size_t i = 0; i < n; ++i) o[i] = static_cast<uint8_t>(std::max<uint8_t>(o[i], 16) - 16);
+    for (size_t i = lo; i < hi; ++i) o[i] = static_cast<uint8_t>(std::max<uint8_t>(o[i], 16) - 16);
   }
 
-  void scan(double t) {
+  // `--scans` scans at times t, t + 0.01, ...: each thread traces its range of beams of
+  // every scan.
+  void scans(double t) {
     const int n = p_.size;
-    // The robot drives a circle around the map centre.
-    const double cx = n / 2.0 + n / 4.0 * std::cos(t), cy = n / 2.0 + n / 4.0 * std::sin(t);
-    bx0_ = std::min(bx0_, static_cast<int>(cx) - p_.range_cells);
-    bx1_ = std::max(bx1_, static_cast<int>(cx) + p_.range_cells);
-    by0_ = std::min(by0_, static_cast<int>(cy) - p_.range_cells);
-    by1_ = std::max(by1_, static_cast<int>(cy) + p_.range_cells);
+    std::vector<double> cx(static_cast<size_t>(p_.scans)), cy(cx.size());
+    bx0_ = by0_ = n;
+    bx1_ = by1_ = -1;
+    for (int s = 0; s < p_.scans; ++s) {
+      // The robot drives a circle around the map centre.
+      const double ts = t + s * 0.01;
+      cx[s] = n / 2.0 + n / 4.0 * std::cos(ts), cy[s] = n / 2.0 + n / 4.0 * std::sin(ts);
+      bx0_ = std::min(bx0_, static_cast<int>(cx[s]) - p_.range_cells);
+      bx1_ = std::max(bx1_, static_cast<int>(cx[s]) + p_.range_cells);
+      by0_ = std::min(by0_, static_cast<int>(cy[s]) - p_.range_cells);
+      by1_ = std::max(by1_, static_cast<int>(cy[s]) + p_.range_cells);
+    }
+    // Cells traced by the last scan, per thread (integers: the sum is exact in any order).
+    std::vector<double> traced(static_cast<size_t>(pool_.threads()), 0.0);
+    pool_.run([&](int i) {
+      auto [b0, b1] = pool_.share(static_cast<size_t>(p_.beams), i);
+      for (int s = 0; s < p_.scans; ++s) {
+        const double tr = trace_beams(t + s * 0.01, cx[s], cy[s], static_cast<int>(b0), static_cast<int>(b1));
+        if (s == p_.scans - 1) traced[i] = tr;
+      }
+    });
+    double sum = 0;
+    for (double v : traced) sum += v;
+    cells_traced_per_job_ = sum * p_.scans;
+  }
+
+  // Beams [b0, b1) of the scan at time t from (cx, cy); returns the cells they traced.
+  double trace_beams(double t, double cx, double cy, int b0, int b1) {
+    const int n = p_.size;
     double traced = 0;
-    for (int b = 0; b < p_.beams; ++b) {
+    for (int b = b0; b < b1; ++b) {
       const double a = 2.0 * M_PI * b / p_.beams + t;
       const double dx = std::cos(a), dy = std::sin(a);
       double x = cx, y = cy;
@@ -203,18 +243,19 @@ class Costmap final : public Job {
       for (; i < p_.range_cells; ++i) {
         int xi = static_cast<int>(x), yi = static_cast<int>(y);
         if (xi <= 0 || yi <= 0 || xi >= n - 1 || yi >= n - 1) break;
-        if (at(world_, xi, yi)) {  // hit: mark the obstacle's height band in the voxel column
-          voxels_[static_cast<size_t>(yi) * static_cast<size_t>(n) + static_cast<size_t>(xi)] |=
-              0x000f000fu;
+        const size_t c = static_cast<size_t>(yi) * static_cast<size_t>(n) + static_cast<size_t>(xi);
+        if (world_[c]) {  // hit: mark the obstacle's height band in the voxel column
+          std::atomic_ref<uint32_t>(voxels_[c]).fetch_or(0x000f000fu, std::memory_order_relaxed);
           break;
         }
-        at(obstacle_, xi, yi) = 0;  // clear along the ray
+        // Clear along the ray (another thread's beam may clear the same cell: same value).
+        std::atomic_ref<uint8_t>(obstacle_[c]).store(0, std::memory_order_relaxed);
         x += dx;
         y += dy;
       }
       traced += i + 1;
     }
-    cells_traced_per_job_ = traced * p_.scans;
+    return traced;
   }
 
   // Inflation over the bounds the scans touched, grown by the radius (Nav2's
@@ -231,38 +272,46 @@ class Costmap final : public Job {
     //   d2(x, y) = min_dy [ dy^2 + min_dx { dx^2 : lethal(x+dx, y+dy) } ].
     // Both passes are 2r+1 shifted int16 min operations per cell (SSE2 pminsw), so they
     // vectorize on any x86-64 or aarch64 without -march flags.
-    std::vector<int16_t> mask(static_cast<size_t>(w + 2 * r));
-    int16_t* __restrict m = mask.data();
-    for (int y = ry0; y < ry1; ++y) {
-      const uint8_t* __restrict s = &static_[static_cast<size_t>(y) * n];
-      const uint8_t* __restrict o = &obstacle_[static_cast<size_t>(y) * n];
-      for (int i = 0; i < w + 2 * r; ++i) {
-        const int x = wx0 - r + i;
-        m[i] = x >= 0 && x < n && ((s[x] == kLethal) | (o[x] == kLethal)) ? 0 : kFar;
+    // Row pass over rows [ry0, ry1), then (after the join) the column pass over
+    // [wy0, wy1): each thread its own rows.
+    pool_.run([&](int i) {
+      auto [y0, y1] = pool_.share(static_cast<size_t>(ry1 - ry0), i);
+      std::vector<int16_t> mask(static_cast<size_t>(w + 2 * r));
+      int16_t* __restrict m = mask.data();
+      for (int y = ry0 + static_cast<int>(y0); y < ry0 + static_cast<int>(y1); ++y) {
+        const uint8_t* __restrict s = &static_[static_cast<size_t>(y) * n];
+        const uint8_t* __restrict o = &obstacle_[static_cast<size_t>(y) * n];
+        for (int k = 0; k < w + 2 * r; ++k) {
+          const int x = wx0 - r + k;
+          m[k] = x >= 0 && x < n && ((s[x] == kLethal) | (o[x] == kLethal)) ? 0 : kFar;
+        }
+        min_taps(&h2_[static_cast<size_t>(y - ry0) * w], m + r, 1, w, r);
       }
-      min_taps(&h2_[static_cast<size_t>(y - ry0) * w], m + r, 1, w, r);
-    }
-    std::vector<int16_t> best_row(static_cast<size_t>(w));
-    int16_t* __restrict best = best_row.data();
+    });
     const int16_t cap = static_cast<int16_t>(cost_of_d2_.size() - 1);
-    for (int y = wy0; y < wy1; ++y) {
-      // Rows y-r..y+r, clipped at the borders (cells beyond the map are free).
-      const int lo = std::max(ry0, y - r), hi = std::min(ry1 - 1, y + r);
-      min_taps_rows(best, &h2_[static_cast<size_t>(lo - ry0) * w], w, w, lo - y, hi - y);
-      uint8_t* __restrict out = &inflation_[static_cast<size_t>(y) * n + wx0];
-      for (int x = 0; x < w; ++x) out[x] = cost_of_d2_[best[x] < cap ? best[x] : cap];
-    }
+    pool_.run([&](int i) {
+      auto [y0, y1] = pool_.share(static_cast<size_t>(wy1 - wy0), i);
+      std::vector<int16_t> best_row(static_cast<size_t>(w));
+      int16_t* __restrict best = best_row.data();
+      for (int y = wy0 + static_cast<int>(y0); y < wy0 + static_cast<int>(y1); ++y) {
+        // Rows y-r..y+r, clipped at the borders (cells beyond the map are free).
+        const int lo = std::max(ry0, y - r), hi = std::min(ry1 - 1, y + r);
+        min_taps_rows(best, &h2_[static_cast<size_t>(lo - ry0) * w], w, w, lo - y, hi - y);
+        uint8_t* __restrict out = &inflation_[static_cast<size_t>(y) * n + wx0];
+        for (int x = 0; x < w; ++x) out[x] = cost_of_d2_[best[x] < cap ? best[x] : cap];
+      }
+    });
   }
 
-  void combine() {
+  void combine(size_t lo, size_t hi) {
     const uint8_t *__restrict s = static_.data(), *__restrict o = obstacle_.data(),
                   *__restrict f = inflation_.data();
     uint8_t* __restrict m = master_.data();
-    const size_t n = n_;
-    for (size_t i = 0; i < n; ++i) m[i] = std::max(std::max(s[i], o[i]), f[i]);
+    for (size_t i = lo; i < hi; ++i) m[i] = std::max(std::max(s[i], o[i]), f[i]);
   }
 
   CostmapParams p_;
+  WorkerPool& pool_;
   std::mt19937_64 rng_;
   size_t n_ = 0;
   std::vector<uint8_t> world_, static_, obstacle_, inflation_, master_;
@@ -290,5 +339,6 @@ int main(int argc, char** argv) {
   app.add_option("--beams", p.beams, "beams per scan")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--range-cells", p.range_cells, "sensor range in cells")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--inflation-cells", p.inflation_cells, "inflation radius in cells")->capture_default_str();
-  return prog.run(argc, argv, [&] { return std::make_unique<Costmap>(p, prog.options().seed); });
+  prog.allow_threads();
+  return prog.run(argc, argv, [&] { return std::make_unique<Costmap>(p, prog.options().seed, prog.pool()); });
 }

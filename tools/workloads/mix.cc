@@ -1,6 +1,8 @@
 // Workload mixes as data. See mix.h.
 #include "tools/workloads/mix.h"
 
+#include "tools/workloads/cores.h"
+
 #include <toml++/toml.h>
 
 #include <set>
@@ -39,15 +41,37 @@ bool load_mix(const std::string& path, Mix* mix, std::string* err) {
     mt.period_ms = (*t)["period_ms"].value_or(0.0);
     mt.deadline_ms = (*t)["deadline_ms"].value_or(0.0);
     mt.core = (*t)["core"].value_or(-1);
+    mt.threads = (*t)["threads"].value_or(0);
     if (mt.name.empty()) return fail(where, "missing name");
     if (mt.binary.empty()) return fail(where + " (" + mt.name + ")", "missing binary");
     if (!(mt.period_ms > 0)) return fail(where + " (" + mt.name + ")", "period_ms must be > 0");
     if (mt.deadline_ms < 0 || mt.deadline_ms > mt.period_ms)
       return fail(where + " (" + mt.name + ")", "deadline_ms must be in [0, period_ms]");
-    if (mt.core < 0) return fail(where + " (" + mt.name + ")", "core must be >= 0");
+    const std::string named = where + " (" + mt.name + ")";
+    if (const auto* c = (*t)["cores"].as_string()) {
+      // "0-3": one relative core per thread; core, if given too, must be the first.
+      std::string why;
+      if (!parse_core_list(c->get(), &mt.cores, &why)) return fail(named, "cores '" + c->get() + "': " + why);
+      if (mt.core >= 0 && mt.core != mt.cores[0])
+        return fail(named, "core " + std::to_string(mt.core) + " is not the first of cores '" + c->get() + "'");
+      if (mt.threads != 0 && static_cast<size_t>(mt.threads) != mt.cores.size())
+        return fail(named, "threads = " + std::to_string(mt.threads) + " but cores '" + c->get() + "' names " +
+                               std::to_string(mt.cores.size()) + " (one core per thread)");
+      mt.core = mt.cores[0];
+    } else if ((*t)["cores"]) {
+      return fail(named, "cores must be a string like \"0-3\" or \"0,1,2,3\"");
+    } else {
+      if (mt.core < 0) return fail(named, "core must be >= 0");
+      if (mt.threads > 1)
+        return fail(named, "threads = " + std::to_string(mt.threads) + " needs cores (one per thread), e.g. cores = \"" +
+                               std::to_string(mt.core) + "-" + std::to_string(mt.core + mt.threads - 1) + "\"");
+      mt.cores = {mt.core};
+    }
+    if (mt.threads < 0 || mt.threads > 256) return fail(named, "threads must be in [1, 256]");
+    mt.threads = static_cast<int>(mt.cores.size());
     if (!names.insert(mt.name).second) return fail(where, "duplicate task name '" + mt.name + "'");
-    if (!cores.insert(mt.core).second)
-      return fail(where + " (" + mt.name + ")", "core " + std::to_string(mt.core) + " used twice");
+    for (int c : mt.cores)
+      if (!cores.insert(c).second) return fail(named, "core " + std::to_string(c) + " used twice");
     if (const toml::array* a = (*t)["args"].as_array()) {
       for (const auto& v : *a) {
         auto s = v.value<std::string>();
@@ -70,12 +94,33 @@ std::vector<std::string> task_argv(const MixTask& t, const std::string& bin_dir,
   std::vector<std::string> argv;
   argv.push_back(t.binary.find('/') == std::string::npos && !bin_dir.empty() ? bin_dir + "/" + t.binary
                                                                              : t.binary);
-  argv.insert(argv.end(), {"--period-ms", num(t.period_ms), "--core", std::to_string(first_core + t.core),
-                           "--duration-s", num(duration_s)});
+  argv.insert(argv.end(), {"--period-ms", num(t.period_ms)});
+  if (t.threads > 1) {
+    std::vector<int> abs;
+    for (int c : t.cores) abs.push_back(first_core + c);
+    argv.insert(argv.end(), {"--threads", std::to_string(t.threads), "--cores", format_core_list(abs)});
+  } else {
+    argv.insert(argv.end(), {"--core", std::to_string(first_core + t.core)});
+  }
+  argv.insert(argv.end(), {"--duration-s", num(duration_s)});
   if (t.deadline_ms > 0) argv.insert(argv.end(), {"--deadline-ms", num(t.deadline_ms)});
   if (!log_dir.empty()) argv.insert(argv.end(), {"--log", log_dir + "/" + t.name + ".csv"});
   argv.insert(argv.end(), t.args.begin(), t.args.end());
   return argv;
+}
+
+std::string mix_cores_problem(const Mix& mix, int first_core, const std::vector<int>& allowed) {
+  for (const auto& t : mix.tasks) {
+    std::vector<int> abs;
+    for (int c : t.cores.empty() ? std::vector<int>{t.core} : t.cores) abs.push_back(first_core + c);
+    const std::vector<int> bad = cores_not_in(abs, allowed);
+    if (bad.empty()) continue;
+    return "task " + t.name + " needs CPU" + (abs.size() > 1 ? "s " : " ") + format_core_list(abs) + " (" +
+           std::to_string(t.threads) + " thread" + (t.threads > 1 ? "s" : "") + " at --first-core " +
+           std::to_string(first_core) + "), but this process may run on CPUs " + format_core_list(allowed) +
+           " only";
+  }
+  return {};
 }
 
 }  // namespace ripple::workloads

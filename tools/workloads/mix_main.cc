@@ -1,7 +1,11 @@
 // ripple-mix: starts the tasks of a workload mix (tools/workloads/mixes/*.toml) together,
-// each pinned to its core, waits for them, and exits non-zero if any failed.
+// each pinned to its core (or its threads to their cores), waits for them, and exits
+// non-zero if any failed. A mix whose cores this machine lacks is refused before anything
+// starts (--dry-run only notes it): a smaller machine runs a smaller mix (robotic1-1t.toml),
+// never a silently different one.
 //   ripple-mix --mix tools/workloads/mixes/robotic1.toml --first-core 2 --duration-s 30
 //     [--log-dir DIR] [--dry-run] [-- ARGS for every task, e.g. --plant NAME]
+#include "tools/workloads/cores.h"
 #include "tools/workloads/mix.h"
 
 #include <CLI/CLI.hpp>
@@ -42,6 +46,19 @@ int main(int argc, char** argv) {
   if (!load_mix(mix_path, &mix, &err)) {
     std::fprintf(stderr, "ripple-mix: error: %s\n", err.c_str());
     return 2;
+  }
+  const std::string cores_problem = mix_cores_problem(mix, first_core, allowed_cpus());
+  if (!cores_problem.empty()) {
+    bool threaded = false;
+    for (const auto& t : mix.tasks) threaded |= t.threads > 1;
+    const std::string hint = threaded ? "; a mix with one thread per task (tools/workloads/mixes/robotic1-1t.toml) "
+                                        "fits a smaller machine"
+                                      : "";
+    if (!dry_run) {
+      std::fprintf(stderr, "ripple-mix: error: %s: %s%s\n", mix_path.c_str(), cores_problem.c_str(), hint.c_str());
+      return 2;
+    }
+    std::fprintf(stderr, "ripple-mix: note: %s: %s%s\n", mix_path.c_str(), cores_problem.c_str(), hint.c_str());
   }
   char self[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);

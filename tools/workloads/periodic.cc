@@ -1,6 +1,7 @@
 // Periodic driver for the robot CPU tasks. See periodic.h.
 #include "tools/workloads/periodic.h"
 
+#include "tools/workloads/cores.h"
 #include "tools/workloads/plant_mode.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <numeric>
@@ -36,20 +38,25 @@ int64_t monotonic_ns() {
 }
 
 bool core_allowed(int core, std::string* allowed_list) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return false;
-  std::string list;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (!CPU_ISSET(c, &set)) continue;
-    int end = c;
-    while (end + 1 < CPU_SETSIZE && CPU_ISSET(end + 1, &set)) ++end;
-    if (!list.empty()) list += ",";
-    list += end == c ? std::to_string(c) : std::to_string(c) + "-" + std::to_string(end);
-    c = end;
+  const std::vector<int> allowed = allowed_cpus();
+  if (allowed_list != nullptr) *allowed_list = format_core_list(allowed);
+  return core >= 0 && cores_not_in({core}, allowed).empty();
+}
+
+uint64_t digest_words(const void* data, size_t bytes, uint64_t h) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < bytes; i += 8) {
+    uint64_t w = 0;
+    std::memcpy(&w, p + i, std::min<size_t>(8, bytes - i));
+    h = (h ^ w) * 0x100000001b3ULL;
   }
-  if (allowed_list != nullptr) *allowed_list = list;
-  return core >= 0 && core < CPU_SETSIZE && CPU_ISSET(core, &set);
+  return h;
+}
+
+std::string digest_hex(uint64_t h) {
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -94,6 +101,11 @@ PeriodicProgram::PeriodicProgram(std::string name, std::string description,
       ->capture_default_str();
   app_.add_option("--jobs", opts_.jobs, "stop after this many jobs (overrides --duration-s)");
   app_.add_option("--core", opts_.core, "CPU core to pin the task to (default: no pinning)");
+  app_.add_option("--threads", opts_.threads,
+                  "threads per job, the main thread included (default 1, or one per --cores CPU)")
+      ->check(CLI::Range(1, 256));
+  app_.add_option("--cores", opts_.cores_text,
+                  "CPUs for the threads, one each, e.g. 4-7 or 4,5,6,7 (the first: the main thread)");
   app_.add_option("--log", opts_.log_path,
                   "ground-truth CSV: seq,release_ns,start_ns,completion_ns,plant_bytes "
                   "(CLOCK_MONOTONIC)");
@@ -111,6 +123,48 @@ PeriodicProgram::PeriodicProgram(std::string name, std::string description,
       ->check(CLI::NonNegativeNumber);
   plant->add_option("--plant-noise-alpha", opts_.plant_noise_alpha, "Lomax noise shape (> 1)")
       ->check(CLI::Range(1.01, 100.0));
+}
+
+bool PeriodicProgram::resolve_threads(std::string* err) {
+  auto& o = opts_;
+  const std::string threads_opt = "--threads " + std::to_string(o.threads);
+  if (o.core != -1 && !o.cores_text.empty()) {
+    *err = "--core and --cores are exclusive (--cores " + std::to_string(o.core) + " pins one thread too)";
+    return false;
+  }
+  if (!o.cores_text.empty()) {
+    std::string why;
+    if (!parse_core_list(o.cores_text, &o.cores, &why)) {
+      *err = "--cores '" + o.cores_text + "': " + why;
+      return false;
+    }
+    if (o.threads != 0 && static_cast<size_t>(o.threads) != o.cores.size()) {
+      *err = threads_opt + " needs one core per thread, --cores " + o.cores_text + " names " +
+             std::to_string(o.cores.size());
+      return false;
+    }
+    const std::vector<int> allowed = allowed_cpus();
+    const std::vector<int> bad = cores_not_in(o.cores, allowed);
+    if (!bad.empty()) {
+      *err = "--cores " + o.cores_text + ": CPU" + (bad.size() > 1 ? "s " : " ") + format_core_list(bad) +
+             " out of range (this process may run on CPUs " + format_core_list(allowed) + ")";
+      return false;
+    }
+    if (o.threads == 0) o.threads = static_cast<int>(o.cores.size());
+  } else if (o.core != -1) {
+    if (o.threads > 1) {
+      *err = "--core pins one thread; with " + threads_opt + " give --cores, one CPU per thread";
+      return false;
+    }
+    o.cores = {o.core};
+  }
+  if (o.threads == 0) o.threads = 1;
+  if (o.threads > 1 && !parallel_) {
+    *err = threads_opt + ": ripple-" + name_ +
+           " runs single-threaded (costmap, kdnn and sgm split their jobs over threads)";
+    return false;
+  }
+  return true;
 }
 
 int PeriodicProgram::run(int argc, char** argv,
@@ -133,6 +187,13 @@ int PeriodicProgram::run(int argc, char** argv,
     std::fprintf(stderr, "%s: error: --core %d is out of range (this process may run on CPUs %s)\n",
                  prog.c_str(), o.core, allowed.c_str());
     return 2;
+  }
+  {
+    std::string err;
+    if (!resolve_threads(&err)) {
+      std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), err.c_str());
+      return 2;
+    }
   }
   if (o.plant_shm.empty() && (o.plant_kappa_ms_per_gb > 0 || o.plant_noise_ms > 0)) {
     std::fprintf(stderr, "%s: error: --plant-kappa-ms-per-gb/--plant-noise-ms need --plant NAME\n",
@@ -158,13 +219,22 @@ int PeriodicProgram::run(int argc, char** argv,
       return 2;
     }
   }
-  if (o.core != -1) {
+  if (!o.cores.empty()) {
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(o.core, &set);
+    CPU_SET(o.cores[0], &set);
     if (sched_setaffinity(0, sizeof(set), &set) != 0) {
-      std::fprintf(stderr, "%s: error: cannot pin to core %d: %s\n", prog.c_str(), o.core,
+      std::fprintf(stderr, "%s: error: cannot pin to core %d: %s\n", prog.c_str(), o.cores[0],
                    std::strerror(errno));
+      return 2;
+    }
+  }
+  // The workers exist before the job is built and live until the end: no thread is
+  // created per job.
+  {
+    std::string err;
+    if (!pool_.start(o.threads, o.cores, &err)) {
+      std::fprintf(stderr, "%s: error: %s\n", prog.c_str(), err.c_str());
       return 2;
     }
   }
@@ -186,8 +256,12 @@ int PeriodicProgram::run(int argc, char** argv,
   sigaction(SIGTERM, &sa, nullptr);
 
   if (!o.quiet) {
-    std::printf("%s: period %.1f ms, deadline %.1f ms, core %s, %s%s\n", prog.c_str(), o.period_ms,
-                o.deadline_ms, o.core == -1 ? "any" : std::to_string(o.core).c_str(),
+    std::string where = o.cores.empty() ? "core any" : "core " + format_core_list(o.cores);
+    if (o.threads > 1)
+      where = std::to_string(o.threads) + " threads on " +
+              (o.cores.empty() ? std::string("any cores") : "cores " + format_core_list(o.cores));
+    std::printf("%s: period %.1f ms, deadline %.1f ms, %s, %s%s\n", prog.c_str(), o.period_ms,
+                o.deadline_ms, where.c_str(),
                 o.jobs ? (std::to_string(o.jobs) + " jobs").c_str()
                        : (std::to_string(o.duration_s) + " s").c_str(),
                 plant.active() ? ", PLANT MODE (emulated interference, test double)" : "");
@@ -238,10 +312,12 @@ int PeriodicProgram::run(int argc, char** argv,
     std::printf("%s: memory traffic per job ~%.1f MB (analytic estimate)%s%s\n", prog.c_str(), mb,
                 job->check().empty() ? "" : "; ", job->check().c_str());
   }
+  const std::string digest = job->digest();
   std::printf("RESULT task=%s jobs=%llu p50_ms=%.3f p99_ms=%.3f max_ms=%.3f mean_ms=%.3f "
-              "resp_p99_ms=%.3f misses=%llu mb_per_job=%.1f%s\n",
+              "resp_p99_ms=%.3f misses=%llu mb_per_job=%.1f threads=%d%s%s%s\n",
               name_.c_str(), static_cast<unsigned long long>(s.jobs), s.p50_ms, s.p99_ms, s.max_ms,
-              s.mean_ms, s.resp_p99_ms, static_cast<unsigned long long>(s.misses), mb,
+              s.mean_ms, s.resp_p99_ms, static_cast<unsigned long long>(s.misses), mb, o.threads,
+              digest.empty() ? "" : " digest=", digest.c_str(),
               plant.active() ? " plant=test-double" : "");
   return 0;
 }

@@ -5,11 +5,18 @@
 // TIMER_ABSTIME) and runs one job per period. That sleep is exactly what the tracer's
 // period-wait mode watches (DESIGN.md §4), so nothing here links to Ripple.
 //
-// The driver owns the common options (period, duration, core, deadline, ground-truth
-// log, plant mode), pins the thread, runs the loop and prints a solo p50/p99 summary.
-// A task only supplies a Job: one call per release, plus an estimate of the bytes of
-// memory traffic one job moves.
+// The driver owns the common options (period, duration, core(s), threads, deadline,
+// ground-truth log, plant mode), pins the threads, runs the loop and prints a solo p50/p99
+// summary. A task only supplies a Job: one call per release, plus an estimate of the bytes
+// of memory traffic one job moves.
+//
+// Multi-threaded tasks (--threads N, paper §5.1): the driver starts a WorkerPool of N
+// threads once (pool.h); the job's release and completion stay on the main thread, which
+// sleeps in the period wait, wakes, hands the job's shares to the pool (doing one itself)
+// and joins before it records the completion and waits again.
 #pragma once
+
+#include "tools/workloads/pool.h"
 
 #include <CLI/CLI.hpp>
 
@@ -22,7 +29,8 @@
 namespace ripple::workloads {
 
 // One robot task's work. Constructed once (allocation, scene generation), then
-// run_job() is called once per release on the pinned thread.
+// run_job() is called once per release on the main thread; a parallel task splits it over
+// the program's pool() (the same result for any thread count).
 class Job {
  public:
   virtual ~Job() = default;
@@ -33,7 +41,14 @@ class Job {
   virtual double bytes_per_job() const = 0;
   // One line that shows the result is real (e.g. "disparity error 0.4 px"), for the summary.
   virtual std::string check() const { return {}; }
+  // A digest of the task's output (hex), the same for any --threads at one seed; printed
+  // as `digest=` in the RESULT line. Computed once, after the last job.
+  virtual std::string digest() const { return {}; }
 };
+
+// 64-bit FNV-1a over 8-byte words (the tail bytes zero-padded), continuing from h.
+uint64_t digest_words(const void* data, size_t bytes, uint64_t h = 0xcbf29ce484222325ULL);
+std::string digest_hex(uint64_t h);
 
 struct PeriodicOptions {
   double period_ms = 100.0;
@@ -41,6 +56,9 @@ struct PeriodicOptions {
   double duration_s = 10.0;
   uint64_t jobs = 0;  // 0: run for duration_s
   int core = -1;      // -1: leave affinity alone
+  int threads = 0;    // 0: one, or one per --cores entry
+  std::string cores_text;  // --cores as given
+  std::vector<int> cores;  // parsed: cores[0] the main thread's, cores[i] worker i's
   std::string log_path;
   uint64_t seed = 1;
   bool quiet = false;
@@ -80,12 +98,22 @@ class PeriodicProgram {
   PeriodicProgram(std::string name, std::string description, double default_period_ms);
   CLI::App& app() { return app_; }
   const PeriodicOptions& options() const { return opts_; }
+  // A task whose job splits over pool() calls this before run(); the others refuse
+  // --threads above 1.
+  void allow_threads() { parallel_ = true; }
+  // The job's threads, started before make_job is called; valid until run() returns.
+  WorkerPool& pool() { return pool_; }
   int run(int argc, char** argv, const std::function<std::unique_ptr<Job>()>& make_job);
 
  private:
+  // Checks --core/--cores/--threads; on a problem returns false with one line in *err.
+  bool resolve_threads(std::string* err);
+
   std::string name_;
   CLI::App app_;
   PeriodicOptions opts_;
+  bool parallel_ = false;
+  WorkerPool pool_;
 };
 
 // Thrown by a task's constructor for bad input (unreadable image, bad size...).
@@ -94,7 +122,7 @@ struct InputError : std::runtime_error {
 };
 
 int64_t monotonic_ns();
-// Number of CPUs this process may run on is not enough: --core must name one of them.
+// Whether this process may run on `core`; *allowed_list gets the allowed CPUs ("0-3,8").
 bool core_allowed(int core, std::string* allowed_list);
 
 }  // namespace ripple::workloads

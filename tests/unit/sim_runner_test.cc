@@ -1,0 +1,168 @@
+// ripple-sim's runner and sweep: determinism, the grant protocol against the real
+// Admission, and the validation against the plant (a TEST DOUBLE with a known kappa):
+// the verdicts the plant gives, and the analytic fixed point of an unmanaged task.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "agent/policy/registry.h"
+#include "tools/ripple-sim/report.h"
+#include "tools/ripple-sim/runner.h"
+#include "tools/ripple-sim/sweep.h"
+
+namespace ripple::sim {
+namespace {
+
+using admission::kNsPerMs;
+using pricing::kNsPerSec;
+
+std::string src(const std::string& rel) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (fs::path p : {fs::read_symlink("/proc/self/exe", ec).parent_path(), fs::current_path()})
+    for (; !p.empty() && p != p.root_path(); p = p.parent_path())
+      if (fs::exists(p / "tools/ripple-sim/presets")) return (p / rel).string();
+  return rel;
+}
+
+// One plant-like task (50 ms period, 10 ms solo + Lomax noise, kappa 750 ms/GB) beside
+// the plant's 1 GB/s LLM stand-in.
+RunConfig plant_like(const std::string& policy, double deadline_ms) {
+  RunConfig c;
+  c.platform.peak_gbps = 1000;
+  c.params.peak_rate_bytes_per_ns = 1.0;
+  RunTask t;
+  t.model.name = "kdnn";
+  t.model.period = 50 * kNsPerMs;
+  t.model.kappa_ms_per_gb = 750;
+  t.model.solo.base_ms = 10;
+  t.model.solo.noise_ms = 1;
+  t.model.solo.alpha = 3;
+  t.deadline = static_cast<Nanos>(deadline_ms * 1e6);
+  t.miss_tolerance = 0.02;
+  Rng r(99);
+  for (int i = 0; i < 400; ++i) t.solo_profile.push_back(t.model.solo.draw(r));
+  t.prior_slope_ms_per_gb = 1.25 * 750;
+  c.tasks.push_back(t);
+  c.engines.push_back(uniform_engine("llm", admission::EngineKind::kBestEffort, 16, 4'000'000, 4 * kNsPerMs));
+  c.policy = policy;
+  c.prep = 10 * kNsPerSec;
+  c.score = 60 * kNsPerSec;
+  return c;
+}
+
+TEST(SimRunner, SameSeedSameRunOtherSeedOtherRun) {
+  RunConfig c = plant_like("ripple", 30);
+  auto a = run(c), b = run(c);
+  c.seed = 2;
+  auto d = run(c);
+  ASSERT_TRUE(a && b && d);
+  EXPECT_EQ(a->tasks[0].responses_ms, b->tasks[0].responses_ms);
+  EXPECT_EQ(a->engines[0].passes, b->engines[0].passes);
+  EXPECT_EQ(a->events, b->events);
+  EXPECT_NE(a->tasks[0].responses_ms, d->tasks[0].responses_ms);
+}
+
+TEST(SimRunner, EveryPolicyRunsWithoutProtocolErrors) {
+  for (const char* pol : {"ripple", "unmanaged", "pause", "cap-1/8", "cap-1/4", "cap-1/2", "sigamma", "sereno",
+                          "sereno-ui-first", "pace-0.5"}) {
+    RunConfig c = plant_like(pol, 30);
+    c.engines.push_back(uniform_engine("vlm", admission::EngineKind::kDeadlineBound, 8, 4'000'000, 16 * kNsPerMs));
+    c.engines.back().period = c.engines.back().deadline = kNsPerSec;
+    c.score = 20 * kNsPerSec;
+    auto r = run(c);
+    ASSERT_TRUE(r) << pol << ": " << r.error().message;
+    EXPECT_EQ(r->protocol_errors, 0u) << pol << ": " << r->first_error;
+    EXPECT_GT(r->tasks[0].jobs, 350u) << pol;
+    EXPECT_GT(r->engines[0].passes, 0u) << pol;
+    EXPECT_GT(r->engines[1].frames_judged, 15u) << pol;
+  }
+}
+
+// Unmanaged never holds the LLM back: the job of solo work W takes W / (1 - kappa beta),
+// the plant's fixed point, so its DMR is P(W > D (1 - kappa beta)) from the solo CDF.
+TEST(SimPlantValidation, UnmanagedDmrIsTheAnalyticFixedPoint) {
+  for (double deadline : {44.0, 46.0, 50.0}) {
+    RunConfig c = plant_like("unmanaged", deadline);
+    // A 100 ms period: a stretched job (~44 ms) never runs into the next release, so no
+    // job queues behind a late one and the fixed point alone decides.
+    c.tasks[0].model.period = 100 * kNsPerMs;
+    c.score = 400 * kNsPerSec;
+    auto r = run(c);
+    ASSERT_TRUE(r) << r.error().message;
+    const auto& e = r->engines[0];
+    const double beta = static_cast<double>(e.s1.bytes - e.s0.bytes) / (r->scored_s * 1e9);  // GB/s granted
+    EXPECT_GT(beta, 0.99);
+    const double analytic = 1.0 - c.tasks[0].model.solo.cdf(deadline * (1.0 - 0.75 * beta));
+    const double dmr = static_cast<double>(r->tasks[0].misses) / static_cast<double>(r->tasks[0].jobs);
+    std::printf("D = %.0f ms: simulated DMR %.4f (%llu jobs), analytic %.4f, beta %.4f GB/s\n", deadline, dmr,
+                static_cast<unsigned long long>(r->tasks[0].jobs), analytic, beta);
+    EXPECT_NEAR(dmr, analytic, 0.015) << "D = " << deadline << " ms, " << r->tasks[0].jobs << " jobs";
+  }
+}
+
+// A grant that arrives after its lease is stale: the engine hands it back, admission
+// refunds it, and the run goes on without a protocol error.
+TEST(SimRunner, LateDeliveriesAreDiscardedNotErrors) {
+  RunConfig c = plant_like("ripple", 30);
+  c.delays.delivery = 25 * kNsPerMs;  // longer than the 20 ms lease
+  c.score = 20 * kNsPerSec;
+  auto r = run(c);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->protocol_errors, 0u) << r->first_error;
+  const auto& s = r->engines[0].s1;
+  EXPECT_GT(s.stale, 0u);
+}
+
+// The plant's verdicts (Documentation/results/e2e.md §1-2, CI's bench_quick.sh): on the
+// plant preset, at a tight k unmanaged misses eps while ripple meets it, every VLM frame
+// is on time, and ripple keeps a fair share of unmanaged's tokens.
+TEST(SimPlantValidation, PlantPresetGivesThePlantsVerdicts) {
+  SweepOptions o;
+  auto p = load_preset("plant", src("tools/ripple-sim/presets"));
+  ASSERT_TRUE(p) << p.error().message;
+  o.preset = *p;
+  o.mix_path = src("tools/workloads/mixes/robotic1.toml");
+  o.policies = {"ripple", "unmanaged", "pause", "sigamma"};
+  o.ks = {1.5, 2.0};
+  o.runs = 2;
+  o.prep_s = 6;
+  o.score_s = 30;
+  auto r = sweep(o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->protocol_errors, 0u);
+  std::vector<std::string> lines;
+  EXPECT_TRUE(check_claim(r->summary, &lines)) << ::testing::PrintToString(lines);
+  for (const auto& pt : r->summary["points"]) {
+    const std::string pol = pt["policy"];
+    EXPECT_EQ(pt["vlm_misses"].get<int>(), 0) << pol << " k=" << pt["k"];
+    if (pol == "ripple") {
+      EXPECT_TRUE(pt["feasible"].get<bool>());
+    }
+    if (pol == "pause") {
+      EXPECT_FALSE(pt["feasible"].get<bool>()) << "k=" << pt["k"];  // e2e.md: pause misses
+    }
+  }
+  for (const auto& [k, v] : r->summary["ratios"].items())
+    EXPECT_GT(v["vs_unmanaged"].get<double>(), 0.35) << "k=" << k;  // bench_quick.sh's floor
+  // The table renders and says what it is.
+  const std::string t = markdown_table(r->summary);
+  EXPECT_NE(t.find("SIMULATED"), std::string::npos);
+  EXPECT_NE(t.find("| ripple | "), std::string::npos);
+}
+
+TEST(SimSweep, FluidBoundIsPeakWithoutJobsAndLowerWithThem) {
+  EXPECT_DOUBLE_EQ(fluid_bound_gbps({}, 10), 10);
+  FluidTask t;
+  for (int i = 0; i < 100; ++i) t.jobs.emplace_back(i * 100 * kNsPerMs, i * 100 * kNsPerMs + 50 * kNsPerMs);
+  t.deadline_ms = 75;
+  t.kappa_ms_per_gb = 100;  // r = (1 - 50/75) / 0.1 = 3.33 GB/s while a job runs
+  const double b = fluid_bound_gbps({t}, 10);
+  EXPECT_GT(b, 3.33);
+  EXPECT_LT(b, 10);
+}
+
+}  // namespace
+}  // namespace ripple::sim

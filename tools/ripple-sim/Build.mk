@@ -1,0 +1,26 @@
+# tools/ripple-sim: the discrete-event simulator (issue 13, Documentation/sim.md). It links
+# the agent's pure libraries (pricing, admission, policies) and nothing else of the agent.
+
+SIM_SRCS := tools/ripple-sim/platform.cc tools/ripple-sim/tasks.cc tools/ripple-sim/engines.cc \
+	tools/ripple-sim/runner.cc tools/ripple-sim/preset.cc tools/ripple-sim/sweep.cc tools/ripple-sim/report.cc
+$(foreach s,$(SIM_SRCS:.cc=) tools/ripple-sim/main,$(eval CXXFLAGS_$(subst /,_,$(s)) += $(AGENT_EIGEN_CFLAGS)))
+
+$(O)/lib/libripple_sim.a: $(call objs,$(SIM_SRCS))
+LIBS += $(O)/lib/libripple_sim.a
+SIM_LIBS := $(O)/lib/libripple_sim.a $(ADMISSION_LIBS)
+
+$(O)/bin/ripple-sim: $(call objs,tools/ripple-sim/main.cc) $(SIM_LIBS)
+$(O)/bin/ripple-sim: LDLIBS := -lfmt
+$(O)/bin/ripple-sim: ; $(link_cxx)
+BINS += $(O)/bin/ripple-sim
+
+SIM_TESTS := $(wildcard tests/unit/sim_*_test.cc)
+$(foreach s,$(SIM_TESTS:.cc=),$(eval CXXFLAGS_$(subst /,_,$(s)) += $(AGENT_EIGEN_CFLAGS)))
+$(O)/tests/unit/sim_test: $(call objs,$(SIM_TESTS)) $(SIM_LIBS)
+$(O)/tests/unit/sim_test: LDLIBS := -lfmt $(LDLIBS_GTEST)
+$(O)/tests/unit/sim_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/unit/sim_test
+GTEST_SUITES += $(O)/tests/unit/sim_test
+
+# The table is ripple-bench's own rendering of the results.json, and runs are deterministic.
+TAP_SUITES += tools/ripple-sim/render_check.sh

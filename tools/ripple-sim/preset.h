@@ -1,0 +1,58 @@
+// ripple-sim presets: a platform file (TOML) that says what the simulator cannot derive
+// from the mix — the platform's bandwidth and slowdown model, each task's slope and solo
+// duration, the engines' unit sequences, the protocol's delays, and the agent settings
+// (the same [agent] and [pricing] keys as /etc/ripple/ripple.toml). Documentation/sim.md
+// lists every key; presets/*.toml say where each number comes from.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "agent/admission/admission.h"
+#include "agent/common/status.h"
+#include "agent/pricing/params.h"
+#include "tools/ripple-sim/engines.h"
+#include "tools/ripple-sim/platform.h"
+#include "tools/ripple-sim/runner.h"
+#include "tools/ripple-sim/tasks.h"
+
+namespace ripple::sim {
+
+struct TaskParams {
+  double kappa_ms_per_gb = 0;
+  SoloModel solo;
+  std::optional<double> prior_slope_ms_per_gb;  // explicit; else prior_slope_factor x kappa
+};
+
+struct Preset {
+  std::string name, description, path;
+  double period_scale = 1.0;      // the mix's periods x this (the plant runs 10 Hz tasks at 20 Hz)
+  double profile_s = 20.0;        // the co-run profile's length (deadlines = k x its p99)
+  double prior_slope_factor = 0;  // > 0: each task's prior slope = this x its kappa
+  Platform platform;
+  Delays delays;
+  pricing::Params params;
+  admission::Options options;
+  TaskParams task_default;
+  std::map<std::string, TaskParams> tasks;
+  std::map<std::string, EngineModel> engines;   // every engine the preset defines
+  std::vector<std::string> default_engines;     // the ones a run uses unless --engines says
+};
+
+// Parses a preset; relative file names in it (profile =, samples =) are taken from `dir`.
+Result<Preset> parse_preset(const std::string& text, const std::string& origin, const std::string& dir);
+// A path, or a name under `presets_dir` ("gb10" -> <presets_dir>/gb10.toml).
+Result<Preset> load_preset(const std::string& name_or_path, const std::string& presets_dir);
+
+// "section.key=value" (--agent-set): applied on top of the preset, e.g.
+// "pricing.margin_clip=true", "agent.lease_ms=40".
+Status apply_setting(Preset& p, const std::string& kv);
+
+// The tasks of `mix` with this preset's slopes and solo models.
+Result<std::vector<TaskModel>> tasks_for(const Preset& p, const Mix& mix);
+
+}  // namespace ripple::sim
