@@ -5,6 +5,7 @@
 #   make demo       install missing Debian packages, build, run the demo
 #   make V=1        show the full commands
 #   make install    PREFIX=/usr/local DESTDIR=; make uninstall; make deb (tools/deploy/Build.mk)
+#   make ARCH=arm64 cross-build everything for aarch64 into build/arm64
 #
 # Everything is built out of tree. Each directory adds its targets through a
 # Build.mk fragment (bpf/Build.mk, agent/Build.mk, ...); the fragments only
@@ -15,6 +16,41 @@
 # Test suites register themselves for `make check`:
 #   GTEST_SUITES  GoogleTest binaries
 #   TAP_SUITES    programs or scripts that print TAP (kselftest harness, shell)
+
+# --- target architecture ----------------------------------------------------
+# ARCH is the kernel's name of the target (x86, arm64): it picks the BPF target
+# (-D__TARGET_ARCH_$(ARCH)). The real targets are aarch64. By default it is the
+# host's; CROSS_COMPILE=aarch64-linux-gnu- alone implies ARCH=arm64. An ARCH that
+# is not the host's cross-builds with Debian's cross toolchain and multiarch
+# libraries into build/$(ARCH), with vmlinux.h from that architecture's Debian
+# kernel (tools/cross/kernel-btf.sh). Documentation/build.md.
+arch_of = $(shell echo $(1) | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
+	-e 's/ppc64le/powerpc/' -e 's/riscv64/riscv/' -e 's/s390x/s390/')
+UNAME_M := $(shell uname -m)
+HOST_ARCH := $(call arch_of,$(UNAME_M))
+ifeq ($(origin ARCH),undefined)
+ARCH := $(if $(CROSS_COMPILE),$(call arch_of,$(firstword $(subst -, ,$(CROSS_COMPILE)))),$(HOST_ARCH))
+endif
+CROSS_TRIPLET_arm64 := aarch64-linux-gnu
+CROSS_TRIPLET_x86 := x86_64-linux-gnu
+ifneq ($(ARCH),$(HOST_ARCH))
+CROSS_COMPILE ?= $(CROSS_TRIPLET_$(ARCH))-
+O ?= build/$(ARCH)
+endif
+ifneq ($(CROSS_COMPILE),)
+ifneq ($(filter default undefined,$(origin CC)),)
+CC := $(CROSS_COMPILE)gcc
+endif
+ifneq ($(filter default undefined,$(origin CXX)),)
+CXX := $(CROSS_COMPILE)g++
+endif
+ifneq ($(filter default undefined,$(origin AR)),)
+AR := $(CROSS_COMPILE)ar
+endif
+# The target's .pc files (Debian's pkgconf:arm64 provides aarch64-linux-gnu-pkg-config).
+PKG_CONFIG ?= $(CROSS_COMPILE)pkg-config
+endif
+PKG_CONFIG ?= pkg-config
 
 O ?= build
 abs_O := $(abspath $(O))
@@ -27,11 +63,6 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(patsubst $(abs_O)/%,%,$(patsubst $(O)/%,%,$(2)))";
 endif
 
-# The real targets are aarch64; derive the BPF target arch from the host.
-UNAME_M := $(shell uname -m)
-ARCH ?= $(shell echo $(UNAME_M) | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
-	-e 's/ppc64le/powerpc/' -e 's/riscv64/riscv/' -e 's/s390x/s390/')
-
 CLANG ?= clang
 BPFTOOL ?= bpftool
 CXX ?= g++
@@ -39,8 +70,13 @@ CC ?= gcc
 NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) nvcc)
 NPROC := $(shell nproc)
 
-# vmlinux.h: generated from the running kernel's BTF unless VMLINUX_H names a file.
+# vmlinux.h: generated from the running kernel's BTF unless VMLINUX_H names a file;
+# cross-building, from the BTF of the target architecture's Debian kernel.
+ifeq ($(ARCH),$(HOST_ARCH))
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+else
+VMLINUX_BTF ?= $(O)/btf/vmlinux
+endif
 VMLINUX_H ?= $(O)/include/vmlinux.h
 
 # The kselftest harness comes from Debian's kernel source package at build time.
@@ -68,6 +104,10 @@ BINS :=
 TEST_BINS :=
 GTEST_SUITES :=
 TAP_SUITES :=
+# Foreign architectures make check also builds (into $(O)/ARCH) and the suites
+# it runs for them, as tests/run-suites specs (tests/cross/Build.mk).
+CHECK_ARCHS :=
+CHECK_SUITES =
 GENERATED_HEADERS := $(VMLINUX_H) $(KSELFTEST_DIR)/kselftest_harness.h
 
 # objs: source files -> object files under $(O)/obj
@@ -89,10 +129,14 @@ deps:
 	@tools/deps/install.sh
 
 check: deps
+	@$(if $(filter-out $(HOST_ARCH),$(ARCH)),echo "make check: run it without ARCH= or CROSS_COMPILE=:" \
+		"on an x86_64 host it builds and runs the arm64 suites itself" >&2; exit 2)
 	@$(MAKE) --no-print-directory -j$(NPROC) build
+	@$(foreach a,$(CHECK_ARCHS),$(MAKE) --no-print-directory -j$(NPROC) ARCH=$(a) O=$(O)/$(a) build && \
+		{ tools/deps/binfmt.sh $(a) || true; } &&) true
 	@tools/deps/mount-fs.sh
 	@O=$(abs_O) tests/run-suites $(foreach s,$(GTEST_SUITES),gtest:$(s)) \
-		$(foreach s,$(TAP_SUITES),tap:$(s))
+		$(foreach s,$(TAP_SUITES),tap:$(s)) $(CHECK_SUITES)
 
 demo: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) build
@@ -104,10 +148,16 @@ clean:
 # --- generated headers ------------------------------------------------------
 
 ifeq ($(VMLINUX_H),$(O)/include/vmlinux.h)
-$(VMLINUX_H):
+$(VMLINUX_H): $(filter $(O)/%,$(VMLINUX_BTF))
 	@mkdir -p $(@D)
 	@test -r $(VMLINUX_BTF) || { echo "kernel lacks BTF: $(VMLINUX_BTF) not readable (set VMLINUX_H=path/to/vmlinux.h)"; exit 1; }
 	$(call msg,GEN,$@)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@
+endif
+
+ifneq ($(ARCH),$(HOST_ARCH))
+$(O)/btf/vmlinux: tools/cross/kernel-btf.sh
+	@mkdir -p $(@D)
+	$(call msg,BTF,$@)tools/cross/kernel-btf.sh $(ARCH) $@
 endif
 
 $(KSELFTEST_DIR)/kselftest_harness.h: $(LINUX_SOURCE_TAR)
@@ -137,7 +187,7 @@ $(O)/obj/%.o: %.c | $(GENERATED_HEADERS) $(SKELETONS)
 
 $(O)/lib/%.a:
 	@mkdir -p $(@D)
-	$(call msg,AR,$@)rm -f $@ && ar rcs $@ $^
+	$(call msg,AR,$@)rm -f $@ && $(AR) rcs $@ $^
 
 -include $(shell find $(O)/obj $(O)/pic -name '*.d' 2>/dev/null)
 

@@ -16,9 +16,9 @@ AGENT_LIBS := $(O)/lib/libripple_daemon.a $(O)/lib/libripple_metrics.a $(O)/lib/
 LDLIBS_AGENT := -luring $(LDLIBS_TRACER)
 # sd_notify(3) through libsystemd where its headers are installed; without them notify.cc
 # writes the same datagram itself (agent/daemon/notify.h).
-ifeq ($(shell pkg-config --exists libsystemd 2>/dev/null && echo y),y)
+ifeq ($(shell $(PKG_CONFIG) --exists libsystemd 2>/dev/null && echo y),y)
 CXXFLAGS_agent_daemon_notify += -DRIPPLE_HAVE_LIBSYSTEMD
-LDLIBS_AGENT += $(shell pkg-config --libs libsystemd)
+LDLIBS_AGENT += $(shell $(PKG_CONFIG) --libs libsystemd)
 endif
 
 $(O)/bin/ripple-agent: $(call objs,agent/daemon/main.cc) $(AGENT_LIBS)

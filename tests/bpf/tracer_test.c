@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,6 +44,15 @@
  * the median must stay within MEDIAN_LIMIT_US. */
 #define NOISE_PCT 10
 #define MEDIAN_LIMIT_US 20.0
+/* RIPPLE_BPFTEST_TIMING=0: the CPU is emulated (tests/cross/bpf_arm64_vm.sh boots an
+ * arm64 kernel under qemu's TCG, tens of times slower): check what the tracer saw (every
+ * job, in order, on its thread, none dropped) but not how close its timestamps are. */
+static bool check_timing(void)
+{
+	const char *v = getenv("RIPPLE_BPFTEST_TIMING");
+
+	return !v || strcmp(v, "0") != 0;
+}
 
 static char periodic_path[PATH_MAX];
 static pid_t last_child;
@@ -258,8 +268,11 @@ FIXTURE_VARIANT_ADD(wait, epoll) { .kind = "epoll", .mask = RIPPLE_WAIT_EPOLL };
 FIXTURE_VARIANT_ADD(wait, ppoll) { .kind = "ppoll", .mask = RIPPLE_WAIT_POLL };
 FIXTURE_VARIANT_ADD(wait, pselect) { .kind = "pselect", .mask = RIPPLE_WAIT_SELECT };
 FIXTURE_VARIANT_ADD(wait, futex) { .kind = "futex", .mask = RIPPLE_WAIT_FUTEX };
-#if defined(__x86_64__)
+/* poll and select exist only where the target's headers define them (not aarch64). */
+#ifdef SYS_poll
 FIXTURE_VARIANT_ADD(wait, poll) { .kind = "poll", .mask = RIPPLE_WAIT_POLL };
+#endif
+#ifdef SYS_select
 FIXTURE_VARIANT_ADD(wait, select) { .kind = "select", .mask = RIPPLE_WAIT_SELECT };
 #endif
 
@@ -294,9 +307,13 @@ TEST_F(wait, jobs_match_ground_truth)
 	EXPECT_EQ(0, self->c.col.order_errors);
 	EXPECT_EQ(0, r.order_errors);
 	EXPECT_EQ(0, r.tid_errors);
-	EXPECT_LE(r.over_limit, n * NOISE_PCT / 100);
-	EXPECT_LE(r.start_p50_us, MEDIAN_LIMIT_US);
-	EXPECT_LE(r.complete_p50_us, MEDIAN_LIMIT_US);
+	if (check_timing()) {
+		EXPECT_LE(r.over_limit, n * NOISE_PCT / 100);
+		EXPECT_LE(r.start_p50_us, MEDIAN_LIMIT_US);
+		EXPECT_LE(r.complete_p50_us, MEDIAN_LIMIT_US);
+	} else {
+		ksft_print_msg("%s: timing not checked (RIPPLE_BPFTEST_TIMING=0)\n", variant->kind);
+	}
 	EXPECT_EQ(0, sum_drops(&self->c));
 	EXPECT_EQ(200, pt_stats(&self->c, 0).jobs);
 	free(jobs);

@@ -18,15 +18,20 @@ $(O)/tests/cuhooks/driver_app_ptds: $(DRIVER_APP_DEPS)
 	$(call msg,CC,$@)$(CC) -std=gnu11 -O2 -g -Wall -DCUDA_API_PER_THREAD_DEFAULT_STREAM -I. -isystem $(CUDA_INCLUDE) \
 		$< -o $@ -L$(O)/tests/cuhooks/fake -l:libcuda.so.1 -ldl -pthread
 
+# The dlsym trampoline's pass-through keeps RTLD_NEXT relative to the caller.
+$(O)/tests/cuhooks/dlsym_next: tests/cuhooks/dlsym_next.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)$(CC) -std=gnu11 -O2 -g -Wall $< -o $@ -ldl
+
 CXXFLAGS_tests_cuhooks_cuhook_test += -isystem $(CUDA_INCLUDE)
 $(O)/tests/cuhooks/cuhook_test: $(call objs,tests/cuhooks/cuhook_test.cc tests/cuhooks/grant_server.cc) \
 	$(O)/lib/libripple_cuprofile.a $(O)/lib/libripple_engine.a $(O)/lib/libripple_common.a \
 	| $(O)/lib/libripple-cuhook.so $(O)/tests/cuhooks/driver_app $(O)/tests/cuhooks/driver_app_ptds \
-	  $(O)/bin/ripple-run $(O)/bin/ripple-profile
+	  $(O)/tests/cuhooks/dlsym_next $(O)/bin/ripple-run $(O)/bin/ripple-profile
 $(O)/tests/cuhooks/cuhook_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_LOG)
 $(O)/tests/cuhooks/cuhook_test: ; $(link_cxx)
 TEST_BINS += $(O)/tests/cuhooks/fake/libcuda.so.1 $(O)/tests/cuhooks/driver_app $(O)/tests/cuhooks/driver_app_ptds \
-	$(O)/tests/cuhooks/cuhook_test
+	$(O)/tests/cuhooks/dlsym_next $(O)/tests/cuhooks/cuhook_test
 GTEST_SUITES += $(O)/tests/cuhooks/cuhook_test
 
 endif

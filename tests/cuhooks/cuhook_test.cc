@@ -1186,4 +1186,14 @@ TEST_F(CuhookTest, RippleRunSetsTheEnvironment) {
   EXPECT_NE(slurp(tmp_ + "/err").find("--kind 'fast'"), std::string::npos);
 }
 
+// Tests that a dlsym the hook does not answer reaches the real dlsym as if the program had
+// called it (the trampoline tail-jumps with the caller's return address): RTLD_NEXT from the
+// program finds the interposer's dlsym, not the C library's. Runs the trampoline of the
+// architecture built (x86_64 natively, aarch64 in make check's arm64 suites).
+TEST_F(CuhookTest, DlsymPassThroughKeepsTheCallersRtldNext) {
+  const std::string cmd = "LD_PRELOAD=" + kHook + " " + kDir + "/dlsym_next >" + tmp_ + "/out 2>&1";
+  EXPECT_EQ(system(cmd.c_str()), 0) << slurp(tmp_ + "/out");
+  EXPECT_NE(slurp(tmp_ + "/out").find("\nok\n"), std::string::npos) << slurp(tmp_ + "/out");
+}
+
 }  // namespace

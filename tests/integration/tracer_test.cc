@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -28,6 +29,12 @@ namespace {
 constexpr uint64_t kLimitNs = 50000;  // start/completion vs the program's own clock
 constexpr int kNoisePct = 10;          // see tests/bpf/tracer_test.c
 constexpr double kMedianLimitUs = 20;
+// RIPPLE_BPFTEST_TIMING=0: the CPU is emulated (tests/cross/bpf_arm64_vm.sh boots an arm64
+// kernel under qemu's TCG): check what the tracer saw, not how close its timestamps are.
+const bool kCheckTiming = [] {
+  const char* v = std::getenv("RIPPLE_BPFTEST_TIMING");
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}();
 
 std::string test_dir() {
   char self[4096];
@@ -178,8 +185,10 @@ gt_report compare(const std::vector<gt_job>& jobs, const gt_collector& c) {
   char line[512];
   gt_format(&r, line, sizeof(line));
   std::printf("    %s\n", line);
-  EXPECT_LE(r.start_p50_us, kMedianLimitUs);
-  EXPECT_LE(r.complete_p50_us, kMedianLimitUs);
+  if (kCheckTiming) {
+    EXPECT_LE(r.start_p50_us, kMedianLimitUs);
+    EXPECT_LE(r.complete_p50_us, kMedianLimitUs);
+  }
   return r;
 }
 
@@ -224,7 +233,9 @@ void run_ground_truth(PtSpec spec, std::vector<std::string> args, size_t njobs,
   EXPECT_EQ(0, col.order_errors);
   EXPECT_EQ(0, out->report.order_errors);
   EXPECT_EQ(0, out->report.tid_errors);  // every job on the program's job thread
-  EXPECT_LE(out->report.over_limit, static_cast<int>(njobs) * kNoisePct / 100);
+  if (kCheckTiming) {
+    EXPECT_LE(out->report.over_limit, static_cast<int>(njobs) * kNoisePct / 100);
+  }
   EXPECT_EQ(0u, (*t)->drops());
   out->threads_after = (*t)->thread_count(0);
 }

@@ -105,6 +105,19 @@ static void waiter_init(struct waiter *w, const char *kind)
 	w->kind = kind;
 	w->tfd = w->epfd = -1;
 	w->futex_word = 0;
+	/* poll and select are x86 legacy: aarch64 has only ppoll and pselect6. */
+#ifndef SYS_poll
+	if (!strcmp(kind, "poll")) {
+		fprintf(stderr, "periodic: no poll syscall on this architecture\n");
+		exit(2);
+	}
+#endif
+#ifndef SYS_select
+	if (!strcmp(kind, "select")) {
+		fprintf(stderr, "periodic: no select syscall on this architecture\n");
+		exit(2);
+	}
+#endif
 	if (!strcmp(kind, "epoll") || !strcmp(kind, "poll") || !strcmp(kind, "ppoll") ||
 	    !strcmp(kind, "select") || !strcmp(kind, "pselect")) {
 		w->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
@@ -158,8 +171,10 @@ static void wait_block(struct waiter *w, uint64_t t)
 		struct epoll_event ev;
 		epoll_wait(w->epfd, &ev, 1, -1);
 	} else if (!strcmp(w->kind, "poll")) {
+#ifdef SYS_poll
 		struct pollfd p = { .fd = w->tfd, .events = POLLIN };
 		syscall(SYS_poll, &p, 1, -1);
+#endif
 	} else if (!strcmp(w->kind, "ppoll")) {
 		struct pollfd p = { .fd = w->tfd, .events = POLLIN };
 		ppoll(&p, 1, NULL, NULL);
@@ -167,9 +182,11 @@ static void wait_block(struct waiter *w, uint64_t t)
 		fd_set set;
 		FD_ZERO(&set);
 		FD_SET(w->tfd, &set);
+#ifdef SYS_select
 		if (!strcmp(w->kind, "select"))
 			syscall(SYS_select, w->tfd + 1, &set, NULL, NULL, NULL);
 		else
+#endif
 			pselect(w->tfd + 1, &set, NULL, NULL, NULL, NULL);
 	}
 	if (read(w->tfd, &exp, sizeof(exp)) < 0)

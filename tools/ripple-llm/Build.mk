@@ -1,6 +1,7 @@
 # ripple-llm: the CUDA C++ batch-1 decoder (Documentation/workloads.md).
-# Built for Hopper (sm_90) plus PTX, so newer GPUs JIT it. Skipped where there is no nvcc.
-RIPPLE_LLM_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
+# Built for Hopper (sm_90) plus PTX, so newer GPUs JIT it. Skipped where there is no nvcc,
+# and in cross builds (the host's CUDA toolkit targets the host; build it on the board).
+RIPPLE_LLM_NVCC := $(if $(CROSS_COMPILE),,$(shell command -v $(NVCC) 2>/dev/null))
 ifneq ($(RIPPLE_LLM_NVCC),)
 RIPPLE_LLM_NVFLAGS := -std=c++20 -O3 -lineinfo \
 	-gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
