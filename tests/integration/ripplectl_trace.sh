@@ -44,7 +44,7 @@ expect_error "unknown pid" "^ripplectl trace: error: no such process: pid $gone$
   "$CTL" trace --pid "$gone" --no-pin --duration 1
 expect_error "pid 0" "^ripplectl: --pid: Value 0 not in range 1 to 4194304$" "$CTL" trace --pid 0 --no-pin --duration 1
 expect_error "pid -1" "^ripplectl: --pid: Value -1 not in range 1 to 4194304$" "$CTL" trace --pid -1 --no-pin --duration 1
-expect_error "unknown command" "^ripplectl: unknown command 'bogus' \\(trace, status, top, explain; --help\\)$" "$CTL" bogus
+expect_error "unknown command" "^ripplectl: unknown command 'bogus' \\(trace, status, top, explain, metrics, doctor; --help\\)$" "$CTL" bogus
 expect_error "unknown exe" "executable /nonexistent/robot: No such file or directory" \
   "$CTL" trace --exe /nonexistent/robot --no-pin --duration 1
 printf '#!/bin/sh\nexit 0\n' >"$TMP/script.sh"; chmod +x "$TMP/script.sh"
