@@ -130,6 +130,10 @@ class CuhookTest : public ::testing::Test {
     bool started = false;
     Outcome r = run(std::move(args), std::move(env), false, [&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(down_ms));
+      // The app must be running under the first agent before it goes (slow under
+      // emulation or load: a fixed sleep could stop it before the first Hello).
+      for (int i = 0; i < 2000 && first->seen().works.size() < 2; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
       first->stop();
       std::this_thread::sleep_for(std::chrono::milliseconds(150));
       started = second.start();

@@ -111,6 +111,7 @@ class PipeGpu {
       if (stop_) return;
       const std::uint64_t now = now_ns();
       const double budget = static_cast<double>(now - t) / ns_per_byte_;
+      const std::uint64_t from = t;  // this tick streams the bytes of [from, now]
       t = now;
       double moved = 0;
       // Copy-in: the first unit whose copy-in is unfinished (FIFO, one at a time).
@@ -119,7 +120,9 @@ class PipeGpu {
         if (u.in <= 0) continue;
         if (!u.in_started) {
           u.in_started = true;
-          if (u.first) starts_.push_back(now);  // the grant's span begins
+          // The grant's span begins where this tick's streaming does (a late tick, the
+          // thread descheduled, streams the whole interval: the start is its beginning).
+          if (u.first) starts_.push_back(from);
         }
         const double d = std::min(u.in, in_budget);
         u.in -= d;

@@ -208,7 +208,7 @@ TEST(EngineClient, DiscardsStaleSuccessor) {
 }
 
 // Tests that a grant delivered ahead for a CPU release is held until its not_before:
-// an acquire with a 5 ms timeout ends before the release (30 ms ahead) and keeps the
+// an acquire with a 5 ms timeout ends before the release (300 ms ahead) and keeps the
 // grant; the next acquire returns the same grant no earlier than the release, with
 // nothing discarded.
 TEST(EngineClient, HoldsGrantUntilItsCpuRelease) {
@@ -221,8 +221,9 @@ TEST(EngineClient, HoldsGrantUntilItsCpuRelease) {
     std::vector<std::uint8_t> buf(kMaxMessageBytes);
     const int c = accept_and_welcome(ls, buf);
     auto send_one = [&](const Message& m) { send_msg(c, m); };
-    release = monotonic_ns() + 30'000'000;
-    send_one(GrantMsg{1, 5, 0, 1, 100, release + 20'000'000, monotonic_ns(), false, release.load()});
+    // 300 ms ahead, a 2 s lease after it: margins that hold under emulation and load.
+    release = monotonic_ns() + 300'000'000;
+    send_one(GrantMsg{1, 5, 0, 1, 100, release + 2'000'000'000, monotonic_ns(), false, release.load()});
     recv(c, buf.data(), buf.size(), 0);  // bye
     close(c);
   });
