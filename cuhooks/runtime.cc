@@ -85,6 +85,9 @@ struct Config {
   // the agent says; 0: no bound.
   int grant_timeout_ms = -1;
   int reconnect_ms = 500;
+  // Besides root, the uid the agent may run as (RIPPLE_AGENT_UID): a socket served by
+  // anyone else is no agent.
+  uid_t agent_uid = 0;
   bool learn = true;  // learn the pass of NVTX units or of bare copies (no profile sequence)
   std::uint64_t chunk_bytes = kDefaultChunkBytes;  // sub-layer grants; 0: off
 };
@@ -150,6 +153,7 @@ Config read_config() {
   if (const char* t = getenv("RIPPLE_GRANT_TIMEOUT_MS"); t && *t)
     c.grant_timeout_ms = static_cast<int>(std::min<std::uint64_t>(env_u64("RIPPLE_GRANT_TIMEOUT_MS", 0), 86'400'000));
   c.reconnect_ms = static_cast<int>(env_u64("RIPPLE_RECONNECT_MS", 500));
+  c.agent_uid = static_cast<uid_t>(std::min<std::uint64_t>(env_u64("RIPPLE_AGENT_UID", 0), 4294967294ull));
   c.learn = env_str("RIPPLE_LEARN", "on") != "off";
   c.chunk_bytes = env_u64("RIPPLE_CHUNK_BYTES", c.chunk_bytes);
   return c;
@@ -1422,7 +1426,7 @@ bool Runtime::connect_locked(std::size_t from) {
   hello.period_ns = cfg_.period_ns;
   hello.deadline_ns = cfg_.deadline_ns;
   hello.units = wire_cat_;
-  auto c = engine::Client::connect(cfg_.socket, hello, 1000);
+  auto c = engine::Client::connect(cfg_.socket, hello, 1000, engine::AgentCheck{true, cfg_.agent_uid});
   if (!c) {
     next_connect_ns_ = now + static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull;
     if (!warned_unmanaged_) {
