@@ -11,12 +11,14 @@
 // launch inside a granted unit takes no lock.
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -111,6 +113,36 @@ std::uint64_t env_u64(const char* k, std::uint64_t def) {
     return def;
   }
   return x;
+}
+
+// Opens a file the interposer writes (RIPPLE_CUHOOK_STATS, RIPPLE_RECORD) without
+// following a symlink at its last component (O_NOFOLLOW): a link planted there by
+// another user would otherwise have the engine's process overwrite or append to the
+// file it names. Only a regular file is written (a FIFO or a device is refused, opened
+// O_NONBLOCK so a FIFO cannot block us); truncated after that check, not by O_TRUNC.
+// Says why in one line when it refuses.
+FILE* open_output(const char* what, const std::string& path, bool append) {
+  const int fd = ::open(path.c_str(),
+                        O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (append ? O_APPEND : 0), 0644);
+  if (fd < 0) {
+    if (errno == ELOOP) say("not writing the %s file %s: it is a symlink", what, path.c_str());
+    else say("cannot write the %s file %s: %s", what, path.c_str(), strerror(errno));
+    return nullptr;
+  }
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    say("not writing the %s file %s: not a regular file", what, path.c_str());
+    ::close(fd);
+    return nullptr;
+  }
+  if ((!append && ::ftruncate(fd, 0) != 0) || ::fcntl(fd, F_SETFL, append ? O_APPEND : 0) != 0) {
+    say("cannot write the %s file %s: %s", what, path.c_str(), strerror(errno));
+    ::close(fd);
+    return nullptr;
+  }
+  FILE* f = ::fdopen(fd, append ? "a" : "w");
+  if (f == nullptr) ::close(fd);
+  return f;
 }
 
 std::string program_name() {
@@ -524,8 +556,7 @@ void Runtime::load_driver() {
   std::call_once(drv_once_, [&] {
     drv_.load();
     if (!cfg_.record_path.empty()) {
-      rec_ = fopen(cfg_.record_path.c_str(), "ae");
-      if (!rec_) say("cannot write the record file %s: %s", cfg_.record_path.c_str(), strerror(errno));
+      rec_ = open_output("record", cfg_.record_path, true);
     }
   });
 }
@@ -1769,7 +1800,7 @@ void Runtime::write_stats() {
   if (cfg_.stats_path.empty()) return;
   std::string path = cfg_.stats_path;
   if (auto at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(getpid()));
-  FILE* f = fopen(path.c_str(), "we");
+  FILE* f = open_output("stats", path, false);
   if (!f) return;
   auto v = [](const std::atomic<std::uint64_t>& a) { return static_cast<unsigned long long>(a.load()); };
   fprintf(f, "{\"pid\":%d,\"launches\":%llu,\"copies\":%llu,\"h2d_bytes\":%llu,\"d2h_bytes\":%llu,", static_cast<int>(getpid()),

@@ -552,6 +552,31 @@ TEST_F(CuhookTest, AgentUidNamesAnotherAgentUser) {
   EXPECT_GE(st["grants"].get<int>(), 1);
 }
 
+// Tests that the files the interposer writes are not written through a symlink (one
+// line says so; the file it names is untouched) and that a longer regular file left
+// from before is replaced whole.
+TEST_F(CuhookTest, OutputFilesRefuseSymlinks) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  const std::string victim = tmp_ + "/victim", link = tmp_ + "/link-stats.json", rec = tmp_ + "/link-record";
+  { std::ofstream(victim) << "keep\n"; }
+  fs::create_symlink(victim, link);
+  fs::create_symlink(victim, rec);
+  Outcome r = run({"direct", "copies", "2", "2097152"}, {{"RIPPLE_CUHOOK_STATS", link}, {"RIPPLE_RECORD", rec}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_EQ(slurp(victim), "keep\n");
+  EXPECT_EQ(count_of(r.err, "not writing the stats file " + link + ": it is a symlink"), 1u) << r.err;
+  EXPECT_EQ(count_of(r.err, "not writing the record file " + rec + ": it is a symlink"), 1u) << r.err;
+
+  const std::string regular = tmp_ + "/stats.old.json";
+  { std::ofstream(regular) << std::string(100000, 'x'); }
+  Outcome o = run({"direct", "copies", "2", "2097152"}, {{"RIPPLE_CUHOOK_STATS", regular}});
+  ASSERT_TRUE(exited_ok(o)) << o.err;
+  json st = json::parse(slurp(regular), nullptr, false);
+  ASSERT_FALSE(st.is_discarded()) << slurp(regular).substr(0, 200);
+  EXPECT_GE(st["grants"].get<int>(), 1);
+}
+
 // Tests that when the agent goes away and comes back the process neither crashes nor
 // deadlocks, and reconnects to the new agent.
 TEST_F(CuhookTest, AgentRestartReconnects) {
