@@ -39,6 +39,10 @@ TAP_SUITES += tests/integration/agent_closed_loop.sh
 # Fault injection against the real agent and tracer (TAP, bash; needs root for BPF).
 TAP_SUITES += tests/integration/reliability.sh
 
+# Engine identity and access: allowed uids/groups, [[engine]] uid/exe, unconfigured
+# engines, an impostor agent socket (TAP, bash; root for setpriv, no BPF).
+TAP_SUITES += tests/integration/access.sh
+
 # The daemon's pure guards (log throttle, status listing, process identity).
 $(O)/tests/unit/agent_limits_test: $(call objs,tests/unit/agent_limits_test.cc) $(O)/lib/libripple_daemon.a
 $(O)/tests/unit/agent_limits_test: LDLIBS := $(LDLIBS_GTEST)
