@@ -11,12 +11,14 @@
 // launch inside a granted unit takes no lock.
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -85,6 +87,9 @@ struct Config {
   // the agent says; 0: no bound.
   int grant_timeout_ms = -1;
   int reconnect_ms = 500;
+  // Besides root, the uid the agent may run as (RIPPLE_AGENT_UID): a socket served by
+  // anyone else is no agent.
+  uid_t agent_uid = 0;
   bool learn = true;  // learn the pass of NVTX units or of bare copies (no profile sequence)
   std::uint64_t chunk_bytes = kDefaultChunkBytes;  // sub-layer grants; 0: off
 };
@@ -108,6 +113,36 @@ std::uint64_t env_u64(const char* k, std::uint64_t def) {
     return def;
   }
   return x;
+}
+
+// Opens a file the interposer writes (RIPPLE_CUHOOK_STATS, RIPPLE_RECORD) without
+// following a symlink at its last component (O_NOFOLLOW): a link planted there by
+// another user would otherwise have the engine's process overwrite or append to the
+// file it names. Only a regular file is written (a FIFO or a device is refused, opened
+// O_NONBLOCK so a FIFO cannot block us); truncated after that check, not by O_TRUNC.
+// Says why in one line when it refuses.
+FILE* open_output(const char* what, const std::string& path, bool append) {
+  const int fd = ::open(path.c_str(),
+                        O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (append ? O_APPEND : 0), 0644);
+  if (fd < 0) {
+    if (errno == ELOOP) say("not writing the %s file %s: it is a symlink", what, path.c_str());
+    else say("cannot write the %s file %s: %s", what, path.c_str(), strerror(errno));
+    return nullptr;
+  }
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    say("not writing the %s file %s: not a regular file", what, path.c_str());
+    ::close(fd);
+    return nullptr;
+  }
+  if ((!append && ::ftruncate(fd, 0) != 0) || ::fcntl(fd, F_SETFL, append ? O_APPEND : 0) != 0) {
+    say("cannot write the %s file %s: %s", what, path.c_str(), strerror(errno));
+    ::close(fd);
+    return nullptr;
+  }
+  FILE* f = ::fdopen(fd, append ? "a" : "w");
+  if (f == nullptr) ::close(fd);
+  return f;
 }
 
 std::string program_name() {
@@ -150,6 +185,7 @@ Config read_config() {
   if (const char* t = getenv("RIPPLE_GRANT_TIMEOUT_MS"); t && *t)
     c.grant_timeout_ms = static_cast<int>(std::min<std::uint64_t>(env_u64("RIPPLE_GRANT_TIMEOUT_MS", 0), 86'400'000));
   c.reconnect_ms = static_cast<int>(env_u64("RIPPLE_RECONNECT_MS", 500));
+  c.agent_uid = static_cast<uid_t>(std::min<std::uint64_t>(env_u64("RIPPLE_AGENT_UID", 0), 4294967294ull));
   c.learn = env_str("RIPPLE_LEARN", "on") != "off";
   c.chunk_bytes = env_u64("RIPPLE_CHUNK_BYTES", c.chunk_bytes);
   return c;
@@ -520,8 +556,7 @@ void Runtime::load_driver() {
   std::call_once(drv_once_, [&] {
     drv_.load();
     if (!cfg_.record_path.empty()) {
-      rec_ = fopen(cfg_.record_path.c_str(), "ae");
-      if (!rec_) say("cannot write the record file %s: %s", cfg_.record_path.c_str(), strerror(errno));
+      rec_ = open_output("record", cfg_.record_path, true);
     }
   });
 }
@@ -1422,7 +1457,7 @@ bool Runtime::connect_locked(std::size_t from) {
   hello.period_ns = cfg_.period_ns;
   hello.deadline_ns = cfg_.deadline_ns;
   hello.units = wire_cat_;
-  auto c = engine::Client::connect(cfg_.socket, hello, 1000);
+  auto c = engine::Client::connect(cfg_.socket, hello, 1000, engine::AgentCheck{true, cfg_.agent_uid});
   if (!c) {
     next_connect_ns_ = now + static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull;
     if (!warned_unmanaged_) {
@@ -1765,7 +1800,7 @@ void Runtime::write_stats() {
   if (cfg_.stats_path.empty()) return;
   std::string path = cfg_.stats_path;
   if (auto at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(getpid()));
-  FILE* f = fopen(path.c_str(), "we");
+  FILE* f = open_output("stats", path, false);
   if (!f) return;
   auto v = [](const std::atomic<std::uint64_t>& a) { return static_cast<unsigned long long>(a.load()); };
   fprintf(f, "{\"pid\":%d,\"launches\":%llu,\"copies\":%llu,\"h2d_bytes\":%llu,\"d2h_bytes\":%llu,", static_cast<int>(getpid()),

@@ -106,7 +106,8 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
                             {"core", "policy", "fail_mode", "engine_socket", "control_socket", "allowed_uids",
                              "allowed_gids", "log_level", "pin_dir", "tracer_wakeup", "poll_us", "spin_us",
                              "lease_ms", "horizon_ms", "gamma", "pipelining", "queued_durations", "max_sessions",
-                             "hello_timeout_ms", "max_queued_works", "metrics_file", "metrics_interval_s"});
+                             "hello_timeout_ms", "max_queued_works", "metrics_file", "metrics_interval_s",
+                             "unconfigured_engines"});
       !s)
     return s;
   for (const auto& [kk, n] : t) {
@@ -140,6 +141,12 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
           return error_at(w, n, key, fmt::format("'{}' is not debug|info|warn|error|off", shown(*s)));
         a.log_level = *s;
       }
+    } else if (k == "unconfigured_engines") {
+      auto s = string(w, n, key);
+      if (!s) return s.error();
+      if (*s == "best-effort") a.refuse_unconfigured = false;
+      else if (*s == "refuse") a.refuse_unconfigured = true;
+      else return error_at(w, n, key, fmt::format("'{}' is neither \"best-effort\" nor \"refuse\"", shown(*s)));
     } else if (k == "allowed_uids") {
       auto v = id_list<uid_t>(w, n, key);
       if (!v) return v.error();
@@ -367,7 +374,7 @@ Status parse_task(const Where& w, const toml::table& t, std::size_t index, const
 
 Status parse_engine(const Where& w, const toml::table& t, std::size_t index, EngineSection& e) {
   const std::string sect = fmt::format("engine[{}]", index);
-  if (Status s = known_keys(w, t, sect, {"name", "kind", "period_ms", "deadline_ms"}); !s) return s;
+  if (Status s = known_keys(w, t, sect, {"name", "kind", "period_ms", "deadline_ms", "uid", "exe"}); !s) return s;
   for (const auto& [kk, n] : t) {
     const std::string_view k = kk.str();
     const std::string key = fmt::format("{}.{}", sect, k);
@@ -381,6 +388,27 @@ Status parse_engine(const Where& w, const toml::table& t, std::size_t index, Eng
       } else if (*s == "best-effort") e.kind = admission::EngineKind::kBestEffort;
       else if (*s == "deadline-bound") e.kind = admission::EngineKind::kDeadlineBound;
       else return error_at(w, n, key, fmt::format("'{}' is neither \"best-effort\" nor \"deadline-bound\"", shown(*s)));
+    } else if (k == "uid") {
+      if (n.is_integer()) {
+        const std::int64_t v = *n.value<std::int64_t>();
+        if (v < 0 || v >= 4294967295LL) return error_at(w, n, key, fmt::format("uid {} is not in [0, 4294967294]", v));
+        e.uid = static_cast<uid_t>(v);
+      } else if (n.is_string()) {
+        const std::string name = *n.value<std::string>();
+        const passwd* pw = ::getpwnam(name.c_str());
+        if (pw == nullptr) return error_at(w, n, key, fmt::format("no such user '{}'", shown(name)));
+        e.uid = pw->pw_uid;
+      } else {
+        return error_at(w, n, key, "must be a user name or a uid");
+      }
+    } else if (k == "exe") {
+      auto s = string(w, n, key);
+      if (!s) return s.error();
+      if (s->empty() || (*s)[0] != '/') return error_at(w, n, key, "must be an absolute path");
+      struct stat st{};
+      if (::stat(s->c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+        return error_at(w, n, key, fmt::format("{} is not a regular file", shown(*s)));
+      e.exe = *s;
     } else {
       auto v = positive_ms(w, n, key);
       if (!v) return v.error();

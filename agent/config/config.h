@@ -3,7 +3,7 @@
 //   [agent]      core, policy, fail_mode, engine_socket, control_socket, allowed_uids,
 //                allowed_gids, log_level, pin_dir, tracer_wakeup, poll_us, spin_us,
 //                lease_ms, horizon_ms, gamma, pipelining, queued_durations,
-//                max_sessions, hello_timeout_ms, max_queued_works
+//                max_sessions, hello_timeout_ms, max_queued_works, unconfigured_engines
 //   [pricing]    the pricing core's parameters (agent/pricing/config.h)
 //   [sereno]     target, kp, ki, max_pause_steps (the sereno baseline's PI controller)
 //   [[task]]     a protected task: name; exactly one of exe / pid / comm; mode
@@ -12,7 +12,8 @@
 //                (K times the p99 of the solo profile); miss_tolerance (eps);
 //                solo_ms = [...] or profile = "FILE" (job durations in ms, one a line);
 //                prior_slope_ms_per_gb
-//   [[engine]]   name, kind ("best-effort" | "deadline-bound"), period_ms, deadline_ms
+//   [[engine]]   name, kind ("best-effort" | "deadline-bound"), period_ms, deadline_ms;
+//                uid (a user name or uid) and exe (a path): who may claim the name
 //
 // Every error names the file, the line, the key and the reason, and a file with any
 // error is refused whole. The file must be a regular file of at most kMaxFileBytes.
@@ -22,6 +23,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,6 +74,9 @@ struct AgentSection {
   // metrics_interval; empty: off. agent.metrics_file, agent.metrics_interval_s.
   std::string metrics_file;
   admission::Nanos metrics_interval = 10'000 * admission::kNsPerMs;
+  // An engine whose name no [[engine]] section names: admitted as best-effort whatever
+  // it declares (false), or refused (true). agent.unconfigured_engines.
+  bool refuse_unconfigured = false;
 };
 
 struct TaskSection {
@@ -84,6 +89,10 @@ struct EngineSection {
   admission::EngineKind kind = admission::EngineKind::kBestEffort;
   admission::Nanos period = 0;
   admission::Nanos deadline = 0;
+  // Who may claim this name: a peer of another uid, or running another executable
+  // (compared by device and inode of /proc/PID/exe), is refused. Unset: any allowed peer.
+  std::optional<uid_t> uid;
+  std::string exe;
 };
 
 struct Config {

@@ -1,7 +1,7 @@
 # agent/daemon: ripple-agent, the daemon (liburing loop, engine sessions, control
 # socket) around the admission, policy, pricing, tracer, engine and config libraries.
 
-DAEMON_SRCS := agent/daemon/agent.cc agent/daemon/limits.cc agent/daemon/notify.cc
+DAEMON_SRCS := agent/daemon/agent.cc agent/daemon/identity.cc agent/daemon/limits.cc agent/daemon/notify.cc
 $(foreach s,$(DAEMON_SRCS:.cc=) agent/daemon/main,$(eval CXXFLAGS_$(subst /,_,$(s)) += -I/usr/include/eigen3))
 $(O)/lib/libripple_daemon.a: $(call objs,$(DAEMON_SRCS))
 LIBS += $(O)/lib/libripple_daemon.a
@@ -39,6 +39,10 @@ TAP_SUITES += tests/integration/agent_closed_loop.sh
 # Fault injection against the real agent and tracer (TAP, bash; needs root for BPF).
 TAP_SUITES += tests/integration/reliability.sh
 
+# Engine identity and access: allowed uids/groups, [[engine]] uid/exe, unconfigured
+# engines, an impostor agent socket (TAP, bash; root for setpriv, no BPF).
+TAP_SUITES += tests/integration/access.sh
+
 # The daemon's pure guards (log throttle, status listing, process identity).
 $(O)/tests/unit/agent_limits_test: $(call objs,tests/unit/agent_limits_test.cc) $(O)/lib/libripple_daemon.a
 $(O)/tests/unit/agent_limits_test: LDLIBS := $(LDLIBS_GTEST)
@@ -60,3 +64,11 @@ $(O)/tests/unit/notify_test: LDLIBS := $(LDLIBS_GTEST)
 $(O)/tests/unit/notify_test: ; $(link_cxx)
 TEST_BINS += $(O)/tests/unit/notify_test
 GTEST_SUITES += $(O)/tests/unit/notify_test
+
+# Peer identity: credentials, allowed uids/groups, [[engine]] uid/exe (GoogleTest).
+$(O)/tests/unit/agent_identity_test: $(call objs,tests/unit/agent_identity_test.cc) $(AGENT_LIBS)
+$(O)/tests/unit/agent_identity_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_AGENT)
+$(O)/tests/unit/agent_identity_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/unit/agent_identity_test
+GTEST_SUITES += $(O)/tests/unit/agent_identity_test
+CXXFLAGS_tests_unit_agent_identity_test += -I/usr/include/eigen3

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/common/log.h"
+#include "agent/daemon/identity.h"
 #include "agent/daemon/limits.h"
 #include "agent/policy/registry.h"
 
@@ -155,7 +156,9 @@ struct Agent::Session {
   Nanos opened = 0;
   EngineId engine = 0;
   std::string name;
-  ucred cred{};
+  ucred cred{};          // from peer_identity(): pid, uid, gid at connect time
+  PeerIdentity peer;
+  bool refused = false;  // its Hello was refused (Bye kRefused sent): not a protocol error
 };
 
 struct Agent::Impl {
@@ -200,7 +203,12 @@ struct Agent::Impl {
   int max_sessions = 0;                    // agent.max_sessions, lowered below RLIMIT_NOFILE
   std::size_t engine_sessions = 0, control_sessions = 0;
   Throttle refused{kSayEvery}, over_limit{kSayEvery}, accept_failed{kSayEvery}, hello_timeouts{kSayEvery},
-      works_refused{kSayEvery};
+      works_refused{kSayEvery}, no_credentials{kSayEvery}, identity_refused{kSayEvery},
+      unconfigured_refused{kSayEvery};
+  // Unconfigured engines admitted as best-effort, and those among them that declared
+  // deadline-bound (agent.unconfigured_engines = "best-effort"): said once, counted.
+  std::uint64_t unconfigured_admitted = 0, deadline_claims_downgraded = 0;
+  bool said_unconfigured = false;
   Nanos accept_paused_until = 0;           // EMFILE/ENFILE: listeners re-armed then
   bool engine_listen_paused = false, control_listen_paused = false;
   Nanos next_hello_check = kNever;         // the earliest hello_timeout of a session
@@ -419,10 +427,38 @@ Status Agent::run() {
       spec.grant_overhead = static_cast<Nanos>(h->grant_overhead_ns);
       for (const auto& u : h->units)
         spec.catalog.push_back({u.name, static_cast<pricing::Bytes>(u.bytes), static_cast<Nanos>(u.duration_ns)});
+      // Who the peer is decides, not what it declares: a configured name is claimed
+      // only by the uid/executable its [[engine]] names, and only a configured engine
+      // may be deadline-bound (Documentation/agent.md, "Engine identity and access").
+      auto refuse_hello = [&](Throttle& t, const std::string& why) {
+        if (t.note(now))
+          RIPPLE_LOG_WARN("refused engine session {} (pid {} uid {}): {} ({} more refused since last said)", id,
+                          s.cred.pid, s.cred.uid, why, t.suppressed());
+        ++m.sessions_refused;
+        s.refused = true;
+        send_msg(s, ByeMsg{ByeReason::kRefused, why.substr(0, kByeTextBytes - 1)});
+        return why;
+      };
       if (const config::EngineSection* e = c.engine(h->name)) {  // the configuration wins
+        if (!e->exe.empty()) s.peer.exe = exe_identity(s.cred.pid);
+        if (std::string why = engine_mismatch(*e, s.peer); !why.empty()) return refuse_hello(m.identity_refused, why);
         spec.kind = e->kind;
         spec.period = e->period;
         spec.deadline = e->deadline;
+      } else if (c.agent.refuse_unconfigured) {
+        return refuse_hello(m.unconfigured_refused,
+                            fmt::format("engine {} is not configured ([[engine]]) and agent.unconfigured_engines "
+                                        "is \"refuse\"", h->name.substr(0, kNameBytes - 1)));
+      } else {
+        const bool claimed = spec.kind == admission::EngineKind::kDeadlineBound;
+        spec.kind = admission::EngineKind::kBestEffort;
+        spec.period = spec.deadline = 0;
+        ++m.unconfigured_admitted;
+        if (claimed) ++m.deadline_claims_downgraded;
+        if (!std::exchange(m.said_unconfigured, true))
+          RIPPLE_LOG_INFO("engine {} (pid {}, uid {}) is not configured: admitted as best-effort{} "
+                          "(agent.unconfigured_engines; said once, counted in status)",
+                          h->name, s.cred.pid, s.cred.uid, claimed ? " although it declared deadline-bound" : "");
       }
       auto eid = m.adm->add_engine(std::move(spec), now);
       if (!eid) return eid.error().message;
@@ -523,11 +559,12 @@ Status Agent::run() {
       }
       const bool bye = std::holds_alternative<engine::ByeMsg>(*msg);
       if (std::string why = handle_engine_msg(id, s, *msg, now); !why.empty()) {
-        if (!bye) {
+        const bool told = bye || s.refused;  // a refused Hello was told why, counted and said
+        if (!told) {
           ++m.protocol_errors;
           RIPPLE_LOG_WARN("engine session {} ({}): {}", id, s.name, why);
         }
-        close_session(id, why, !bye);
+        close_session(id, why, !told);
         if (m.dirty) schedule();
         return;
       }
@@ -606,15 +643,22 @@ Status Agent::run() {
       s.fd = make_fd(fd);
       s.control = control;
       s.opened = now;
-      socklen_t len = sizeof s.cred;
-      getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &s.cred, &len);
-      // Peer credentials against the allowed uids/gids (root and the agent's own uid by default).
-      const auto& uids = c.agent.allowed_uids;
-      const auto& gids = c.agent.allowed_gids;
-      bool ok = (uids.empty() && gids.empty()) ? (s.cred.uid == 0 || s.cred.uid == geteuid())
-                                               : (std::find(uids.begin(), uids.end(), s.cred.uid) != uids.end() ||
-                                                  std::find(gids.begin(), gids.end(), s.cred.gid) != gids.end());
-      if (!ok) {
+      // A peer the kernel cannot identify is refused: a failed lookup must not read as
+      // uid 0 (the zeroed ucred).
+      auto peer = peer_identity(fd);
+      if (!peer) {
+        ++m.sessions_refused;
+        if (m.no_credentials.note(now))
+          RIPPLE_LOG_WARN("refused {} connection: cannot identify the peer: {} ({} more refused since last said)",
+                          control ? "control" : "engine", peer.error().message, m.no_credentials.suppressed());
+        refuse(s, "cannot identify the peer: " + peer.error().message);
+        continue;
+      }
+      s.peer = std::move(*peer);
+      s.cred = ucred{s.peer.pid, s.peer.uid, s.peer.gid};
+      // Peer credentials against the allowed uids/gids, supplementary groups included
+      // (root and the agent's own uid by default).
+      if (!peer_allowed(s.peer, c.agent, ::geteuid())) {
         ++m.sessions_refused;
         // Said once per kSayEvery: a flood of refused connections must not become a
         // flood of log lines.
@@ -873,6 +917,13 @@ json Agent::status_json(Nanos now) const {
   j["grants_sent"] = m.grants_sent;
   j["protocol_errors"] = m.protocol_errors;
   j["sessions_refused"] = m.sessions_refused;
+  // Each refusal by its reason (Documentation/agent.md, "Engine identity and access").
+  j["refusals"] = {{"uid_not_allowed", m.refused.total()},
+                   {"no_credentials", m.no_credentials.total()},
+                   {"engine_identity", m.identity_refused.total()},
+                   {"unconfigured", m.unconfigured_refused.total()},
+                   {"unconfigured_admitted", m.unconfigured_admitted},
+                   {"deadline_claims_downgraded", m.deadline_claims_downgraded}};
   // Each limit: its value and how often it was hit (Documentation/agent.md, "Limits").
   j["limits"] = {{"sessions", m.engine_sessions},
                  {"control_sessions", m.control_sessions},

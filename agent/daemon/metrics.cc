@@ -114,7 +114,9 @@ std::string render(const json& s) {
   e.add_if("ripple_grants_sent_total", counter, "Grants sent to engines.", none, at(s, "grants_sent"));
   e.add_if("ripple_protocol_errors_total", counter, "Engine sessions closed for a malformed or unexpected message.",
            none, at(s, "protocol_errors"));
-  e.add_if("ripple_sessions_refused_total", counter, "Engine or control connections refused (peer not allowed).",
+  e.add_if("ripple_sessions_refused_total", counter,
+           "Engine or control connections refused (peer not allowed or not identified, engine not its "
+           "configured uid/exe, or unconfigured under agent.unconfigured_engines = refuse).",
            none, at(s, "sessions_refused"));
 
   const json& tr = at(s, "tracer");

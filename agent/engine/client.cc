@@ -18,7 +18,8 @@ std::uint64_t monotonic_ns() {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-Result<std::unique_ptr<Client>> Client::connect(const std::string& path, const Hello& hello, int timeout_ms) {
+Result<std::unique_ptr<Client>> Client::connect(const std::string& path, const Hello& hello, int timeout_ms,
+                                                const AgentCheck& agent) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof(addr.sun_path)) return make_error("engine socket path '{}' is too long", path);
@@ -28,6 +29,19 @@ Result<std::unique_ptr<Client>> Client::connect(const std::string& path, const H
   std::unique_ptr<Client> c(new Client(fd));
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     return make_errno_error(-errno, "failed to connect to agent at {}: {}", path, std::strerror(errno));
+  if (agent.check) {
+    // The credentials of whoever called listen() on the path, fixed at connect: checked
+    // before anything is sent or obeyed (not even the destructor's Bye: open_ false).
+    c->open_ = false;
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred)
+      return make_errno_error(kErrNotAgent, "cannot identify the process behind {}: {}", path, std::strerror(errno));
+    if (cred.uid != 0 && cred.uid != agent.agent_uid)
+      return make_errno_error(kErrNotAgent, "{} is served by pid {} uid {}, not by root or uid {} (RIPPLE_AGENT_UID): "
+                              "not the agent", path, cred.pid, cred.uid, agent.agent_uid);
+    c->open_ = true;
+  }
   if (Status s = c->send(hello); !s) {
     // Refused before our Hello was read: the agent's Bye (read by send) says why.
     if (!c->agent_bye_.text.empty())

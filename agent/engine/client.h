@@ -15,6 +15,8 @@
 // it no earlier, and keeps it cached if its own timeout ends first.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -28,10 +30,21 @@ namespace ripple::engine {
 // Error codes of Client calls besides negative errno.
 inline constexpr int kErrTimeout = -110;   // -ETIMEDOUT
 inline constexpr int kErrAgentGone = -104; // -ECONNRESET: EOF or Bye from the agent
+inline constexpr int kErrNotAgent = -13;   // -EACCES: the socket's owner is not the agent
+
+// Who the engine takes for its agent. With `check` on, the process that accepted the
+// connection (SO_PEERCRED of the connected socket) must run as root or as `agent_uid`:
+// anyone else bound at the path (a stale socket's directory writable by others) is no
+// agent, and connect() fails with kErrNotAgent before the Hello is sent.
+struct AgentCheck {
+  bool check = false;
+  uid_t agent_uid = 0;
+};
 
 class Client {
  public:
-  static Result<std::unique_ptr<Client>> connect(const std::string& path, const Hello& hello, int timeout_ms);
+  static Result<std::unique_ptr<Client>> connect(const std::string& path, const Hello& hello, int timeout_ms,
+                                                 const AgentCheck& agent = {});
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;

@@ -4,8 +4,10 @@
 // the agent's engine side, grant_server.h) plays the agent. Each test reads what the
 // fake executed, what the hook counted (RIPPLE_CUHOOK_STATS) and what the server saw.
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -477,6 +479,106 @@ TEST_F(CuhookTest, FailClosedWaitsForTheAgent) {
   EXPECT_GE(r.seconds, 0.4);
   EXPECT_EQ(srv.seen().works.size(), 2u);
   EXPECT_EQ(stats_of(r)["unmanaged_units"].get<int>(), 0);
+}
+
+// An impostor: a grant server run by uid 65534 on the engine socket (a forked child that
+// drops root first), which would grant everything if the hook obeyed it.
+pid_t start_impostor(const std::string& dir, const std::string& sock, uid_t uid = 65534) {
+  ::chmod(dir.c_str(), 0777);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0) _exit(2);
+    GrantServer imp(sock, GrantServer::Mode::kAuto, ripple::engine::FailMode::kClosed);
+    if (!imp.start()) _exit(3);
+    for (;;) ::pause();
+  }
+  for (int i = 0; i < 200 && !fs::exists(sock); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return pid;
+}
+void stop_impostor(pid_t pid, const std::string& sock) {
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ::unlink(sock.c_str());
+}
+std::size_t count_of(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = 0; (at = s.find(what, at)) != std::string::npos; at += what.size()) ++n;
+  return n;
+}
+
+// Tests that a socket served by a uid other than root or RIPPLE_AGENT_UID is no agent: a
+// fail-open process runs unmanaged (said once, why included) and never obeys it.
+TEST_F(CuhookTest, ImpostorAgentSocketIsNoAgentFailOpen) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run the impostor as another uid";
+  const pid_t imp = start_impostor(tmp_, sock_);
+  ASSERT_GT(imp, 0);
+  Outcome r = run({"direct", "copies", "3", "2097152"}, {{"RIPPLE_FAIL", "open"}});
+  stop_impostor(imp, sock_);
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  json st = stats_of(r);
+  EXPECT_EQ(st["agent_connects"].get<int>(), 0);
+  EXPECT_EQ(st["grants"].get<int>(), 0);
+  EXPECT_GE(st["unmanaged_units"].get<int>(), 3);
+  EXPECT_EQ(count_of(r.err, "uid 65534, not by root or uid 0 (RIPPLE_AGENT_UID): not the agent"), 1u) << r.err;
+  EXPECT_EQ(count_of(r.err, "UNMANAGED"), 1u) << r.err;
+}
+
+// Tests that a fail-closed process is not stalled by an impostor: it keeps waiting for
+// the agent (saying why once) and is managed as soon as the real agent (root) is there.
+TEST_F(CuhookTest, ImpostorAgentSocketIsNoAgentFailClosed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run the impostor as another uid";
+  const pid_t imp = start_impostor(tmp_, sock_);
+  ASSERT_GT(imp, 0);
+  GrantServer srv(sock_);
+  Outcome r = run({"direct", "copies", "2", "2097152"}, {{"RIPPLE_FAIL", "closed"}}, false, [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    stop_impostor(imp, sock_);
+    ASSERT_TRUE(srv.start());
+  });
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_GE(r.seconds, 0.4);
+  EXPECT_EQ(srv.seen().works.size(), 2u);
+  EXPECT_EQ(stats_of(r)["unmanaged_units"].get<int>(), 0);
+  EXPECT_EQ(count_of(r.err, "not the agent): waiting for it (fail-closed)"), 1u) << r.err;
+}
+
+// Tests that RIPPLE_AGENT_UID names the uid the agent may run as besides root.
+TEST_F(CuhookTest, AgentUidNamesAnotherAgentUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run the agent as another uid";
+  const pid_t agent = start_impostor(tmp_, sock_);
+  ASSERT_GT(agent, 0);
+  Outcome r = run({"direct", "copies", "3", "2097152"}, {{"RIPPLE_FAIL", "open"}, {"RIPPLE_AGENT_UID", "65534"}});
+  stop_impostor(agent, sock_);
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  json st = stats_of(r);
+  EXPECT_EQ(st["agent_connects"].get<int>(), 1);
+  EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
+  EXPECT_GE(st["grants"].get<int>(), 1);
+}
+
+// Tests that the files the interposer writes are not written through a symlink (one
+// line says so; the file it names is untouched) and that a longer regular file left
+// from before is replaced whole.
+TEST_F(CuhookTest, OutputFilesRefuseSymlinks) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  const std::string victim = tmp_ + "/victim", link = tmp_ + "/link-stats.json", rec = tmp_ + "/link-record";
+  { std::ofstream(victim) << "keep\n"; }
+  fs::create_symlink(victim, link);
+  fs::create_symlink(victim, rec);
+  Outcome r = run({"direct", "copies", "2", "2097152"}, {{"RIPPLE_CUHOOK_STATS", link}, {"RIPPLE_RECORD", rec}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_EQ(slurp(victim), "keep\n");
+  EXPECT_EQ(count_of(r.err, "not writing the stats file " + link + ": it is a symlink"), 1u) << r.err;
+  EXPECT_EQ(count_of(r.err, "not writing the record file " + rec + ": it is a symlink"), 1u) << r.err;
+
+  const std::string regular = tmp_ + "/stats.old.json";
+  { std::ofstream(regular) << std::string(100000, 'x'); }
+  Outcome o = run({"direct", "copies", "2", "2097152"}, {{"RIPPLE_CUHOOK_STATS", regular}});
+  ASSERT_TRUE(exited_ok(o)) << o.err;
+  json st = json::parse(slurp(regular), nullptr, false);
+  ASSERT_FALSE(st.is_discarded()) << slurp(regular).substr(0, 200);
+  EXPECT_GE(st["grants"].get<int>(), 1);
 }
 
 // Tests that when the agent goes away and comes back the process neither crashes nor

@@ -49,6 +49,7 @@ struct Opts {
   double copy_in = 0;
   unsigned units = 8, rtt = 0, crash_after = 0, churn = 0, flood_works = 0;
   bool garbage = false, quiet = false;
+  long agent_uid = -1;  // -1: this process's own uid (besides root)
 };
 
 void sleep_ns(std::uint64_t ns) {
@@ -106,6 +107,7 @@ int main(int argc, char** argv) {
   app.add_flag("--garbage", o.garbage, "send a malformed message after the hello");
   app.add_option("--churn", o.churn, "N sessions that say hello and leave at once");
   app.add_option("--flood-works", o.flood_works, "announce N works without reading a grant");
+  app.add_option("--agent-uid", o.agent_uid, "the agent must run as root or this uid (default: this process's)");
   app.add_option("--copy-in", o.copy_in, "pipelined: copy-in share of each unit's bytes (0: serial)")
       ->check(CLI::Range(0.0, 0.95));
   app.add_flag("--quiet", o.quiet);
@@ -149,18 +151,20 @@ int main(int argc, char** argv) {
   hello.deadline_ns = static_cast<std::uint64_t>((o.deadline_ms > 0 ? o.deadline_ms : o.period_ms) * 1e6);
   const std::uint64_t unit_ns = static_cast<std::uint64_t>(o.unit_mb * 1e6 / o.rate_gbps);
   hello.units = {{"layer", static_cast<std::uint64_t>(o.unit_mb * 1e6), std::max<std::uint64_t>(1, unit_ns)}};
+  // As the interposer does: a socket not served by root or the agent's uid is no agent.
+  const ripple::engine::AgentCheck agent{true, o.agent_uid < 0 ? ::geteuid() : static_cast<uid_t>(o.agent_uid)};
   if (o.churn > 0) {
     unsigned ok = 0;
     std::string last;
     for (unsigned k = 0; k < o.churn && !g_stop; ++k) {
-      auto c = ripple::engine::Client::connect(o.socket, hello, 2000);
+      auto c = ripple::engine::Client::connect(o.socket, hello, 2000, agent);
       if (c) ++ok;
       else last = c.error().message;
     }  // each leaves with a Bye (the client's destructor)
     std::printf("CHURN sessions=%u ok=%u last_error=\"%s\"\n", o.churn, ok, last.c_str());
     return ok == o.churn ? 0 : 1;
   }
-  auto client = ripple::engine::Client::connect(o.socket, hello, 2000);
+  auto client = ripple::engine::Client::connect(o.socket, hello, 2000, agent);
   if (o.flood_works > 0) {
     if (!client) {
       std::fprintf(stderr, "agent_engine: %s\n", client.error().message.c_str());

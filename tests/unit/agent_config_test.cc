@@ -151,6 +151,28 @@ TEST(AgentConfig, RefusesIdsAndPidsThatWrap) {
   EXPECT_EQ(r->agent.allowed_uids, (std::vector<uid_t>{4294967294u}));
 }
 
+// Tests that an [[engine]] names who may claim it (uid by name or number, exe as an
+// absolute path to a regular file) and that agent.unconfigured_engines takes its two values.
+TEST(AgentConfig, EngineIdentityAndUnconfiguredEngines) {
+  auto r = parse("[agent]\nunconfigured_engines = \"refuse\"\n[[engine]]\nname = \"a\"\nuid = \"nobody\"\n"
+                 "exe = \"/bin/sh\"\n[[engine]]\nname = \"b\"\nuid = 1234\n",
+                 "ripple.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->agent.refuse_unconfigured);
+  ASSERT_EQ(r->engines.size(), 2u);
+  EXPECT_EQ(r->engines[0].uid, std::optional<uid_t>(65534));
+  EXPECT_EQ(r->engines[0].exe, "/bin/sh");
+  EXPECT_EQ(r->engines[1].uid, std::optional<uid_t>(1234));
+  EXPECT_FALSE(parse("[agent]\n", "ripple.toml")->agent.refuse_unconfigured);
+  EXPECT_EQ(error_of("[agent]\nunconfigured_engines = \"deny\"\n"),
+            "ripple.toml:2: agent.unconfigured_engines: 'deny' is neither \"best-effort\" nor \"refuse\"");
+  EXPECT_EQ(error_of("[[engine]]\nname = \"a\"\nuid = \"no-such-user-here\"\n"),
+            "ripple.toml:3: engine[0].uid: no such user 'no-such-user-here'");
+  EXPECT_EQ(error_of("[[engine]]\nname = \"a\"\nuid = -1\n"), "ripple.toml:3: engine[0].uid: uid -1 is not in [0, 4294967294]");
+  EXPECT_EQ(error_of("[[engine]]\nname = \"a\"\nexe = \"bin/sh\"\n"), "ripple.toml:3: engine[0].exe: must be an absolute path");
+  EXPECT_EQ(error_of("[[engine]]\nname = \"a\"\nexe = \"/tmp\"\n"), "ripple.toml:3: engine[0].exe: /tmp is not a regular file");
+}
+
 // Tests that the engine and control sockets on one path, a comm named twice and more
 // than 64 tasks are refused by the parser (not first at start, after building them).
 TEST(AgentConfig, RefusesWhatTheStartWouldRefuse) {

@@ -116,6 +116,13 @@ void print_status(const json& s) {
                 static_cast<unsigned long long>(l["accept_failures"].get<std::uint64_t>()),
                 static_cast<unsigned long long>(l["hello_timeouts"].get<std::uint64_t>()),
                 static_cast<unsigned long long>(l["works_refused"].get<std::uint64_t>()));
+  if (const json& r = s.value("refusals", json()); r.is_object()) {
+    auto u = [&](const char* k) { return static_cast<unsigned long long>(r.value(k, std::uint64_t{0})); };
+    std::printf("refused: uid not allowed %llu, no credentials %llu, engine identity %llu, unconfigured %llu; "
+                "unconfigured admitted as best-effort %llu (deadline-bound claims %llu)\n",
+                u("uid_not_allowed"), u("no_credentials"), u("engine_identity"), u("unconfigured"),
+                u("unconfigured_admitted"), u("deadline_claims_downgraded"));
+  }
   for (const auto& t : s["tasks"])
     if (!t.value("traced", true))
       std::printf("task %s is NOT TRACED: %s\n", t["name"].get<std::string>().c_str(),
