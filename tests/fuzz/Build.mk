@@ -7,7 +7,8 @@
 # Skipped (no targets) where clang's libFuzzer runtime (libclang-rt-14-dev) is missing.
 FUZZ_CXX ?= clang++
 FUZZ_RT := $(shell $(FUZZ_CXX) -print-file-name=libclang_rt.fuzzer-$(UNAME_M).a 2>/dev/null)
-ifneq ($(wildcard $(FUZZ_RT)),)
+# Not part of a SANITIZE= build: the harnesses carry their own sanitizers.
+ifeq ($(wildcard $(FUZZ_RT))$(SANITIZE),$(FUZZ_RT))
 
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_CXXFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -std=gnu++20 -O1 -g -fno-omit-frame-pointer -I. -Iinclude -I$(O)/include -MMD -MP \
