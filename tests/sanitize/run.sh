@@ -43,6 +43,8 @@ fi
 echo "# built with -fsanitize=$san into $san_o in $((SECONDS - t0)) s"
 echo "1..${#bins[@]}"
 preload=$(gcc -print-file-name="$rt")
+# die_after_fork=0: the interposer's fork test starts threads in a forked child of a
+# threaded process, which TSan refuses by default (its own limitation, not a race).
 n=0 status=0
 for b in "${bins[@]}"; do
   n=$((n + 1))
@@ -56,13 +58,18 @@ for b in "${bins[@]}"; do
   case $name in
     plant_test) filter='-PipeGpu.OverlapsOnlyUnitsSubmittedInTime:PlantMode.StretchFollowsKappaTimesBytes' ;;
   esac
+  # Under TSan, left out: the hook inside a program that ripple-profile record starts
+  # (not instrumented, hook preloaded without the runtime first): TSan cannot load late
+  # there and dies (SEGV at start). The threaded and fork tests all run.
+  [ "$san" = thread ] && [ "$name" = cuhook_test ] &&
+    filter='-CuhookTest.ProfileRecord*:CuhookTest.RecordedCopyBytesAreAnnouncedAsWholePasses' 
   # verify_asan_link_order=0: programs the suites start (driver_app, /usr/bin/env) are not
   # instrumented; the preloaded runtime comes first anyway, except after ripple-run
   # prepends the hook.
   ASAN_OPTIONS="log_path=$d/asan:detect_leaks=1:halt_on_error=1:verify_asan_link_order=0:detect_stack_use_after_return=0${ASAN_EXTRA:+:$ASAN_EXTRA}" \
   LSAN_OPTIONS="suppressions=$here/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS="log_path=$d/ubsan:print_stacktrace=1:halt_on_error=1:suppressions=$here/ubsan.supp" \
-  TSAN_OPTIONS="log_path=$d/tsan:halt_on_error=0:second_deadlock_stack=1:suppressions=$here/tsan.supp" \
+  TSAN_OPTIONS="log_path=$d/tsan:halt_on_error=0:second_deadlock_stack=1:die_after_fork=0:suppressions=$here/tsan.supp" \
   RIPPLE_TEST_PRELOAD="$preload" \
     timeout -k 10 900 "$b" --gtest_color=no ${filter:+--gtest_filter="$filter"} >"$d/out.log" 2>&1
   rc=$?
