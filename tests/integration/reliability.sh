@@ -317,8 +317,10 @@ st9=$(status_json)
 listed=$(echo "$st9" | jq_ 'len(d["engines"])')
 more=$(echo "$st9" | jq_ 'd["engines_not_listed"]')
 gone=$(echo "$st9" | jq_ 'd["engines_gone"]["count"]')
+# Gone engines leave the table (336ebf7; the 16 most recent are kept for status), so
+# listed + not listed is at most 16 however many came and went.
 if grep -q "ok=2000" "$tmp/churn9.out" && [ "$listed" -ge 0 ] && [ "$listed" -le 64 ] &&
-   [ "$more" = $((2000 - listed)) ] && [ "$gone" = 2000 ] && [ "${#st9}" -lt 65536 ] &&
+   [ $((listed + more)) -le 16 ] && [ "$gone" = 2000 ] && [ "${#st9}" -lt 65536 ] &&
    timeout 10 "$B/bin/ripplectl" status --socket "$tmp/control.sock" > "$tmp/st9.txt" 2>&1; then
   ok "2000 sessions came and went: status lists $listed engines, $more not listed, $gone gone, ${#st9} bytes"
 else
@@ -330,8 +332,13 @@ fi
 python3 "$tmp/idle.py" "$tmp/engine.sock" 40 1.5 > "$tmp/idle10.out" 2>&1 &
 idle=$!
 pids+=("$idle")
-sleep 0.2
-over=$(status_json | jq_ 'd["limits"]["sessions_over_limit"]')
+# Until the idle client has made its 40 connections (a loaded machine starts python
+# slowly: one sample at 0.2 s could come before the 21st).
+for _ in $(seq 20); do
+  sleep 0.05
+  over=$(status_json | jq_ 'd["limits"]["sessions_over_limit"]')
+  [ "${over:-0}" -ge 15 ] 2>/dev/null && break
+done
 served=0
 for _ in $(seq 40); do
   [ "$(status_json | jq_ 'd["limits"]["sessions"]')" = 0 ] && { served=1; break; }
