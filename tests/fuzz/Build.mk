@@ -7,8 +7,11 @@
 # Skipped (no targets) where clang's libFuzzer runtime (libclang-rt-14-dev) is missing.
 FUZZ_CXX ?= clang++
 FUZZ_RT := $(shell $(FUZZ_CXX) -print-file-name=libclang_rt.fuzzer-$(UNAME_M).a 2>/dev/null)
-# Not part of a SANITIZE= build: the harnesses carry their own sanitizers.
-ifeq ($(wildcard $(FUZZ_RT))$(SANITIZE),$(FUZZ_RT))
+# The architecture the ordinary build compiles for (a cross build links no host harness).
+FUZZ_BUILD_ARCH := $(firstword $(subst -, ,$(shell $(CXX) -dumpmachine 2>/dev/null)))
+# Not part of a SANITIZE= build (the harnesses carry their own sanitizers), nor of a
+# cross build.
+ifeq ($(wildcard $(FUZZ_RT))$(SANITIZE)$(filter-out $(UNAME_M),$(FUZZ_BUILD_ARCH)),$(FUZZ_RT))
 
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_CXXFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -std=gnu++20 -O1 -g -fno-omit-frame-pointer -I. -Iinclude -I$(O)/include -MMD -MP \
