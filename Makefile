@@ -51,6 +51,13 @@ endif
 PKG_CONFIG ?= $(CROSS_COMPILE)pkg-config
 endif
 PKG_CONFIG ?= pkg-config
+# make SANITIZE=address,undefined (or thread): the same build and suites with those
+# sanitizers, into its own output folder (default build-san-<list>); tests/sanitize/.
+comma := ,
+ifneq ($(SANITIZE),)
+O ?= build-san-$(subst $(comma),-,$(SANITIZE))
+SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -Wno-maybe-uninitialized
+endif
 
 O ?= build
 abs_O := $(abspath $(O))
@@ -87,7 +94,7 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
 	-I$(O)/include -Iinclude $(BPF_EXTRA_CFLAGS)
 
 COMMON_FLAGS := -O2 -g -Wall -Wextra -Werror=return-type -fno-omit-frame-pointer \
-	-I. -Iinclude -I$(O)/include -MMD -MP
+	-I. -Iinclude -I$(O)/include -MMD -MP $(SAN_FLAGS)
 CXXFLAGS ?=
 CFLAGS ?=
 RIPPLE_CXXFLAGS := -std=gnu++20 $(COMMON_FLAGS) $(CXXFLAGS)

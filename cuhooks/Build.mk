@@ -22,7 +22,7 @@ $(O)/lib/libripple-cuhook.so: $(CUHOOK_PIC_OBJS) cuhooks/exports.map
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)$(CXX) -shared -fPIC -o $@ $(filter %.o,$^) -Wl,-soname,libripple-cuhook.so -Wl,-z,defs \
 		-Wl,--version-script=cuhooks/exports.map \
-		-ldl -lfmt -pthread
+		-ldl -lfmt -pthread $(SAN_FLAGS)
 LIBS += $(O)/lib/libripple-cuhook.so
 
 # The profile library (unit catalog, sequence matcher, chunk planner) for ripple-profile

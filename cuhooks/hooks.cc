@@ -70,12 +70,19 @@ __attribute__((visibility("hidden"))) ripple::cuhook::DlsymFn ripple_real_dlsym_
 namespace ripple::cuhook {
 namespace {
 
-DlsymFn resolve_real_dlsym() {
+// The dlsym hook runs inside a sanitizer runtime's own start (its interceptors look up
+// libc functions through dlsym before its shadow memory exists), so this path is not
+// instrumented: otherwise the sanitized test build (tests/sanitize) dies at start.
+#define RIPPLE_NO_SANITIZE __attribute__((no_sanitize("address", "undefined", "thread")))
+
+RIPPLE_NO_SANITIZE DlsymFn resolve_real_dlsym() {
   DlsymFn f = __atomic_load_n(&ripple_real_dlsym_ptr, __ATOMIC_ACQUIRE);
   if (f) return f;
   // glibc 2.34 moved dlsym into libc (GLIBC_2.34); older: GLIBC_2.2.5 (x86_64), GLIBC_2.17 (aarch64).
-  for (const char* v : {"GLIBC_2.34", "GLIBC_2.17", "GLIBC_2.2.5"}) {
-    f = reinterpret_cast<DlsymFn>(dlvsym(RTLD_NEXT, "dlsym", v));
+  // A plain array: an initializer_list's inline (instrumented) accessors would undo the above.
+  static const char* const kVersions[] = {"GLIBC_2.34", "GLIBC_2.17", "GLIBC_2.2.5"};
+  for (std::size_t i = 0; i < sizeof kVersions / sizeof kVersions[0]; ++i) {
+    f = reinterpret_cast<DlsymFn>(dlvsym(RTLD_NEXT, "dlsym", kVersions[i]));
     if (f) break;
   }
   __atomic_store_n(&ripple_real_dlsym_ptr, f, __ATOMIC_RELEASE);
@@ -368,11 +375,14 @@ namespace {
 thread_local bool t_in_dlsym = false;
 }
 
-extern "C" __attribute__((visibility("hidden"))) void* ripple_dlsym_hook(void* handle, const char* name) {
+extern "C" __attribute__((visibility("hidden"))) RIPPLE_NO_SANITIZE void* ripple_dlsym_hook(void* handle,
+                                                                                        const char* name) {
   using namespace ripple::cuhook;
   if (resolve_real_dlsym() == nullptr) return nullptr;
-  if (t_in_dlsym || name == nullptr || handle == RTLD_NEXT || handle == RTLD_DEFAULT) return nullptr;
-  if (name[0] != 'c' || name[1] != 'u') return nullptr;
+  // The thread-local flag last: its first access may call __tls_get_addr, which a
+  // sanitizer intercepts, and its own lookups (RTLD_NEXT, libc names) end above it.
+  if (name == nullptr || handle == RTLD_NEXT || handle == RTLD_DEFAULT) return nullptr;
+  if (name[0] != 'c' || name[1] != 'u' || t_in_dlsym) return nullptr;
   t_in_dlsym = true;
   void* result = nullptr;
   if (strcmp(name, "cuGetProcAddress_v2") == 0 || strcmp(name, "cuGetProcAddress") == 0) {

@@ -16,9 +16,22 @@ int Profile::find(std::string_view name) const {
   return -1;
 }
 
+namespace {
+// json::value() throws when a present field has another type; the interposer reads the
+// catalog inside the host application, where an exception would abort it. So every
+// optional field is checked first (found by tests/fuzz/fuzz_profile).
+bool wrong_type(const nlohmann::json& o, const char* key, bool (nlohmann::json::*is)() const noexcept) {
+  auto it = o.find(key);
+  return it != o.end() && !((*it).*is)();
+}
+}  // namespace
+
 Result<Profile> parse_profile(std::string_view text, const std::string& origin) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return make_error("{}: not a JSON object", origin);
+  using J = nlohmann::json;
+  if (wrong_type(j, "format", &J::is_string) || wrong_type(j, "model", &J::is_string))
+    return make_error("{}: fields 'format' and 'model' must be strings", origin);
   if (j.value("format", "") != kCatalogFormat)
     return make_error("{}: field 'format' must be \"{}\"", origin, kCatalogFormat);
   Profile p;
@@ -41,6 +54,10 @@ Result<Profile> parse_profile(std::string_view text, const std::string& origin) 
     if (!u.contains("bytes") || !u["bytes"].is_number_unsigned())
       return make_error("{}: units[{}].bytes must be a non-negative integer", origin, i);
     pu.bytes = u["bytes"].get<std::uint64_t>();
+    if (wrong_type(u, "kind", &J::is_string) || wrong_type(u, "total_bytes", &J::is_number_unsigned) ||
+        wrong_type(u, "gpu_ns", &J::is_number_unsigned))
+      return make_error("{}: units[{}]: 'kind' must be a string, 'total_bytes' and 'gpu_ns' non-negative integers",
+                        origin, i);
     pu.kind = u.value("kind", "other");
     pu.total_bytes = u.value("total_bytes", pu.bytes);
     pu.gpu_ns = u.value("gpu_ns", std::uint64_t{0});

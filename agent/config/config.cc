@@ -20,7 +20,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
-#include <toml++/toml.h>
+#include "agent/common/toml.h"
 
 #include "agent/policy/registry.h"
 #include "agent/pricing/config.h"
@@ -457,12 +457,83 @@ const EngineSection* Config::engine(std::string_view name) const {
   return nullptr;
 }
 
+namespace {
+// The line of the first non-ASCII byte outside a string or a comment, or 0. TOML allows
+// none there, and toml++ 3.3 (Debian 12) reaches __builtin_unreachable() on some of them
+// (U+00A1..U+0499 where it looks for whitespace: is_non_ascii_horizontal_whitespace),
+// which is undefined behaviour in the agent; found by tests/fuzz/fuzz_config. Such a
+// file is refused here, before toml++ sees it. A quote opens a string only where a key
+// or a value may begin (a line start, after '=', '[', '{', ',' or '.'), as in any valid
+// file; elsewhere (as in "0z'''") toml++ does not read a string either.
+int non_ascii_outside_strings(std::string_view t) {
+  enum { kCode, kComment, kBasic, kLiteral, kMlBasic, kMlLiteral } st = kCode;
+  int line = 1;
+  char last = '\n';  // the last character in code other than a space or a tab
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const char ch = t[i];
+    const bool triple = t.substr(i, 3) == (ch == '"' ? "\"\"\"" : "'''");
+    if (ch == '\n') {
+      ++line;
+      if (st != kMlBasic && st != kMlLiteral) st = kCode, last = '\n';
+      continue;
+    }
+    switch (st) {
+      case kCode:
+        if (static_cast<unsigned char>(ch) >= 0x80) return line;
+        if (ch == '#') {
+          st = kComment;
+        } else if ((ch == '"' || ch == '\'') && last != '\0' && std::strchr("\n=[{,.", last)) {
+          st = triple ? (ch == '"' ? kMlBasic : kMlLiteral) : (ch == '"' ? kBasic : kLiteral);
+          if (triple) i += 2;
+          last = ch;
+        } else if (ch != ' ' && ch != '\t') {
+          last = ch;
+        }
+        break;
+      case kComment: break;
+      case kBasic:
+      case kMlBasic:
+        // An escape is ASCII; toml++ reads what follows a backslash as possible whitespace.
+        if (ch == '\\' && i + 1 < t.size() && static_cast<unsigned char>(t[i + 1]) >= 0x80) return line;
+        if (st == kMlBasic) {
+          if (ch == '\\') {  // an escape, or a line-ending backslash: toml++ trims what follows
+            std::size_t j = i + 1;
+            while (j < t.size() && (t[j] == ' ' || t[j] == '\t' || t[j] == '\r')) ++j;
+            if (j < t.size() && t[j] == '\n') {
+              for (; j < t.size() && std::strchr(" \t\r\n", t[j]) && t[j] != '\0'; ++j) line += t[j] == '\n';
+              if (j < t.size() && static_cast<unsigned char>(t[j]) >= 0x80) return line;
+              i = j - 1;
+            } else {
+              ++i;
+            }
+          } else if (ch == '"' && triple) {
+            st = kCode, i += 2;
+          }
+        } else if (ch == '\\') ++i;
+        else if (ch == '"') st = kCode;
+        break;
+      case kLiteral:
+        if (ch == '\'') st = kCode;
+        break;
+      case kMlLiteral:
+        if (ch == '\'' && triple) st = kCode, i += 2;
+        break;
+    }
+  }
+  return 0;
+}
+}  // namespace
+
 Result<Config> parse(std::string_view text, const std::string& source, const std::string& base_dir) {
+  if (int line = non_ascii_outside_strings(text))
+    return make_error("{}:{}: a non-ASCII character outside a string or a comment", source, line);
   toml::table doc;
   try {
     doc = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
     return make_error("{}:{}: {}", source, e.source().begin.line, e.description());
+  } catch (const std::logic_error& e) {  // a toml++ check that failed (agent/common/toml.h)
+    return make_error("{}: not valid TOML ({})", source, e.what());
   }
   Config c;
   c.source = source;

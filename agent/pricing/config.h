@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include <toml++/toml.h>
+#include "agent/common/toml.h"
 
 #include "agent/pricing/params.h"
 

@@ -80,6 +80,11 @@ class CuhookTest : public ::testing::Test {
         {"RIPPLE_ENGINE", "driver-app"},
         {"RIPPLE_RECONNECT_MS", "50"},
     };
+    // Under a sanitizer (tests/sanitize/run.sh) its runtime must load before the hook,
+    // and its options reach the child.
+    if (const char* pre = getenv("RIPPLE_TEST_PRELOAD")) e["LD_PRELOAD"] = std::string(pre) + ":" + kHook;
+    for (const char* k : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"})
+      if (const char* v = getenv(k)) e[k] = v;
     for (auto& [k, v] : env) e[k] = v;
     std::vector<std::string> envs;
     for (auto& [k, v] : e) envs.push_back(k + "=" + v);

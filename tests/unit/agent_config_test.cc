@@ -274,5 +274,24 @@ TEST(AgentConfig, PreflightRefusesWhatTheStartRefuses) {
   rmdir(dir);
 }
 
+// Tests that a table header toml++ 3.3 asserts on ("[`gent]") is refused with the file's
+// name instead of aborting the agent (found by tests/fuzz/fuzz_config).
+TEST(AgentConfig, MalformedHeaderIsAnErrorNotAnAbort) {
+  EXPECT_EQ(error_of("[`gent]\n*pin_us = 20000\n").rfind("ripple.toml", 0), 0u);
+  EXPECT_EQ(error_of("[[`x]]\n").rfind("ripple.toml", 0), 0u);
+}
+
+// Tests that a non-ASCII character where toml++ 3.3 looks for whitespace is refused with
+// file:line before toml++ sees it (there it reaches __builtin_unreachable, found by
+// tests/fuzz/fuzz_config), while UTF-8 in strings and comments is still accepted.
+TEST(AgentConfig, NonAsciiOutsideStringsIsRefusedInStringsAccepted) {
+  EXPECT_EQ(error_of("[agent]\nSt\xc8\x9a = 1\n"), "ripple.toml:2: a non-ASCII character outside a string or a comment");
+  EXPECT_EQ(error_of("[agent] \xc2\xa1\n"), "ripple.toml:1: a non-ASCII character outside a string or a comment");
+  const std::string ok = "# caf\xc3\xa9\n[[engine]] # \xc8\x9a\nname = \"v\xc8\x9alm \\\" #\"\n"
+                         "kind = 'best-effort'\nperiod_ms = 100\n[agent]\npolicy = \"\"\"ripple\"\"\"\n"
+                         "pin_dir = '''/sys/fs/bpf/\xc3\xa9'''\n";
+  EXPECT_EQ(error_of(ok).find("non-ASCII"), std::string::npos) << error_of(ok);
+}
+
 }  // namespace
 }  // namespace ripple::config

@@ -66,6 +66,25 @@ TEST(Profile, RoundTripsAndNamesBadFields) {
   EXPECT_NE(fmt.error().message.find("'format'"), std::string::npos);
 }
 
+// Tests that fields of the wrong JSON type are refused with a message, not thrown out of
+// parse_profile: the interposer reads the catalog inside the host application, and an
+// exception there aborts it (found by tests/fuzz/fuzz_profile: "model": [...]).
+TEST(Profile, WrongFieldTypesAreErrorsNotExceptions) {
+  const char* bad[] = {
+      R"({"format":"ripple-unit-catalog/1","model":[{"name":"x"}],"units":[{"name":"a","bytes":1}]})",
+      R"({"format":7,"units":[{"name":"a","bytes":1}]})",
+      R"({"format":"ripple-unit-catalog/1","units":[{"name":"a","bytes":1,"kind":3}]})",
+      R"({"format":"ripple-unit-catalog/1","units":[{"name":"a","bytes":1,"total_bytes":"big"}]})",
+      R"({"format":"ripple-unit-catalog/1","units":[{"name":"a","bytes":1,"gpu_ns":-5}]})",
+  };
+  for (const char* text : bad) {
+    ripple::Result<Profile> r = ripple::make_error("not run");
+    EXPECT_NO_THROW(r = parse_profile(text, "m.json")) << text;
+    ASSERT_FALSE(r) << text;
+    EXPECT_EQ(r.error().message.rfind("m.json: ", 0), 0u) << r.error().message;
+  }
+}
+
 // Tests that a compiled pattern names units as unit_name_for_range does, and that an
 // invalid pattern is an error with the regex library's reason, not a pattern that
 // matches nothing.

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <toml++/toml.h>
+#include "agent/common/toml.h"
 
 #include "agent/admission/admission.h"
 #include "agent/common/status.h"

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include <toml++/toml.h>
+#include "agent/common/toml.h"
 
 namespace ripple::sim {
 

@@ -3,7 +3,7 @@
 
 #include "tools/workloads/cores.h"
 
-#include <toml++/toml.h>
+#include "agent/common/toml.h"
 
 #include <set>
 #include <sstream>

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs each libFuzzer harness (tests/fuzz/Build.mk) for FUZZ_SECONDS (default 20) on a
+# copy of its committed seed corpus, as one TAP case per harness: ok when it ends its
+# budget with no crash, leak, timeout (FUZZ_UNIT_TIMEOUT_S per input) or out-of-memory.
+# A failing input is kept under $O/fuzz/artifacts/ and printed; make it a unit test.
+#   O=build tests/fuzz/run.sh            FUZZ_SECONDS=300 for a longer run
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+O=${O:-build}
+secs=${FUZZ_SECONDS:-20}
+unit_timeout=${FUZZ_UNIT_TIMEOUT_S:-10}
+harnesses=(protocol config profile)
+echo "1..${#harnesses[@]}"
+n=0
+for h in "${harnesses[@]}"; do
+  n=$((n + 1))
+  bin="$O/fuzz/fuzz_$h"
+  if [ ! -x "$bin" ]; then echo "ok $n - fuzz_$h # SKIP not built (clang's libFuzzer runtime missing)"; continue; fi
+  work="$O/fuzz/work/$h" art="$O/fuzz/artifacts/$h/"
+  rm -rf "$work" && mkdir -p "$work" "$art"
+  cp "$here/corpus/$h/"* "$work/"
+  dict=(); [ -f "$here/$h.dict" ] && dict=(-dict="$here/$h.dict")
+  log="$O/fuzz/fuzz_$h.log"
+  # -fork/-jobs are not used: one process, so the time budget is exact. Leak checking
+  # is on (LeakSanitizer at exit and per input with -detect_leaks).
+  timeout -k 5 $((secs + 60)) "$bin" "$work" "${dict[@]}" -max_total_time="$secs" -timeout="$unit_timeout" \
+    -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$art" -print_final_stats=1 >"$log" 2>&1
+  rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1)
+  if [ "$rc" -eq 0 ]; then
+    echo "ok $n - fuzz_$h: ${execs:-?} inputs in ${secs} s, ${cov:-cov: ?}, corpus $(ls "$work" | wc -l) files"
+  else
+    echo "not ok $n - fuzz_$h: rc $rc after ${execs:-?} inputs (crash, leak, timeout or OOM)"
+    grep -E '^(==[0-9]+==|SUMMARY|artifact_prefix|Test unit written|.*runtime error)' "$log" | head -n 20 | sed 's/^/# /'
+    for f in "$art"*; do [ -f "$f" ] && { echo "# input $f:"; head -c 600 "$f" | od -c | head -n 12 | sed 's/^/#   /'; }; done
+  fi
+done
