@@ -6,7 +6,7 @@
 #   tests/sanitize/run.sh [SANITIZERS [BINARY-NAME...]]
 #     SANITIZERS  address,undefined (default) or thread
 #     BINARY-NAME only these suites (e.g. cuhook_test); default: every GTEST_SUITES entry
-#   O=build  the ordinary tree; the sanitized one is $O-asan (or $O-tsan)
+#   O=build  the ordinary tree; the sanitized one is $O/san-<list> (as make SANITIZE=<list>)
 #
 # Reports go to $SAN_O/sanitize-logs/<suite>/ (log_path: one file per process with an
 # error). Suppressions: tests/sanitize/<sanitizer>.supp, each with its reason.
@@ -17,9 +17,11 @@ O=${O:-build}
 case "$O" in /*) ;; *) O="$repo/$O" ;; esac
 san=${1:-address,undefined}
 shift || true
+# The same tree as `make SANITIZE=$san` (build/san-<list>), inside $O: `make clean` removes it.
+san_o="$O/san-${san//,/-}"
 case $san in
-  thread) san_o="$O-tsan" rt=libtsan.so ;;
-  *) san_o="$O-asan" rt=libasan.so ;;
+  thread) rt=libtsan.so ;;
+  *) rt=libasan.so ;;
 esac
 logs="$san_o/sanitize-logs"
 rm -rf "$logs" && mkdir -p "$logs"
