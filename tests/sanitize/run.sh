@@ -10,6 +10,7 @@
 #
 # Reports go to $SAN_O/sanitize-logs/<suite>/ (log_path: one file per process with an
 # error). Suppressions: tests/sanitize/<sanitizer>.supp, each with its reason.
+# The nested make does not inherit the calling make's flags (make check runs this).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -26,7 +27,7 @@ esac
 logs="$san_o/sanitize-logs"
 rm -rf "$logs" && mkdir -p "$logs"
 
-mapfile -t bins < <(make -C "$repo" -s --no-print-directory sanitize-list O="$san_o" SANITIZE="$san" | tr ' ' '\n' | grep .)
+mapfile -t bins < <(env -u MAKEFLAGS -u MAKELEVEL make -C "$repo" -s --no-print-directory sanitize-list O="$san_o" SANITIZE="$san" | tr ' ' '\n' | grep .)
 if [ $# -gt 0 ]; then
   want=" $* "
   sel=()
@@ -35,7 +36,7 @@ if [ $# -gt 0 ]; then
 fi
 t0=$SECONDS
 # tests/integration/tracer_test copies the periodic test program from the same tree.
-if ! make -C "$repo" --no-print-directory -j"$(nproc)" O="$san_o" SANITIZE="$san" "${bins[@]}" \
+if ! env -u MAKEFLAGS -u MAKELEVEL make -C "$repo" --no-print-directory -j"$(nproc)" O="$san_o" SANITIZE="$san" "${bins[@]}" \
     "$san_o/tests/progs/periodic" >"$logs/build.log" 2>&1; then
   echo "1..1"
   echo "not ok 1 - build with -fsanitize=$san failed"
