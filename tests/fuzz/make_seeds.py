@@ -143,6 +143,7 @@ def config():
     out["found_assert"] = b"[`gent]\n*pin_us = 20000\n"
     out["found_unreachable"] = b"St\xc8\x9aexexcepdeadline-bound\0\0f\n"
     out["found_unreachable_mlstring"] = b'xy = """\nm1z\'i\nla\\\xef\xba\xbf\'u0bnax = """\n'
+    out["found_unreachable_token"] = b't = 4".".tm+p/989\xdb\x8d\xc8\xab".:)32li\n'  # toml++'s error path
     return out
 
 
