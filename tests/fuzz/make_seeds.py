@@ -144,6 +144,7 @@ def config():
     out["found_unreachable"] = b"St\xc8\x9aexexcepdeadline-bound\0\0f\n"
     out["found_unreachable_mlstring"] = b'xy = """\nm1z\'i\nla\\\xef\xba\xbf\'u0bnax = """\n'
     out["found_unreachable_token"] = b't = 4".".tm+p/989\xdb\x8d\xc8\xab".:)32li\n'  # toml++'s error path
+    out["found_unreachable_escape"] = b'"""\\ \xe2\xbd\x8a'  # U+2F4A after a line-ending backslash
     return out
 
 

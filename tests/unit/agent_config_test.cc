@@ -270,6 +270,7 @@ TEST(AgentConfig, NonAsciiOutsideStringsIsRefusedInStringsAccepted) {
   EXPECT_EQ(error_of("t = 4\".\".tm+p/989\xdb\x8d\xc8\xab\".:)32li\n").rfind("ripple.toml:1: a character in U+00A1", 0), 0u);
   EXPECT_EQ(error_of("[agent]\npin_dir = \"/sys/fs/bpf/caf\xc3\xa9\"\n").rfind("ripple.toml:2: a character in U+00A1", 0),
             0u);
+  EXPECT_EQ(error_of("x = \"\"\"\\ \xe2\xbd\x8a").rfind("ripple.toml:1: a character in U+00A1", 0), 0u);
   const std::string ok = "# caf\xc3\xa9 \xce\xba\n[[engine]] # \xc8\x9a\nname = \"v\xe4\xb8\xadlm \\\" #\"\n"
                          "kind = 'best-effort'\nperiod_ms = 100\n[agent]\npolicy = \"\"\"ripple\"\"\"\n"
                          "pin_dir = '''/sys/fs/bpf/\xe2\x80\x94'''\n";
