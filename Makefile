@@ -52,10 +52,10 @@ PKG_CONFIG ?= $(CROSS_COMPILE)pkg-config
 endif
 PKG_CONFIG ?= pkg-config
 # make SANITIZE=address,undefined (or thread): the same build and suites with those
-# sanitizers, into its own output folder (default build-san-<list>); tests/sanitize/.
+# sanitizers, into its own output folder (default build/san-<list>); tests/sanitize/.
 comma := ,
 ifneq ($(SANITIZE),)
-O ?= build-san-$(subst $(comma),-,$(SANITIZE))
+O ?= build/san-$(subst $(comma),-,$(SANITIZE))
 SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -Wno-maybe-uninitialized
 endif
 

@@ -460,17 +460,42 @@ const EngineSection* Config::engine(std::string_view name) const {
 namespace {
 // The line of the first non-ASCII byte outside a string or a comment, or 0. TOML allows
 // none there, and toml++ 3.3 (Debian 12) reaches __builtin_unreachable() on some of them
-// (U+00A1..U+0499 where it looks for whitespace: is_non_ascii_horizontal_whitespace),
+// (U+00A1..U+0499, U+2D3E..U+3137, U+FB06..U+FEFE where it looks for whitespace:
+// is_non_ascii_horizontal_whitespace),
 // which is undefined behaviour in the agent; found by tests/fuzz/fuzz_config. Such a
 // file is refused here, before toml++ sees it. A quote opens a string only where a key
 // or a value may begin (a line start, after '=', '[', '{', ',' or '.'), as in any valid
 // file; elsewhere (as in "0z'''") toml++ does not read a string either.
-int non_ascii_outside_strings(std::string_view t) {
+//
+// Inside strings the code points toml++ 3.3 cannot classify (U+00A1..U+0499,
+// U+2D3E..U+3137 but U+3000, U+FB06..U+FEFE) are refused too: its error path reads
+// the rest of a bad token as possible whitespace, and this scan cannot always tell
+// where toml++ sees a string ('4"."x"' is no dotted key to toml++), nor what follows a
+// line-ending backslash. *in_string says which of the two it was.
+bool toml_unsafe_code_point(std::string_view t, std::size_t i) {
+  const auto b = [&](std::size_t k) { return i + k < t.size() ? static_cast<unsigned char>(t[i + k]) : 0u; };
+  if (b(0) >= 0xC2 && b(0) < 0xE0) {
+    const unsigned cp = ((b(0) & 0x1Fu) << 6) | (b(1) & 0x3Fu);
+    return cp >= 0xA1 && cp <= 0x499;
+  }
+  if (b(0) >= 0xE0 && b(0) < 0xF0) {
+    const unsigned cp = ((b(0) & 0x0Fu) << 12) | ((b(1) & 0x3Fu) << 6) | (b(2) & 0x3Fu);
+    return (cp >= 0x2D3E && cp <= 0x3137 && cp != 0x3000) || (cp >= 0xFB06 && cp <= 0xFEFE);
+  }
+  return false;
+}
+
+int non_ascii_outside_strings(std::string_view t, bool* in_string) {
   enum { kCode, kComment, kBasic, kLiteral, kMlBasic, kMlLiteral } st = kCode;
   int line = 1;
   char last = '\n';  // the last character in code other than a space or a tab
+  *in_string = false;
   for (std::size_t i = 0; i < t.size(); ++i) {
     const char ch = t[i];
+    if (st != kCode && st != kComment && toml_unsafe_code_point(t, i)) {
+      *in_string = true;
+      return line;
+    }
     const bool triple = t.substr(i, 3) == (ch == '"' ? "\"\"\"" : "'''");
     if (ch == '\n') {
       ++line;
@@ -525,8 +550,12 @@ int non_ascii_outside_strings(std::string_view t) {
 }  // namespace
 
 Result<Config> parse(std::string_view text, const std::string& source, const std::string& base_dir) {
-  if (int line = non_ascii_outside_strings(text))
-    return make_error("{}:{}: a non-ASCII character outside a string or a comment", source, line);
+  bool in_string = false;
+  if (int line = non_ascii_outside_strings(text, &in_string))
+    return in_string ? make_error("{}:{}: a character in U+00A1..U+0499, U+2D3E..U+3137 or U+FB06..U+FEFE "
+                                  "in a string, which toml++ 3.3 cannot read safely (write it as a \\u escape)",
+                                  source, line)
+                     : make_error("{}:{}: a non-ASCII character outside a string or a comment", source, line);
   toml::table doc;
   try {
     doc = toml::parse(text, source);

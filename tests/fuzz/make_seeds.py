@@ -137,7 +137,15 @@ def config():
     ]
     for i, c in enumerate(cases):
         s[f"case{i:02d}"] = c
-    return {k: v.encode() for k, v in s.items()}
+    out = {k: v.encode() for k, v in s.items()}
+    # What the fuzzer found (fixed; kept as regression seeds): a toml++ assertion, and
+    # non-ASCII where toml++ reads whitespace (outside strings; after a backslash).
+    out["found_assert"] = b"[`gent]\n*pin_us = 20000\n"
+    out["found_unreachable"] = b"St\xc8\x9aexexcepdeadline-bound\0\0f\n"
+    out["found_unreachable_mlstring"] = b'xy = """\nm1z\'i\nla\\\xef\xba\xbf\'u0bnax = """\n'
+    out["found_unreachable_token"] = b't = 4".".tm+p/989\xdb\x8d\xc8\xab".:)32li\n'  # toml++'s error path
+    out["found_unreachable_escape"] = b'"""\\ \xe2\xbd\x8a'  # U+2F4A after a line-ending backslash
+    return out
 
 
 def profile():
@@ -164,6 +172,8 @@ def profile():
     s["not_object"] = b"[1,2,3]"
     s["garbage"] = b"{\"format\": "
     s["pretty"] = json.dumps(json.loads(s["kernels"]), indent=2).encode()
+    # What the fuzzer found (fixed; kept as a regression seed): a field of the wrong type.
+    s["found_model_array"] = cat([u("a", 1)], model=[{"name": "x"}])
     return s
 
 

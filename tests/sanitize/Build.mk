@@ -1,11 +1,12 @@
 # tests/sanitize: the unit and interposer suites under sanitizers.
 #
-#   make check SANITIZE=address,undefined   every suite, from build-san-address-undefined/
+#   make check SANITIZE=address,undefined   every suite, from build/san-address-undefined/
 #   make check SANITIZE=thread              the same under ThreadSanitizer
 #   make sanitize-build SANITIZE=...        only the GoogleTest binaries (and what they run)
 #
 # In an ordinary `make check`, tests/sanitize/run.sh builds the GoogleTest binaries with
-# ASan+UBSan into $(O)-asan (a separate tree; incremental after the first run) and runs
+# ASan+UBSan into $(O)/san-address-undefined (a separate tree; incremental after the first
+# run) and runs
 # them, one TAP case per binary: the CI part of the sanitizer runs. Set
 # SANITIZE_IN_CHECK=0 to leave it out. Suppressions, each with its reason, are in
 # tests/sanitize/*.supp.

@@ -6,10 +6,11 @@
 #   tests/sanitize/run.sh [SANITIZERS [BINARY-NAME...]]
 #     SANITIZERS  address,undefined (default) or thread
 #     BINARY-NAME only these suites (e.g. cuhook_test); default: every GTEST_SUITES entry
-#   O=build  the ordinary tree; the sanitized one is $O-asan (or $O-tsan)
+#   O=build  the ordinary tree; the sanitized one is $O/san-<list> (as make SANITIZE=<list>)
 #
 # Reports go to $SAN_O/sanitize-logs/<suite>/ (log_path: one file per process with an
 # error). Suppressions: tests/sanitize/<sanitizer>.supp, each with its reason.
+# The nested make does not inherit the calling make's flags (make check runs this).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -17,14 +18,16 @@ O=${O:-build}
 case "$O" in /*) ;; *) O="$repo/$O" ;; esac
 san=${1:-address,undefined}
 shift || true
+# The same tree as `make SANITIZE=$san` (build/san-<list>), inside $O: `make clean` removes it.
+san_o="$O/san-${san//,/-}"
 case $san in
-  thread) san_o="$O-tsan" rt=libtsan.so ;;
-  *) san_o="$O-asan" rt=libasan.so ;;
+  thread) rt=libtsan.so ;;
+  *) rt=libasan.so ;;
 esac
 logs="$san_o/sanitize-logs"
 rm -rf "$logs" && mkdir -p "$logs"
 
-mapfile -t bins < <(make -C "$repo" -s --no-print-directory sanitize-list O="$san_o" SANITIZE="$san" | tr ' ' '\n' | grep .)
+mapfile -t bins < <(env -u MAKEFLAGS -u MAKELEVEL make -C "$repo" -s --no-print-directory sanitize-list O="$san_o" SANITIZE="$san" | tr ' ' '\n' | grep .)
 if [ $# -gt 0 ]; then
   want=" $* "
   sel=()
@@ -33,7 +36,7 @@ if [ $# -gt 0 ]; then
 fi
 t0=$SECONDS
 # tests/integration/tracer_test copies the periodic test program from the same tree.
-if ! make -C "$repo" --no-print-directory -j"$(nproc)" O="$san_o" SANITIZE="$san" "${bins[@]}" \
+if ! env -u MAKEFLAGS -u MAKELEVEL make -C "$repo" --no-print-directory -j"$(nproc)" O="$san_o" SANITIZE="$san" "${bins[@]}" \
     "$san_o/tests/progs/periodic" >"$logs/build.log" 2>&1; then
   echo "1..1"
   echo "not ok 1 - build with -fsanitize=$san failed"

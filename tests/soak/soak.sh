@@ -152,5 +152,6 @@ touch "$d/stop"
 wait "$sampler" 2>/dev/null; sampler=0
 python3 "$here/analyze.py" "$d" "$W" "$N" "$EPS" "$DEADLINE_MS" "$STALL_MS" 2048 0.05
 soak_failed=$?
+python3 "$here/plot.py" "$d" "$W" "$d/rss.svg" || true  # the agent's RSS over the run
 [ "$soak_failed" = 0 ] || echo "# kept: $d"
 exit "$soak_failed"

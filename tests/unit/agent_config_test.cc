@@ -283,13 +283,20 @@ TEST(AgentConfig, MalformedHeaderIsAnErrorNotAnAbort) {
 
 // Tests that a non-ASCII character where toml++ 3.3 looks for whitespace is refused with
 // file:line before toml++ sees it (there it reaches __builtin_unreachable, found by
-// tests/fuzz/fuzz_config), while UTF-8 in strings and comments is still accepted.
+// tests/fuzz/fuzz_config), and so is, inside a string, a code point of the ranges it
+// cannot classify (U+00A1..U+0499, U+FB06..U+FEFE); other UTF-8 in strings, and any in
+// comments, is accepted.
 TEST(AgentConfig, NonAsciiOutsideStringsIsRefusedInStringsAccepted) {
   EXPECT_EQ(error_of("[agent]\nSt\xc8\x9a = 1\n"), "ripple.toml:2: a non-ASCII character outside a string or a comment");
   EXPECT_EQ(error_of("[agent] \xc2\xa1\n"), "ripple.toml:1: a non-ASCII character outside a string or a comment");
-  const std::string ok = "# caf\xc3\xa9\n[[engine]] # \xc8\x9a\nname = \"v\xc8\x9alm \\\" #\"\n"
+  EXPECT_EQ(error_of("t = 4\".\".tm+p/989\xdb\x8d\xc8\xab\".:)32li\n").rfind("ripple.toml:1: a character in U+00A1", 0), 0u);
+  EXPECT_EQ(error_of("[agent]\npin_dir = \"/sys/fs/bpf/caf\xc3\xa9\"\n").rfind("ripple.toml:2: a character in U+00A1", 0),
+            0u);
+  EXPECT_EQ(error_of("x = \"\"\"\\ \xe2\xbd\x8a").rfind("ripple.toml:1: a character in U+00A1", 0), 0u);
+  const std::string ok = "# caf\xc3\xa9 \xce\xba\n[[engine]] # \xc8\x9a\nname = \"v\xe4\xb8\xadlm \\\" #\"\n"
                          "kind = 'best-effort'\nperiod_ms = 100\n[agent]\npolicy = \"\"\"ripple\"\"\"\n"
-                         "pin_dir = '''/sys/fs/bpf/\xc3\xa9'''\n";
+                         "pin_dir = '''/sys/fs/bpf/\xe2\x80\x94'''\n";
+  EXPECT_EQ(error_of(ok).find("U+"), std::string::npos) << error_of(ok);
   EXPECT_EQ(error_of(ok).find("non-ASCII"), std::string::npos) << error_of(ok);
 }
 
