@@ -8,6 +8,12 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 O=${O:-build}
 secs=${FUZZ_SECONDS:-20}
+# In make check the run is reproducible: a fixed seed and a fixed number of inputs
+# (FUZZ_RUNS, 0: until FUZZ_SECONDS), so CI replays exactly the inputs that passed here
+# and a new finding comes from a longer or reseeded run by hand, not from chance in CI.
+# FUZZ_SECONDS stays a cap: a slower machine replays a prefix of the same sequence.
+seed=${FUZZ_SEED:-1}
+runs=${FUZZ_RUNS:-150000}
 unit_timeout=${FUZZ_UNIT_TIMEOUT_S:-10}
 harnesses=(protocol config profile)
 echo "1..${#harnesses[@]}"
@@ -23,13 +29,13 @@ for h in "${harnesses[@]}"; do
   log="$O/fuzz/fuzz_$h.log"
   # -fork/-jobs are not used: one process, so the time budget is exact. Leak checking
   # is on (LeakSanitizer at exit and per input with -detect_leaks).
-  timeout -k 5 $((secs + 60)) "$bin" "$work" "${dict[@]}" -max_total_time="$secs" -timeout="$unit_timeout" \
+  timeout -k 5 $((secs + 60)) "$bin" "$work" "${dict[@]}" -max_total_time="$secs" -seed="$seed" -runs="$runs" -timeout="$unit_timeout" \
     -rss_limit_mb=2048 -max_len=65536 -artifact_prefix="$art" -print_final_stats=1 >"$log" 2>&1
   rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1)
   if [ "$rc" -eq 0 ]; then
-    echo "ok $n - fuzz_$h: ${execs:-?} inputs in ${secs} s, ${cov:-cov: ?}, corpus $(ls "$work" | wc -l) files"
+    echo "ok $n - fuzz_$h: ${execs:-?} inputs (seed $seed, at most $runs in ${secs} s), ${cov:-cov: ?}, corpus $(ls "$work" | wc -l) files"
   else
     echo "not ok $n - fuzz_$h: rc $rc after ${execs:-?} inputs (crash, leak, timeout or OOM)"
     grep -E '^(==[0-9]+==|SUMMARY|artifact_prefix|Test unit written|.*runtime error)' "$log" | head -n 20 | sed 's/^/# /'
