@@ -19,6 +19,10 @@ constexpr int kCapSysAdmin = 21;
 constexpr int kCapPerfmon = 38;
 constexpr int kCapBpf = 39;
 
+bool has_cap(unsigned long long caps, int cap) { return (caps >> cap) & 1ULL; }
+
+}  // namespace
+
 bool fs_is(const std::string& path, long magic) {
   struct statfs st {};
   return statfs(path.c_str(), &st) == 0 && static_cast<long>(st.f_type) == magic;
@@ -32,10 +36,6 @@ unsigned long long effective_caps() {
   }
   return 0;
 }
-
-bool has_cap(unsigned long long caps, int cap) { return (caps >> cap) & 1ULL; }
-
-}  // namespace
 
 bool has_syscall_tracepoint(const std::string& name, const FeaturePaths& paths) {
   return access((paths.tracefs + "/events/syscalls/" + name).c_str(), F_OK) == 0;

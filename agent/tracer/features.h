@@ -24,6 +24,11 @@ struct FeatureNeeds {
 // `bpffs` when nothing is mounted there).
 Status probe_features(const FeatureNeeds& needs, const FeaturePaths& paths = {});
 
+// True if `path` is a mount of the filesystem whose statfs magic is `magic`.
+bool fs_is(const std::string& path, long magic);
+// The calling process's effective capability set (CapEff of /proc/self/status).
+unsigned long long effective_caps();
+
 // True if tracefs has the event syscalls/<name> (e.g. "sys_enter_poll").
 bool has_syscall_tracepoint(const std::string& name, const FeaturePaths& paths = {});
 

@@ -62,18 +62,6 @@ class Report {
   int count_[3] = {0, 0, 0};
 };
 
-bool fs_is(const std::string& path, long magic) {
-  struct statfs st {};
-  return statfs(path.c_str(), &st) == 0 && static_cast<long>(st.f_type) == magic;
-}
-
-unsigned long long cap_eff() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("CapEff:", 0) == 0) return std::stoull(line.substr(7), nullptr, 16);
-  return 0;
-}
 
 void check_kernel(Report& r) {
   utsname u{};
@@ -114,7 +102,7 @@ void check_filesystems(Report& r, const tracer::FeaturePaths& p) {
     r.add(Level::kFail, fmt::format("kernel BTF {} not readable: {}", p.btf, std::strerror(errno)),
           "use a kernel built with CONFIG_DEBUG_INFO_BTF=y (Debian's are)");
 
-  if (!fs_is(p.tracefs, kTracefsMagic)) {
+  if (!tracer::fs_is(p.tracefs, kTracefsMagic)) {
     r.add(Level::kFail, fmt::format("tracefs not mounted at {}", p.tracefs),
           fmt::format("mount -t tracefs tracefs {}  (systemd: systemctl start sys-kernel-tracing.mount)", p.tracefs));
   } else if (access((p.tracefs + "/events").c_str(), X_OK) != 0 && errno == EACCES) {
@@ -127,7 +115,7 @@ void check_filesystems(Report& r, const tracer::FeaturePaths& p) {
     r.add(Level::kOk, fmt::format("tracefs at {} with syscall tracepoints", p.tracefs));
   }
 
-  if (fs_is(p.bpffs, kBpffsMagic)) r.add(Level::kOk, fmt::format("bpffs at {}", p.bpffs));
+  if (tracer::fs_is(p.bpffs, kBpffsMagic)) r.add(Level::kOk, fmt::format("bpffs at {}", p.bpffs));
   else
     r.add(Level::kFail, fmt::format("bpffs not mounted at {} (the tracer pins its maps there)", p.bpffs),
           fmt::format("mount -t bpf bpf {}  (systemd: systemctl start sys-fs-bpf.mount)", p.bpffs));
@@ -150,7 +138,7 @@ void check_filesystems(Report& r, const tracer::FeaturePaths& p) {
 }
 
 void check_caps(Report& r, bool* privileged) {
-  const unsigned long long caps = cap_eff();
+  const unsigned long long caps = tracer::effective_caps();
   auto has = [caps](int c) { return (caps >> c) & 1ULL; };
   const bool bpf = has(39) && has(38);  // CAP_BPF, CAP_PERFMON
   *privileged = bpf || has(21);         // or CAP_SYS_ADMIN
