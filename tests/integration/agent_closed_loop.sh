@@ -98,7 +98,7 @@ run_loop() { # policy -> prints the task's RESULT line
   local e=$!
   pids+=("$e")
   wait_plant
-  "$task" --period-ms 50 --deadline-ms 45 --duration-s 10 --points 20000 --queries 18000 \
+  "$task" --period-ms 50 --deadline-ms 45 --duration-s 10 --points 50000 --queries 45000 \
     --plant "$plant" --plant-kappa-ms-per-gb 800 --quiet 2>&1 | grep RESULT
   "$B/bin/ripplectl" status --socket "$tmp/control.sock" > "$tmp/status-$1.txt" 2>&1
   kill "$e" 2>/dev/null; wait "$e" 2>/dev/null
@@ -134,7 +134,7 @@ run_bound() {
     --name vlm --kind deadline-bound --period-ms 250 --plant "$plant" --duration-s 7 > "$tmp/vlm.log" 2>&1 &
   local v=$!
   pids+=("$v")
-  "$task" --period-ms 50 --deadline-ms 45 --duration-s 7 --points 20000 --queries 18000 \
+  "$task" --period-ms 50 --deadline-ms 45 --duration-s 7 --points 50000 --queries 45000 \
     --plant "$plant" --plant-kappa-ms-per-gb 800 --quiet 2>&1 | grep RESULT > "$tmp/task-bound.txt"
   wait "$v"
   "$B/bin/ripplectl" status --socket "$tmp/control.sock" > "$tmp/status-bound.txt" 2>&1
@@ -161,7 +161,7 @@ start_agent ripple
 engine --name llm --plant-create "$plant" --duration-s 20 > "$tmp/llm.log" 2>&1 &
 llm=$!; pids+=("$llm")
 wait_plant
-"$task" --period-ms 50 --deadline-ms 45 --duration-s 20 --points 20000 --queries 18000 \
+"$task" --period-ms 50 --deadline-ms 45 --duration-s 20 --points 50000 --queries 45000 \
   --plant "$plant" --plant-kappa-ms-per-gb 800 --quiet > /dev/null 2>&1 &
 pids+=("$!")
 jobs_now() {
