@@ -6,6 +6,8 @@ CUDA_INCLUDE ?= /usr/local/cuda/include
 ifneq ($(wildcard $(CUDA_INCLUDE)/cuda.h),)
 
 CUHOOK_SRCS := cuhooks/hooks.cc cuhooks/runtime.cc cuhooks/nvtx.cc cuhooks/profile.cc cuhooks/chunker.cc \
+	cuhooks/config.cc cuhooks/counters.cc cuhooks/boundaries.cc cuhooks/learning.cc cuhooks/gate.cc \
+	cuhooks/grant_timer.cc cuhooks/pass_learner.cc \
 	agent/engine/protocol.cc agent/engine/client.cc
 CUHOOK_PIC_OBJS := $(patsubst %.cc,$(O)/pic/%.o,$(CUHOOK_SRCS)) $(O)/pic/cuhooks/dlsym_trampoline.o
 CUHOOK_CXXFLAGS := $(RIPPLE_CXXFLAGS) -fPIC -fvisibility=hidden -fvisibility-inlines-hidden -isystem $(CUDA_INCLUDE)
@@ -25,9 +27,9 @@ $(O)/lib/libripple-cuhook.so: $(CUHOOK_PIC_OBJS) cuhooks/exports.map
 		-ldl -lfmt -pthread $(SAN_FLAGS)
 LIBS += $(O)/lib/libripple-cuhook.so
 
-# The profile library (unit catalog, sequence matcher, chunk planner) for ripple-profile
-# and the tests.
-$(O)/lib/libripple_cuprofile.a: $(call objs,cuhooks/profile.cc cuhooks/chunker.cc)
+# The profile library (unit catalog, sequence matcher, chunk planner, pass learners) for
+# ripple-profile and the tests.
+$(O)/lib/libripple_cuprofile.a: $(call objs,cuhooks/profile.cc cuhooks/chunker.cc cuhooks/pass_learner.cc)
 LIBS += $(O)/lib/libripple_cuprofile.a
 
 endif

@@ -19,30 +19,56 @@
 extern "C" {
 #endif
 
-/* Counters of the interposer (a snapshot). */
+/* The counters of the interposer: ONE list generates this struct, the interposer's own
+ * atomic counters (cuhooks/counters.h) and the stats file's JSON keys, so they cannot
+ * drift apart. X(name, doc). The struct only grows at its end: a counter is added at the
+ * bottom of the list, never between (an older caller's size then still works). */
+#define RIPPLE_CUHOOK_COUNTERS(X)                                                               \
+  X(launches, "kernel and graph launches seen")                                                 \
+  X(copies, "copies and sets seen")                                                             \
+  X(h2d_bytes, "host-to-device bytes")                                                          \
+  X(d2h_bytes, "device-to-host bytes")                                                          \
+  X(units, "unit boundaries found (all sources)")                                               \
+  X(units_nvtx, "... of them NVTX ranges")                                                      \
+  X(units_profile, "... kernel-sequence profile matches")                                       \
+  X(units_copy, "... bare host<->device copies")                                                \
+  X(units_graph, "... CUDA graph launches")                                                     \
+  X(units_api, "... ripple_cuhook_unit_begin")                                                  \
+  X(grants, "grants received and started")                                                      \
+  X(grant_waits, "acquires that waited for a grant (boundaries and chunk gates)")               \
+  X(wait_ns, "total time blocked for grants")                                                   \
+  X(done_reported, "grants whose GPU time was reported")                                        \
+  X(unmanaged_units, "units run without a grant (fail-open, no agent)")                         \
+  X(capture_skips, "boundaries not gated: stream capture")                                      \
+  X(comm_skips, "launches on communication streams, never gated")                               \
+  X(agent_connects, "sessions opened with the agent")                                           \
+  X(agent_losses, "sessions lost")                                                              \
+  X(passthrough, "cuGetProcAddress results passed through unwrapped")                           \
+  X(via_procaddr, "calls through pointers from cuGetProcAddress")                               \
+  /* v2: */                                                                                     \
+  X(passes_learned, "NVTX or copy passes learned (whole-pass works since)")                      \
+  X(relearns, "learned passes dropped: the engine went another way")                            \
+  X(grant_timeouts, "grant waits past RIPPLE_GRANT_TIMEOUT_MS (each ended the session)")        \
+  X(chunked_copies, "host<->device copies issued in chunks (sub-layer grants)")                 \
+  X(chunks, "the chunks they were issued as")                                                   \
+  X(chunk_gates, "chunks that crossed into a sub-unit not yet granted")                         \
+  /* v3 (were in the stats file only): */                                                       \
+  X(unwrapped, "driver pointers beyond the wrapper slots (not intercepted)")                    \
+  X(errors, "driver calls that failed")                                                         \
+  X(profile_resyncs, "profile sequence resynchronisations")                                     \
+  X(nvtx_pushes, "NVTX range pushes seen")                                                      \
+  X(seq_mismatch, "boundaries off the announced work's next unit")                              \
+  X(learned_pass_units, "units of the pass learned last (a gauge)")                             \
+  X(unit_copy_bytes, "host copy bytes inside NVTX unit occurrences")                            \
+  X(copy_passes_learned, "copy passes learned")                                                 \
+  X(units_drained, "units of an abandoned work acquired and closed without running")            \
+  X(subunits_skipped, "sub-units granted and closed unrun (fewer bytes than announced)")
+
+/* Counters of the interposer (a snapshot), one field per RIPPLE_CUHOOK_COUNTERS entry. */
 struct ripple_cuhook_stats {
-  uint64_t launches;          /* kernel and graph launches seen */
-  uint64_t copies;            /* copies and sets seen */
-  uint64_t h2d_bytes, d2h_bytes;
-  uint64_t units;             /* unit boundaries found (all sources) */
-  uint64_t units_nvtx, units_profile, units_copy, units_graph, units_api;
-  uint64_t grants;            /* grants received and started */
-  uint64_t grant_waits;       /* boundaries that blocked for a grant */
-  uint64_t wait_ns;           /* total time blocked */
-  uint64_t done_reported;     /* grants whose GPU time was reported */
-  uint64_t unmanaged_units;   /* units run without a grant (fail-open, no agent) */
-  uint64_t capture_skips;     /* boundaries not gated: stream capture */
-  uint64_t comm_skips;        /* launches on communication streams, never gated */
-  uint64_t agent_connects, agent_losses;
-  uint64_t passthrough;       /* cuGetProcAddress results passed through unwrapped */
-  uint64_t via_procaddr;      /* calls through pointers from cuGetProcAddress */
-  /* Added later: a caller passing the older, smaller size gets the fields above only. */
-  uint64_t passes_learned;    /* NVTX or copy passes learned (whole-pass works since) */
-  uint64_t relearns;          /* learned passes dropped: the engine went another way */
-  uint64_t grant_timeouts;    /* grant waits past RIPPLE_GRANT_TIMEOUT_MS (each ended the session) */
-  uint64_t chunked_copies;    /* host<->device copies issued in chunks (sub-layer grants) */
-  uint64_t chunks;            /* the chunks they were issued as */
-  uint64_t chunk_gates;       /* chunks that crossed into a sub-unit not yet granted */
+#define RIPPLE_CUHOOK_FIELD(name, doc) uint64_t name;
+  RIPPLE_CUHOOK_COUNTERS(RIPPLE_CUHOOK_FIELD)
+#undef RIPPLE_CUHOOK_FIELD
 };
 
 /* The calling thread blocks until it holds a grant covering the unit `name` (a unit of

@@ -1,0 +1,203 @@
+// The gate's agent session (cuhooks/runtime.h): works announced, grants acquired in
+// order, connects and reconnects, the grant timeout, and the session renewed when the
+// announced catalog changes (a learned pass, a new chunk size).
+#include <poll.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "cuhooks/counters.h"
+#include "cuhooks/runtime.h"
+
+namespace ripple::cuhook {
+
+using engine::monotonic_ns;
+
+void Runtime::open_work_locked(const std::vector<std::uint32_t>& units) {
+  // Each unit as its sub-units; a work holds at most kMaxWorkUnits of them (the units
+  // that do not fit are the next work's, opened at their boundary).
+  work_units_.clear();
+  work_wire_.clear();
+  work_pos0_.clear();
+  for (std::uint32_t u : units) {
+    const std::vector<std::uint32_t>& sub = u < subs_.size() ? subs_[u] : std::vector<std::uint32_t>{u};
+    const std::vector<std::uint32_t> one{u};
+    const std::vector<std::uint32_t>& parts = sub.empty() ? one : sub;
+    if (!work_units_.empty() && work_wire_.size() + parts.size() > engine::kMaxWorkUnits) break;
+    work_units_.push_back(u);
+    work_pos0_.push_back(work_wire_.size());
+    work_wire_.insert(work_wire_.end(), parts.begin(), parts.end());
+  }
+  work_pos0_.push_back(work_wire_.size());
+  pos_ = base_ = acq_next_ = 0;
+  if (client_ && !announce_locked(0)) lose_agent_locked("failed to announce work");
+}
+
+bool Runtime::announce_locked(std::size_t from) {
+  engine::WorkMsg w;
+  w.work_id = ++work_id_;
+  w.units.assign(work_wire_.begin() + static_cast<std::ptrdiff_t>(from), work_wire_.end());
+  base_ = acq_next_ = from;
+  std::lock_guard<std::mutex> c(cm_);
+  return client_ && client_->announce(w).ok();
+}
+
+bool Runtime::connect_locked(std::size_t from) {
+  const std::uint64_t now = monotonic_ns();
+  if (now < next_connect_ns_) return false;
+  engine::Hello hello;
+  hello.name = cfg_.engine;
+  hello.kind = cfg_.kind;
+  hello.period_ns = cfg_.period_ns;
+  hello.deadline_ns = cfg_.deadline_ns;
+  hello.units = wire_cat_;
+  auto c = engine::Client::connect(cfg_.socket, hello, 1000, engine::AgentCheck{true, cfg_.agent_uid});
+  if (!c) {
+    next_connect_ns_ = now + static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull;
+    if (!warned_unmanaged_) {
+      warned_unmanaged_ = true;
+      say("no agent at %s (%s): %s", cfg_.socket.c_str(), c.error().message.c_str(),
+          fail_closed() ? "waiting for it (fail-closed)" : "running UNMANAGED (fail-open); will retry");
+    }
+    return false;
+  }
+  {
+    std::lock_guard<std::mutex> cl(cm_);
+    client_ = std::move(*c);
+    agent_fail_ = client_->welcome().fail_mode;
+  }
+  g_c.agent_connects.fetch_add(1, std::memory_order_relaxed);
+  if (renewing_ && !warned_unmanaged_) say("new session with the learned units (%zu in the catalog)", catalog_.size());
+  else if (ever_connected_ || warned_unmanaged_) say("connected to the agent at %s: managed again", cfg_.socket.c_str());
+  renewing_ = false;
+  session_catalog_ = wire_cat_;
+  ever_connected_ = true;
+  warned_unmanaged_ = false;
+  // Announce what is left of the open work (from the unit being acquired) under a new id.
+  if (from < work_wire_.size() && !announce_locked(from)) {
+    lose_agent_locked("failed to announce work");
+    return false;
+  }
+  return true;
+}
+
+void Runtime::end_session_locked(std::uint64_t retry_ns) {
+  {
+    std::lock_guard<std::mutex> c(cm_);
+    client_.reset();  // sends Bye if the socket still works; never blocks
+  }
+  gen_.fetch_add(1);
+  grant_.reset();
+  grant_end_ = 0;
+  pending_start_.store(false);
+  next_connect_ns_ = retry_ns ? monotonic_ns() + retry_ns : 0;
+}
+
+void Runtime::lose_agent_locked(const std::string& why) {
+  g_c.agent_losses.fetch_add(1, std::memory_order_relaxed);
+  end_session_locked(fail_closed() ? 0 : static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull);
+  say("lost the agent (%s): %s", why.c_str(),
+      fail_closed() ? "waiting for it (fail-closed)" : "running UNMANAGED (fail-open) until it is back");
+  warned_unmanaged_ = true;
+}
+
+// A grant that did not come within RIPPLE_GRANT_TIMEOUT_MS. The unit runs unmanaged, so
+// the engine's position moves past what the agent will grant next: a grant arriving
+// later fails the client's (work, first) check, is discarded, and the agent grants the
+// same units again, forever (probe defect H3: 100,000+ stale grants a second). So the
+// agent counts as lost for this work: the session ends (Bye: the agent settles and drops
+// the engine's queue), the engine runs unmanaged (also when fail-closed: the timeout is
+// the bound the user asked for) and after RIPPLE_RECONNECT_MS the next boundary connects
+// and announces the rest of the open work under a new id, the agent-restart path.
+void Runtime::grant_timeout_locked() {
+  if (g_c.grant_timeouts.fetch_add(1, std::memory_order_relaxed) == 0)
+    say("no grant within RIPPLE_GRANT_TIMEOUT_MS=%d ms: session ended, running UNMANAGED, a new session in %d ms "
+        "(said once; counted as grant_timeouts)", grant_timeout_ms(), cfg_.reconnect_ms);
+  end_session_locked(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull));
+  // Not "lost the agent": the agent is there; a reconnect says nothing either.
+  ever_connected_ = false;
+}
+
+bool Runtime::acquire_locked(std::size_t pos) {
+  const std::uint64_t t0 = monotonic_ns();
+  const int timeout_ms = grant_timeout_ms();
+  const std::uint64_t limit = timeout_ms > 0 ? t0 + std::uint64_t(timeout_ms) * 1000000ull : 0;
+  for (;;) {
+    if (!client_ && !connect_locked(pos)) {
+      if (!fail_closed()) return false;
+      // Fail-closed: this thread (and the engine) waits for the agent.
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    // Look for the grant without waiting, then wait on the socket with cm_ released:
+    // the watcher needs cm_ to report Done, and the agent may grant again only after
+    // that report (its grant slots are full). Waiting inside acquire() with cm_ held
+    // starved the watcher and cost each unit up to the acquire timeout.
+    Result<engine::GrantMsg> g = make_error("no client");
+    int fd = -1;
+    {
+      std::lock_guard<std::mutex> c(cm_);
+      if (client_) {
+        g = client_->acquire(work_id_, static_cast<std::uint32_t>(pos - base_), 0);
+        fd = client_->fd();
+      }
+    }
+    if (!g && g.error().code == engine::kErrTimeout && fd >= 0) {
+      if (limit && monotonic_ns() > limit) {
+        grant_timeout_locked();
+        return false;
+      }
+      pollfd p{fd, POLLIN, 0};
+      (void)::poll(&p, 1, 5);
+      continue;  // read what came (or look again after 5 ms) under cm_
+    }
+    if (g) {
+      grant_ = *g;
+      grant_end_ = acq_next_ = base_ + g->first + g->count;
+      {
+        std::lock_guard<std::mutex> c(cm_);
+        if (client_) (void)client_->started(*g);
+      }
+      pending_start_.store(true);
+      g_c.grants.fetch_add(1, std::memory_order_relaxed);
+      g_c.grant_waits.fetch_add(1, std::memory_order_relaxed);
+      g_c.wait_ns.fetch_add(monotonic_ns() - t0, std::memory_order_relaxed);
+      return true;
+    }
+    if (g.error().code == engine::kErrTimeout) {
+      if (limit && monotonic_ns() > limit) {
+        grant_timeout_locked();
+        return false;
+      }
+      continue;
+    }
+    lose_agent_locked(g.error().message);
+  }
+}
+
+// The agent must know the learned units: a new session whose Hello holds them (the
+// restart path: the next acquire connects and announces the open work). Unchanged names
+// and bytes keep the session.
+void Runtime::renew_session_locked() {
+  rebuild_wire_locked();
+  bool same = client_ && session_catalog_.size() == wire_cat_.size();
+  for (std::size_t i = 0; same && i < wire_cat_.size(); ++i)
+    same = session_catalog_[i].name == wire_cat_[i].name && session_catalog_[i].bytes == wire_cat_[i].bytes;
+  if (!client_ || same) return;
+  close_grant_locked();
+  // Let the watcher report the closed grants' GPU time to the session they belong to.
+  for (int i = 0; i < 50 && inflight_.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  {
+    std::lock_guard<std::mutex> c(cm_);
+    client_.reset();  // Bye
+  }
+  gen_.fetch_add(1);
+  grant_.reset();
+  grant_end_ = 0;
+  pending_start_.store(false);
+  next_connect_ns_ = 0;
+  renewing_ = true;
+}
+
+}  // namespace ripple::cuhook

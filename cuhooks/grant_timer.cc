@@ -1,0 +1,118 @@
+// Grant timing (cuhooks/runtime.h): a closed grant's event pair is handed to a watcher
+// thread, which reads the elapsed GPU time once the GPU has passed the end event and
+// reports it to the agent (Done), or to the record file in record mode.
+#include <chrono>
+#include <thread>
+
+#include "cuhooks/counters.h"
+#include "cuhooks/runtime.h"
+
+namespace ripple::cuhook {
+
+CUevent Runtime::take_event() {
+  {
+    std::lock_guard<std::mutex> l(wm_);
+    if (!free_events_.empty()) {
+      CUevent e = free_events_.back();
+      free_events_.pop_back();
+      return e;
+    }
+  }
+  CUevent e = nullptr;
+  if (!drv_.event_create || drv_.event_create(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS) return nullptr;
+  return e;
+}
+
+void Runtime::close_grant_locked() {
+  if (!grant_) return;
+  Timed t;
+  t.grant = *grant_;
+  t.gen = gen_.load();
+  t.unit = grant_label_;
+  t.single = grant_single_;
+  if (!pending_start_.load() && start_ev_) {
+    t.start = start_ev_;
+    t.ctx = start_ctx_;
+    t.end = take_event();
+    if (t.end && drv_.event_record(t.end, last_stream_) != CUDA_SUCCESS) t.end = nullptr;
+  }
+  start_ev_ = nullptr;
+  pending_start_.store(false);
+  grant_.reset();
+  grant_end_ = 0;
+  grant_label_.clear();
+  grant_single_ = false;
+  start_watcher_locked();
+  inflight_.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> l(wm_);
+    wq_.push_back(std::move(t));
+  }
+  wcv_.notify_one();
+}
+
+void Runtime::start_watcher_locked() {
+  std::lock_guard<std::mutex> l(wm_);
+  if (watcher_started_) return;
+  watcher_started_ = true;
+  std::thread([this] { watcher_loop(); }).detach();
+}
+
+// Reads each closed grant's event pair once the GPU has passed its end and reports the
+// elapsed time. Polls cuEventQuery: it never synchronises the application's streams.
+void Runtime::watcher_loop() {
+  if (drv_.exchange_capture_mode) {
+    // Relaxed, so this thread's event calls cannot invalidate another thread's capture.
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+    drv_.exchange_capture_mode(&m);
+  }
+  for (;;) {
+    std::deque<Timed> batch;
+    {
+      std::unique_lock<std::mutex> l(wm_);
+      wcv_.wait(l, [&] { return !wq_.empty(); });
+      batch.swap(wq_);
+    }
+    std::deque<Timed> later;
+    for (Timed& t : batch) {
+      std::uint64_t ns = 0;
+      if (t.start && t.end) {
+        if (t.ctx && drv_.ctx_set) drv_.ctx_set(t.ctx);
+        const CUresult q = drv_.event_query(t.end);
+        if (q == CUDA_ERROR_NOT_READY) {
+          later.push_back(std::move(t));
+          continue;
+        }
+        float ms = 0;
+        if (q == CUDA_SUCCESS && drv_.elapsed(&ms, t.start, t.end) == CUDA_SUCCESS && ms > 0)
+          ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
+      }
+      if (rec_) {
+        record_line("{\"g\":" + json_str(t.unit) + ",\"ns\":" + std::to_string(ns) + "}");
+      } else {
+        if (learn_ && t.single && ns > 0 && !t.unit.empty()) {
+          std::lock_guard<std::mutex> l(learn_m_);
+          auto& d = samples_[t.unit].ns;
+          d.push_back(ns);
+          if (d.size() > kSamples) d.pop_front();
+        }
+        std::lock_guard<std::mutex> c(cm_);
+        if (client_ && t.gen == gen_.load() && client_->done(t.grant, ns).ok())
+          g_c.done_reported.fetch_add(1, std::memory_order_relaxed);
+      }
+      std::lock_guard<std::mutex> l(wm_);
+      if (t.start) free_events_.push_back(t.start);
+      if (t.end) free_events_.push_back(t.end);
+      inflight_.fetch_sub(1);
+    }
+    if (!later.empty()) {
+      {
+        std::lock_guard<std::mutex> l(wm_);
+        for (auto& t : later) wq_.push_front(std::move(t));
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+}
+
+}  // namespace ripple::cuhook

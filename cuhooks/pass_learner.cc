@@ -1,0 +1,140 @@
+// The pass learners (cuhooks/pass_learner.h).
+#include "cuhooks/pass_learner.h"
+
+#include <algorithm>
+
+namespace ripple::cuhook {
+
+// --- LabelPassLearner ------------------------------------------------------------------
+void LabelPassLearner::observe(const std::string& label,
+                               const std::function<bool(const std::vector<std::string>&)>& learn) {
+  if (first_.empty()) first_ = label;
+  if (cand_.empty() && label != first_) {
+    // Relearning: wait for the old pass's first label, unless it does not come back.
+    if (++skipped_ <= max_len_) return;
+    first_ = label;
+  }
+  skipped_ = 0;
+  if (label == first_ && !cand_.empty()) {
+    if (cand_ == prev_cand_ && learn(cand_)) {
+      cand_.clear();
+      prev_cand_.clear();
+      return;
+    }
+    prev_cand_ = std::move(cand_);
+    cand_.clear();
+  }
+  cand_.push_back(label);
+  if (cand_.size() > max_len_) {
+    // The first label did not come back within a work's length: start over from here.
+    first_ = label;
+    cand_.assign(1, label);
+    prev_cand_.clear();
+  }
+}
+
+void LabelPassLearner::restart(const std::string& first) {
+  first_ = first;
+  skipped_ = 0;
+  cand_.clear();
+  prev_cand_.clear();
+}
+
+// --- CopyPassLearner -------------------------------------------------------------------
+void CopyPassLearner::restart() {
+  n_ = 0;
+  std::fill(run_.begin(), run_.end(), 0);
+}
+
+void CopyPassLearner::clear() {
+  std::vector<std::uint32_t>().swap(hist_);
+  std::vector<std::uint32_t>().swap(run_);
+  std::vector<std::uint64_t>().swap(gap_);
+  ids_.clear();
+  names_.clear();
+  bytes_.clear();
+  n_ = 0;
+}
+
+void CopyPassLearner::record(const std::string& label, std::uint64_t bytes, std::uint64_t launches, bool learning) {
+  // The launches since the last boundary that was no device-to-host copy: a pass ends
+  // with its read-back, so the launches before one count for the copy after it.
+  const std::uint64_t gap = launches - last_launches_;
+  if (label.compare(0, 4, "d2h-") != 0) last_launches_ = launches;
+  if (hist_.empty()) {  // at the first bare boundary: ~115 KB no other process pays for
+    hist_.assign(ring_, 0);
+    gap_.assign(ring_, 0);
+    run_.assign(max_pass_ + 1, 0);
+  }
+  auto it = ids_.find(label);
+  if (it == ids_.end()) {
+    if (names_.size() >= kMaxLabels) {  // ever new sizes (a growing cache): start over
+      ids_.clear();
+      names_.clear();
+      bytes_.clear();
+      restart();
+    }
+    it = ids_.emplace(label, static_cast<std::uint32_t>(names_.size())).first;
+    names_.push_back(label);
+    bytes_.push_back(bytes);
+  }
+  const std::uint64_t n = n_++;
+  hist_[n % ring_] = it->second;
+  gap_[n % ring_] = gap;
+  if (learning) update_runs();
+}
+
+// run_ for the label just recorded, from run_ for the one before (while learning).
+void CopyPassLearner::update_runs() {
+  const std::uint64_t n = n_ - 1;
+  const std::uint32_t id = hist_[n % ring_];
+  const std::size_t pmax = static_cast<std::size_t>(std::min<std::uint64_t>(n, max_pass_));
+  for (std::size_t p = 1; p <= pmax; ++p) run_[p] = hist_[(n - p) % ring_] == id ? run_[p] + 1 : 0;
+}
+
+// run_ from the history (after a learned pass, when it was not kept up): zero unless
+// the label just recorded equals the one p before; those runs are counted back (up to
+// what learning needs).
+void CopyPassLearner::rebuild() {
+  std::fill(run_.begin(), run_.end(), 0);
+  if (n_ == 0) return;
+  const std::uint64_t n = n_ - 1;
+  const std::uint64_t oldest = n_ > ring_ ? n_ - ring_ : 0;
+  const std::uint32_t id = hist_[n % ring_];
+  const std::size_t pmax = static_cast<std::size_t>(std::min<std::uint64_t>(n - oldest, max_pass_));
+  for (std::size_t p = 1; p <= pmax; ++p) {
+    if (hist_[(n - p) % ring_] != id) continue;
+    const std::size_t cap = threshold(p);
+    std::size_t run = 0;
+    for (std::uint64_t t = n; run < cap && t >= oldest + p && hist_[t % ring_] == hist_[(t - p) % ring_]; --t) ++run;
+    run_[p] = static_cast<std::uint32_t>(run);
+  }
+}
+
+std::optional<CopyPassLearner::Learned> CopyPassLearner::try_learn() const {
+  if (n_ == 0) return std::nullopt;
+  const std::uint64_t n = n_ - 1;
+  const std::size_t pmax = static_cast<std::size_t>(std::min<std::uint64_t>(n, max_pass_));
+  std::size_t p = 0;
+  for (std::size_t q = 1; q <= pmax && !p; ++q)
+    if (run_[q] >= threshold(q)) p = q;
+  if (!p) return std::nullopt;
+  // The repetition began at a (the labels a .. n are p-periodic); the phase: the offset
+  // with the most launches before it over the repetition (no device-to-host copy unless
+  // all are), the first one on a tie.
+  const std::uint64_t a = n + 1 - std::min<std::uint64_t>(run_[p], threshold(p)) - p;
+  auto d2h = [&](std::uint64_t j) { return names_[hist_[j % ring_]].compare(0, 4, "d2h-") == 0; };
+  bool any_start = false;
+  for (std::size_t i = 0; i < p; ++i) any_start |= !d2h(a + i);
+  std::vector<std::int64_t> sum(p, 0);
+  for (std::uint64_t j = a; j <= n; ++j)
+    sum[(j - a) % p] = any_start && d2h(j) ? -1 : sum[(j - a) % p] + static_cast<std::int64_t>(gap_[j % ring_]);
+  const std::size_t r = static_cast<std::size_t>(std::max_element(sum.begin(), sum.end()) - sum.begin());
+  Learned l;
+  l.ids.resize(p);
+  for (std::size_t i = 0; i < p; ++i) l.ids[i] = hist_[(a + r + i) % ring_];
+  l.cur = static_cast<std::size_t>((n - a - r) % p);
+  return l;
+}
+
+}  // namespace ripple::cuhook

@@ -1,0 +1,298 @@
+// The interposer's runtime (Documentation/cuhook.md): configuration (cuhooks/config.h),
+// counters (cuhooks/counters.h), unit boundaries (NVTX ranges, the kernel-sequence profile,
+// bare host<->device copies, CUDA graph launches, the explicit C API), the gate (one engine
+// session with the agent through the engine client library, agent/engine/client.h), grant
+// timing (event pairs read by a watcher thread) and fork/exit handling. One class, its
+// members defined by concern:
+//   runtime.cc      construction, the hot path, NVTX and the C API, fork and exit
+//   boundaries.cc   unit boundaries, works and sub-layer grants (chunked copies)
+//   learning.cc     the glue to the pure pass learners (cuhooks/pass_learner.h)
+//   gate.cc         the agent session: connect, announce, acquire, timeouts
+//   grant_timer.cc  grant closing and the watcher that reports each grant's GPU time
+//
+// Threading: `gate_` (gm_) serialises unit boundaries: the thread at a boundary holds it
+// while it waits for a grant, so other launching threads of the engine wait too (they
+// belong to the same forward pass). Socket I/O is under cm_ only, so the watcher can
+// report Done while a boundary waits (the wait polls in short slices). The hot path of a
+// launch inside a granted unit takes no lock. Internal to libripple-cuhook.so.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/engine/client.h"
+#include "cuhooks/config.h"
+#include "cuhooks/hooks.h"
+#include "cuhooks/pass_learner.h"
+#include "cuhooks/profile.h"
+
+namespace ripple::cuhook {
+
+// Driver functions the runtime itself uses.
+struct Driver {
+  CUresult(CUDAAPI* event_create)(CUevent*, unsigned int) = nullptr;
+  CUresult(CUDAAPI* event_record)(CUevent, CUstream) = nullptr;
+  CUresult(CUDAAPI* event_query)(CUevent) = nullptr;
+  CUresult(CUDAAPI* elapsed)(float*, CUevent, CUevent) = nullptr;
+  CUresult(CUDAAPI* is_capturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
+  CUresult(CUDAAPI* func_name)(const char**, CUfunction) = nullptr;
+  CUresult(CUDAAPI* ctx_get)(CUcontext*) = nullptr;
+  CUresult(CUDAAPI* ctx_set)(CUcontext) = nullptr;
+  CUresult(CUDAAPI* exchange_capture_mode)(CUstreamCaptureMode*) = nullptr;
+  void load() {
+    auto sym = [](const char* a, const char* b = nullptr) {
+      void* p = driver_symbol(a);
+      return p || !b ? p : driver_symbol(b);
+    };
+    event_create = reinterpret_cast<decltype(event_create)>(sym("cuEventCreate"));
+    event_record = reinterpret_cast<decltype(event_record)>(sym("cuEventRecord"));
+    event_query = reinterpret_cast<decltype(event_query)>(sym("cuEventQuery"));
+    elapsed = reinterpret_cast<decltype(elapsed)>(sym("cuEventElapsedTime_v2", "cuEventElapsedTime"));
+    is_capturing = reinterpret_cast<decltype(is_capturing)>(sym("cuStreamIsCapturing"));
+    func_name = reinterpret_cast<decltype(func_name)>(sym("cuFuncGetName"));
+    ctx_get = reinterpret_cast<decltype(ctx_get)>(sym("cuCtxGetCurrent"));
+    ctx_set = reinterpret_cast<decltype(ctx_set)>(sym("cuCtxSetCurrent"));
+    exchange_capture_mode = reinterpret_cast<decltype(exchange_capture_mode)>(sym("cuThreadExchangeStreamCaptureMode"));
+  }
+};
+
+// A grant handed to the watcher once closed.
+struct Timed {
+  engine::GrantMsg grant;
+  std::uint64_t gen;
+  CUevent start = nullptr, end = nullptr;
+  CUcontext ctx = nullptr;
+  std::string unit;  // the unit's label (record mode; a one-boundary grant when learning)
+  bool single = false;  // the grant covered one boundary's units: its time is that label's
+};
+
+struct ThreadState {
+  std::vector<char> nvtx_stack;  // per pushed range: 1 when it began a unit
+  CUstream last_stream = nullptr;
+  int api_depth = 0;
+};
+extern thread_local ThreadState t_state;
+
+enum class Source { kNvtx, kProfile, kCopy, kGraph, kApi };
+
+// A JSON string literal (record mode).
+std::string json_str(const std::string& s);
+
+class Runtime {
+ public:
+  Runtime();
+  void before(Op& op);
+  void after(const Op& op, CUresult r);
+  void range_push(const char* name);
+  void range_pop();
+  int api_begin(const char* name, std::uint64_t bytes);
+  int api_end();
+  void set_comm_stream(CUstream s) {
+    std::lock_guard<std::mutex> l(comm_m_);
+    comm_streams_.insert(s);
+    has_comm_.store(true);
+  }
+  void fork_child();
+  void write_stats();
+  void flush();
+  const Config& cfg() const { return cfg_; }
+  void load_driver();
+
+ private:
+  std::once_flag drv_once_;
+  struct FuncInfo {
+    std::string name;
+    bool comm = false;
+  };
+  const FuncInfo& func_info(CUfunction f);
+  bool capturing(CUstream s);
+  bool is_comm(CUstream s);
+  // Boundaries.
+  int enter(const std::vector<std::uint32_t>& units, CUstream s, Source src, const std::string& label, bool api = false);
+  // A copy or graph launch outside any unit (and outside any work but a learned bare pass).
+  int enter_bare(CUstream s, Source src, std::uint64_t bytes, int dir);
+  int enter_locked(std::vector<std::uint32_t> units, Source src, const std::string& label, bool bare, std::uint64_t bytes);
+  void count_unit(Source src);
+  void exit_unit();
+  // Under gm_.
+  bool work_open() const { return pos_ < work_units_.size(); }
+  // The rest of the open work is acquired and closed without running (the engine went
+  // another way): the agent is charged for it, never less than what runs.
+  void drain_locked();
+  void clear_work_locked();
+  void open_work_locked(const std::vector<std::uint32_t>& units);
+  // Sub-layer grants. The wire catalog: catalog_, then the sub-unit entries of the units
+  // larger than the chunk size; subs_[i]: the wire entries unit i is announced as.
+  void rebuild_wire_locked();
+  bool splittable(std::uint32_t unit) const;
+  // The grant in hand covers wire position `wp` (acquired in order; positions before it
+  // that were never reached are granted and closed at once: charged, never run).
+  bool cover_locked(std::size_t wp, bool count_skipped = true);
+  // A copy outside any unit, larger than the chunk size: each chunk a bare boundary.
+  // Returns false when it is no bare boundary (inside a unit).
+  bool chunk_bare(Op& op);
+  // A host<->device copy inside a unit announced as sub-units: gate at each chunk that
+  // crosses into the next sub-unit.
+  void chunk_in_unit(Op& op);
+  // The grant's start event on the first operation it covers.
+  void mark_start(CUstream s);
+  bool acquire_locked(std::size_t pos);
+  bool connect_locked(std::size_t from);
+  void lose_agent_locked(const std::string& why);
+  // Ends the session without a message; the next connect is tried after `retry_ns`.
+  void end_session_locked(std::uint64_t retry_ns);
+  // A grant wait passed RIPPLE_GRANT_TIMEOUT_MS: the session ends (below).
+  void grant_timeout_locked();
+  bool announce_locked(std::size_t from);
+  void close_grant_locked();
+  void start_watcher_locked();
+  void watcher_loop();
+  CUevent take_event();
+  void record_line(const std::string& line);
+  // Record mode: a unit line ({"u":...} opens, {"e":1} closes) and whether copies are
+  // traced, both under rec_m_, so a copy line lies between its unit's lines.
+  void record_unit_line(const std::string& line, bool open);
+  // A host<->device copy: traced (record mode) or added to the open unit occurrence.
+  void host_copy(const Op& op);
+  // Pass learning (NVTX engines without a profile sequence; cuhooks/learning.cc). Under gm_.
+  std::uint32_t learn_step_locked(const std::string& label, bool* whole_pass, std::size_t* from);
+  bool learn_locked(const std::vector<std::string>& labels);
+  void deviate_locked(const std::string& label);
+  void renew_session_locked();
+  // Bare-pass learning (copies and graph launches outside units, no NVTX/API units).
+  std::vector<std::uint32_t> bare_step_locked(const std::string& label, std::uint64_t bytes,
+                                              std::vector<std::uint32_t> fallback, bool* whole_pass, std::size_t* from);
+  bool bare_learn_locked(const std::vector<std::uint32_t>& ids, std::size_t cur);
+  void deviate_bare_locked(const std::string& label);
+  void stop_bare_learning_locked(const char* why);
+  std::uint32_t bare_unit_of(const std::string& label) const;
+  void begin_occurrence_locked(const std::string& label);
+  void end_occurrence_locked();
+  std::uint64_t duration_for(std::uint64_t bytes) const {
+    return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(static_cast<double>(bytes) / gbps_));
+  }
+  std::vector<std::uint32_t> copy_units(std::uint64_t bytes) const;
+  // The grant wait's bound in ms (0: none), from RIPPLE_GRANT_TIMEOUT_MS or the fail mode.
+  int grant_timeout_ms() const {
+    if (cfg_.grant_timeout_ms >= 0) return cfg_.grant_timeout_ms;
+    return fail_closed() ? 0 : kFailOpenGrantTimeoutMs;
+  }
+  bool fail_closed() const {
+    return cfg_.fail == Fail::kClosed || (cfg_.fail == Fail::kUnset && agent_fail_ == engine::FailMode::kClosed);
+  }
+
+  Config cfg_;
+  Driver drv_;
+  Profile profile_;
+  std::unique_ptr<SequenceMatcher> matcher_;
+  std::mutex matcher_m_;
+  std::vector<std::uint32_t> seq_;  // catalog indices of the profile's forward sequence
+  std::vector<engine::UnitInfo> catalog_;
+  std::uint32_t graph_unit_ = 0, generic_unit_ = 0, copy_base_ = 0;
+  std::size_t base_catalog_ = 0;  // catalog_ before learned units
+  double gbps_ = 200;
+  static constexpr int kMinCopyShift = 12, kMaxCopyShift = 44;
+
+  // Function names (cuFuncGetName), cached.
+  std::mutex func_m_;
+  std::unordered_map<CUfunction, std::unique_ptr<FuncInfo>> funcs_;
+  std::mutex comm_m_;
+  std::set<CUstream> comm_streams_;
+  std::atomic<bool> has_comm_{false};
+
+  // NVTX: the unit-range pattern (compiled once); names seen, mapped to catalog units
+  // (-1: not a unit range).
+  std::optional<NvtxPattern> nvtx_re_;
+  std::mutex nvtx_m_;
+  std::unordered_map<std::string, std::pair<int, std::string>> nvtx_units_;
+  std::atomic<bool> nvtx_seen_{false};
+
+  // The gate.
+  std::mutex gm_;
+  std::mutex cm_;  // client I/O
+  std::unique_ptr<engine::Client> client_;
+  std::atomic<std::uint64_t> gen_{1};
+  engine::FailMode agent_fail_ = engine::FailMode::kOpen;
+  std::uint64_t next_connect_ns_ = 0;
+  bool warned_unmanaged_ = false, ever_connected_ = false;
+  std::uint64_t work_id_ = 0;
+  // The open work: its units (positions pos_, cur_pos_ count these) and what is announced,
+  // the "wire" positions: each unit as its sub-units (work_pos0_[i]: the wire position of
+  // unit i; one past the end at the back).
+  std::vector<std::uint32_t> work_units_;
+  std::vector<std::uint32_t> work_wire_;
+  std::vector<std::size_t> work_pos0_;
+  std::size_t pos_ = 0;       // next position of the open work
+  std::size_t base_ = 0;      // wire position of the announced work's first unit
+  std::size_t cur_pos_ = 0;   // position of the unit in progress
+  std::size_t acq_next_ = 0;  // wire position the agent grants next (this session)
+  std::optional<engine::GrantMsg> grant_;
+  std::size_t grant_end_ = 0;  // wire
+  // Sub-layer grants.
+  std::uint64_t chunk_ = 0;
+  std::vector<engine::UnitInfo> wire_cat_;
+  std::vector<std::vector<std::uint32_t>> subs_;
+  bool warned_split_ = false;
+  // The open unit's sub-units: wire positions [occ_w0_, occ_w1_), its bytes, the host
+  // copy bytes issued inside it so far, the last position covered; occ_gen_ counts units.
+  std::size_t occ_w0_ = 0, occ_w1_ = 0, occ_cover_ = 0;
+  std::uint64_t occ_unit_bytes_ = 0, occ_copied_ = 0, occ_gen_ = 0;
+  std::string occ_unit_label_;
+  std::atomic<bool> pending_start_{false};
+  CUevent start_ev_ = nullptr;
+  CUcontext start_ctx_ = nullptr;
+  CUstream last_stream_ = nullptr;
+  std::string grant_label_;
+  bool grant_single_ = false;  // the grant in hand covers exactly one boundary's units
+  bool open_unit_ = false;
+
+  // Watcher.
+  std::mutex wm_;
+  std::condition_variable wcv_;
+  std::deque<Timed> wq_;
+  std::vector<CUevent> free_events_;
+  bool watcher_started_ = false;
+  std::atomic<int> inflight_{0};  // grants closed but not yet reported
+
+  // Record mode.
+  std::mutex rec_m_;
+  FILE* rec_ = nullptr;
+  bool rec_open_ = false;  // under rec_m_: a unit is open (its copies are traced)
+
+  // Pass learning. The per-label samples (copy bytes per occurrence, GPU time of one-unit
+  // grants) are under learn_m_ (the watcher adds times); the rest under gm_.
+  struct LabelSamples {
+    std::deque<std::uint64_t> bytes, ns;
+  };
+  static constexpr std::size_t kSamples = 16;
+  bool learn_ = false;
+  std::mutex learn_m_;
+  std::unordered_map<std::string, LabelSamples> samples_;
+  std::atomic<bool> occ_open_{false};
+  std::atomic<std::uint64_t> occ_bytes_{0};
+  std::string occ_label_;
+  LabelPassLearner nvtx_learner_{engine::kMaxWorkUnits};
+  bool learned_ = false, pass_work_ = false, renewing_ = false, warned_catalog_ = false;
+  std::vector<std::uint32_t> pass_;
+  std::unordered_map<std::string, std::uint32_t> learned_units_;
+  std::vector<engine::UnitInfo> session_catalog_;  // what the current session's Hello held
+
+  // Bare-pass learning, under gm_ (cuhooks/learning.cc, "bare-pass learning").
+  static constexpr std::size_t kStablePasses = 64;  // a pass lived this long: kMinWindow again
+  bool bare_learn_ = false;  // bare boundaries are learned (no NVTX or API unit seen)
+  bool bare_work_ = false;   // the open work is (the rest of) a learned bare pass
+  std::size_t bpos_ = 0;     // position in pass_ of the next bare label
+  std::uint64_t bpasses_ = 0;  // whole passes matched since learned
+  CopyPassLearner copy_learner_{engine::kMaxWorkUnits};
+  bool warned_bare_ = false;
+};
+
+}  // namespace ripple::cuhook
