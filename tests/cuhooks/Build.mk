@@ -51,3 +51,11 @@ $(O)/tests/unit/cuhook_chunker_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_LOG)
 $(O)/tests/unit/cuhook_chunker_test: ; $(link_cxx)
 TEST_BINS += $(O)/tests/unit/cuhook_chunker_test
 GTEST_SUITES += $(O)/tests/unit/cuhook_chunker_test
+
+# The pass learners (pure).
+$(O)/tests/unit/cuhook_pass_learner_test: $(call objs,tests/unit/cuhook_pass_learner_test.cc) \
+	$(O)/lib/libripple_cuprofile.a $(O)/lib/libripple_common.a
+$(O)/tests/unit/cuhook_pass_learner_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_LOG)
+$(O)/tests/unit/cuhook_pass_learner_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/unit/cuhook_pass_learner_test
+GTEST_SUITES += $(O)/tests/unit/cuhook_pass_learner_test
