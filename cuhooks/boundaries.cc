@@ -24,24 +24,25 @@ bool Runtime::splittable(std::uint32_t u) const {
 }
 
 void Runtime::rebuild_wire_locked() {
+  const std::uint64_t chunk = chunk_.load(std::memory_order_relaxed);
   wire_cat_ = catalog_;
   subs_.assign(catalog_.size(), {});
-  if (!chunk_) return;
+  if (!chunk) return;
   // One pair of entries per split unit (C bytes, the rest), so each keeps its duration.
   for (std::uint32_t u = 0; u < catalog_.size(); ++u) {
-    if (!splittable(u) || catalog_[u].bytes <= chunk_) continue;
-    const std::uint32_t n = sub_unit_count(catalog_[u].bytes, chunk_);
+    if (!splittable(u) || catalog_[u].bytes <= chunk) continue;
+    const std::uint32_t n = sub_unit_count(catalog_[u].bytes, chunk);
     const std::size_t extra = 2;
     if (n > engine::kMaxWorkUnits / 4 || wire_cat_.size() + extra > engine::kMaxUnits) {
       if (!warned_split_)
-        say("unit '%s' (%llu bytes) is not split into chunks of RIPPLE_CHUNK_BYTES=%llu: %s (said once)",
+        say("unit '%s' (%llu bytes) is not split into chunks of %llu bytes: %s (said once)",
             catalog_[u].name.c_str(), static_cast<unsigned long long>(catalog_[u].bytes),
-            static_cast<unsigned long long>(chunk_),
+            static_cast<unsigned long long>(chunk),
             n > engine::kMaxWorkUnits / 4 ? "too many sub-units for a work" : "the catalog is full");
       warned_split_ = true;
       continue;
     }
-    const std::vector<engine::UnitInfo> parts = split_unit(catalog_[u], chunk_);
+    const std::vector<engine::UnitInfo> parts = split_unit(catalog_[u], chunk);
     const auto full = static_cast<std::uint32_t>(wire_cat_.size());
     wire_cat_.push_back(parts.front());
     std::uint32_t tail = full;
@@ -55,7 +56,7 @@ void Runtime::rebuild_wire_locked() {
 }
 
 bool Runtime::chunk_bare(Op& op) {
-  const std::vector<Chunk> plan = plan_chunks(0, op.bytes, op.bytes, chunk_, op.granule);
+  const std::vector<Chunk> plan = plan_chunks(0, op.bytes, op.bytes, chunk_.load(std::memory_order_relaxed), op.granule);
   bool any = false;
   for (const Chunk& c : plan) {
     const int rc = enter_bare(op.stream, Source::kCopy, c.bytes, op.dir);
@@ -85,7 +86,7 @@ void Runtime::chunk_in_unit(Op& op) {
     std::lock_guard<std::mutex> l(gm_);
     if (!open_unit_ || occ_w1_ <= occ_w0_ + 1 || work_wire_.empty()) return;  // no sub-units
     if (capturing(op.stream)) return;
-    plan = plan_chunks(occ_copied_, op.bytes, occ_unit_bytes_, chunk_, op.granule);
+    plan = plan_chunks(occ_copied_, op.bytes, occ_unit_bytes_, chunk_.load(std::memory_order_relaxed), op.granule);
     occ_copied_ += op.bytes;  // reserved: a copy of another thread comes after it
     gen = occ_gen_;
   }
@@ -97,7 +98,10 @@ void Runtime::chunk_in_unit(Op& op) {
       if (gen == occ_gen_ && wp > occ_cover_) {  // a gate point
         g_c.chunk_gates.fetch_add(1, std::memory_order_relaxed);
         const bool fresh = !(grant_ && wp < grant_end_);
-        if (!cover_locked(wp)) g_c.unmanaged_units.fetch_add(1, std::memory_order_relaxed);
+        at_chunk_gate_ = true;
+        const bool covered = cover_locked(wp);
+        at_chunk_gate_ = false;
+        if (!covered) g_c.unmanaged_units.fetch_add(1, std::memory_order_relaxed);
         else if (fresh) grant_label_ = occ_unit_label_;
         occ_cover_ = wp;
       }

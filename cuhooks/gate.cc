@@ -15,6 +15,7 @@ namespace ripple::cuhook {
 using engine::monotonic_ns;
 
 void Runtime::open_work_locked(const std::vector<std::uint32_t>& units) {
+  apply_chunk_locked();  // between works: no unit is split under the old size
   // Each unit as its sub-units; a work holds at most kMaxWorkUnits of them (the units
   // that do not fit are the next work's, opened at their boundary).
   work_units_.clear();
@@ -68,7 +69,9 @@ bool Runtime::connect_locked(std::size_t from) {
     agent_fail_ = client_->welcome().fail_mode;
   }
   g_c.agent_connects.fetch_add(1, std::memory_order_relaxed);
-  if (renewing_ && !warned_unmanaged_) say("new session with the learned units (%zu in the catalog)", catalog_.size());
+  const bool chunk_renewal = chunk_renewal_;
+  note_suggestion_locked(client_->welcome().chunk_bytes);
+  if (renewing_ && !warned_unmanaged_ && !chunk_renewal) say("new session with the learned units (%zu in the catalog)", catalog_.size());
   else if (ever_connected_ || warned_unmanaged_) say("connected to the agent at %s: managed again", cfg_.socket.c_str());
   renewing_ = false;
   session_catalog_ = wire_cat_;
@@ -162,7 +165,12 @@ bool Runtime::acquire_locked(std::size_t pos) {
       pending_start_.store(true);
       g_c.grants.fetch_add(1, std::memory_order_relaxed);
       g_c.grant_waits.fetch_add(1, std::memory_order_relaxed);
-      g_c.wait_ns.fetch_add(monotonic_ns() - t0, std::memory_order_relaxed);
+      const std::uint64_t waited = monotonic_ns() - t0;
+      g_c.wait_ns.fetch_add(waited, std::memory_order_relaxed);
+      if (at_chunk_gate_) {  // inside a unit: a sub-unit the grant in hand did not cover
+        g_c.chunk_waits.fetch_add(1, std::memory_order_relaxed);
+        g_c.chunk_wait_ns.fetch_add(waited, std::memory_order_relaxed);
+      }
       return true;
     }
     if (g.error().code == engine::kErrTimeout) {
@@ -198,6 +206,35 @@ void Runtime::renew_session_locked() {
   pending_start_.store(false);
   next_connect_ns_ = 0;
   renewing_ = true;
+}
+
+// The agent's suggested chunk size (agent/pricing/chunk.h, the Welcome's chunk_bytes).
+// The hook announced its sub-units in the Hello, before the Welcome said anything, so a
+// suggestion other than the size in use is applied at the next work: the wire catalog is
+// rebuilt and, when it changed, a new session announces it (the learned-pass path). A
+// session opened to apply a suggestion applies no other (no ping-pong between two sizes
+// when the allowances sit at a boundary): the next one comes with the next session
+// (a learned pass, a reconnect). RIPPLE_CHUNK_BYTES, when set, wins; record mode never
+// chunks.
+void Runtime::note_suggestion_locked(std::uint64_t suggested) {
+  chunk_suggested_ = suggested;
+  const bool renewal = std::exchange(chunk_renewal_, false);
+  if (!suggested || cfg_.chunk_set || !cfg_.record_path.empty() || renewal) return;
+  chunk_pending_ = suggested != chunk_.load(std::memory_order_relaxed) ? suggested : 0;
+}
+
+void Runtime::apply_chunk_locked() {
+  if (!chunk_pending_) return;
+  const std::uint64_t c = std::exchange(chunk_pending_, 0);
+  const std::uint64_t was = chunk_.exchange(c);
+  const auto n = g_c.chunk_changes.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (n <= 3)
+    say("chunk size %llu bytes as the agent suggests (was %llu; RIPPLE_CHUNK_BYTES overrides)%s",
+        static_cast<unsigned long long>(c), static_cast<unsigned long long>(was),
+        n == 3 ? " (said 3 times; counted as chunk_changes)" : "");
+  const bool had = client_ != nullptr;
+  renew_session_locked();
+  if (had && !client_) chunk_renewal_ = true;
 }
 
 }  // namespace ripple::cuhook

@@ -218,7 +218,8 @@ void Runtime::before(Op& op) {
   } else if (op.kind == RH_COPY && (op.dir == RH_DIR_H2D || op.dir == RH_DIR_D2H)) {
     // A bare boundary (whole, or chunk by chunk), else perhaps a copy inside a unit
     // announced as sub-units.
-    const bool chunkable = op.issue && chunk_ && !rec_ && op.bytes > chunk_;
+    const std::uint64_t chunk = chunk_.load(std::memory_order_relaxed);
+    const bool chunkable = op.issue && chunk && !rec_ && op.bytes > chunk;
     bool inside = true;
     if (cfg_.b_copy && op.bytes >= cfg_.copy_min_bytes) {
       if (chunkable) {
@@ -229,7 +230,7 @@ void Runtime::before(Op& op) {
         inside = rc == -3;
       }
     }
-    if (inside && op.issue && chunk_ && !rec_) chunk_in_unit(op);
+    if (inside && op.issue && chunk && !rec_) chunk_in_unit(op);
   }
   t_state.last_stream = op.stream;
   mark_start(op.stream);
@@ -355,6 +356,8 @@ void Runtime::fork_child() {
   occ_open_.store(false);
   pass_work_ = bare_work_ = false;
   renewing_ = false;
+  chunk_pending_ = 0;
+  chunk_renewal_ = false;
   session_catalog_.clear();
   // The child's copies are its own stream: a learned pass stays, the history does not.
   if (bare_learn_) copy_learner_.restart();
@@ -373,7 +376,8 @@ void Runtime::write_stats() {
   if (auto at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(getpid()));
   FILE* f = open_output("stats", path, false);
   if (!f) return;
-  const std::string extra = "\"chunk_bytes\":" + std::to_string(chunk_);
+  const std::string extra = "\"chunk_bytes\":" + std::to_string(chunk_.load()) +
+                            ",\"chunk_suggested\":" + std::to_string(chunk_suggested_);
   fprintf(f, "%s\n", stats_json(g_c, static_cast<int>(getpid()), extra).c_str());
   fclose(f);
 }

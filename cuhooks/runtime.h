@@ -132,6 +132,9 @@ class Runtime {
   // Sub-layer grants. The wire catalog: catalog_, then the sub-unit entries of the units
   // larger than the chunk size; subs_[i]: the wire entries unit i is announced as.
   void rebuild_wire_locked();
+  // The agent's suggested chunk size: noted at a Welcome, applied at the next work.
+  void note_suggestion_locked(std::uint64_t suggested);
+  void apply_chunk_locked();
   bool splittable(std::uint32_t unit) const;
   // The grant in hand covers wire position `wp` (acquired in order; positions before it
   // that were never reached are granted and closed at once: charged, never run).
@@ -237,7 +240,14 @@ class Runtime {
   std::optional<engine::GrantMsg> grant_;
   std::size_t grant_end_ = 0;  // wire
   // Sub-layer grants.
-  std::uint64_t chunk_ = 0;
+  // The chunk size in use (0: off): RIPPLE_CHUNK_BYTES, else the agent's suggestion (the
+  // Welcome's chunk_bytes) once applied, else kDefaultChunkBytes. Read by the hot path
+  // without gm_; written under gm_ between works.
+  std::atomic<std::uint64_t> chunk_{0};
+  std::uint64_t chunk_suggested_ = 0;  // the last Welcome's suggestion (0: none)
+  std::uint64_t chunk_pending_ = 0;    // a suggestion to apply at the next work
+  bool chunk_renewal_ = false;         // this session was opened to apply one
+  bool at_chunk_gate_ = false;         // under gm_: the acquire is a chunk gate's (stats)
   std::vector<engine::UnitInfo> wire_cat_;
   std::vector<std::vector<std::uint32_t>> subs_;
   bool warned_split_ = false;

@@ -26,6 +26,7 @@
 #include "agent/daemon/identity.h"
 #include "agent/daemon/limits.h"
 #include "agent/policy/registry.h"
+#include "agent/pricing/chunk.h"
 
 namespace ripple::daemon {
 
@@ -468,9 +469,15 @@ Status Agent::run() {
       m.session_of_engine[*eid] = id;
       RIPPLE_LOG_INFO("engine {} (pid {}, uid {}) joined as {} with {} unit(s)", h->name, s.cred.pid, s.cred.uid,
                       admission::to_string(m.adm->engine(*eid)->spec.kind), h->units.size());
-      if (!send_msg(s, Welcome{*eid, c.agent.policy.substr(0, kNameBytes - 1),
-                               static_cast<std::uint64_t>(c.agent.admission.lease), c.agent.fail_mode}))
-        return "failed to send welcome";
+      Welcome welcome{*eid, c.agent.policy.substr(0, kNameBytes - 1),
+                      static_cast<std::uint64_t>(c.agent.admission.lease), c.agent.fail_mode};
+      // The chunk size for sub-layer grants, from the allowances issued so far.
+      std::vector<pricing::Bytes> allowances;
+      for (pricing::TaskId k = 0; k < m.ledger.task_count(); ++k)
+        if (const pricing::Estimator& e = m.ledger.task(k); e.has_priced() && !e.exempt())
+          allowances.push_back(e.base_allowance());
+      welcome.chunk_bytes = static_cast<std::uint64_t>(pricing::suggest_chunk_bytes(allowances));
+      if (!send_msg(s, welcome)) return "failed to send welcome";
       return {};
     }
     Status st;

@@ -1,5 +1,6 @@
 #include "agent/engine/protocol.h"
 
+#include <bit>
 #include <cstring>
 #include <type_traits>
 
@@ -21,7 +22,8 @@ static_assert(sizeof(WireHello) == 64);
 struct WireWelcome {
   std::uint32_t engine_id;
   std::uint8_t fail_mode;
-  std::uint8_t pad[3];
+  std::uint8_t chunk_shift;  // log2 of Welcome::chunk_bytes; 0: none (was padding)
+  std::uint8_t pad[2];
   std::uint64_t lease_ns;
   char policy[kNameBytes];
 };
@@ -134,6 +136,13 @@ Status encode(const Message& m, std::vector<std::uint8_t>& out) {
     w.engine_id = x->engine_id;
     w.fail_mode = static_cast<std::uint8_t>(x->fail_mode);
     w.lease_ns = x->lease_ns;
+    if (x->chunk_bytes) {
+      const unsigned shift = static_cast<unsigned>(std::countr_zero(x->chunk_bytes));
+      if (!std::has_single_bit(x->chunk_bytes) || shift < kMinChunkShift || shift > kMaxChunkShift)
+        return make_error("welcome.chunk_bytes: {} is not a power of two in [2^{}, 2^{}]", x->chunk_bytes,
+                          kMinChunkShift, kMaxChunkShift);
+      w.chunk_shift = static_cast<std::uint8_t>(shift);
+    }
     if (Status s = put_string(w.policy, x->policy, "welcome.policy"); !s) return s;
     start(out, Type::kWelcome, w, 0);
     return Status::Ok();
@@ -230,6 +239,10 @@ Result<Message> decode(std::span<const std::uint8_t> d) {
       if (b->fail_mode > 1) return make_error("welcome.fail_mode: {} out of range", b->fail_mode);
       m.fail_mode = static_cast<FailMode>(b->fail_mode);
       m.lease_ns = b->lease_ns;
+      if (b->chunk_shift != 0 && (b->chunk_shift < kMinChunkShift || b->chunk_shift > kMaxChunkShift))
+        return make_error("welcome.chunk_shift: {} out of range (0, or {} .. {})", b->chunk_shift, kMinChunkShift,
+                          kMaxChunkShift);
+      m.chunk_bytes = b->chunk_shift ? std::uint64_t{1} << b->chunk_shift : 0;
       auto pol = get_string(b->policy, "welcome.policy");
       if (!pol) return pol.error();
       m.policy = *pol;

@@ -10,7 +10,7 @@
 // bounds, strings NUL-terminated, enums in range) and never trusts the peer.
 //
 //   engine -> agent   Hello     name, kind, period/deadline, grant overhead, unit catalog
-//   agent  -> engine  Welcome   engine id, policy, lease, fail mode
+//   agent  -> engine  Welcome   engine id, policy, lease, fail mode, suggested chunk size
 //   engine -> agent   Work      work id, deadline (0: the engine's default), unit indices
 //   agent  -> engine  Grant     grant id, work id, first unit, count, bytes, start_by,
 //                               successor flag (delivered ahead: check it at the boundary),
@@ -100,11 +100,19 @@ struct Hello {
   std::vector<UnitInfo> units;
 };
 
+// Chunk sizes a Welcome can suggest: powers of two, 2^kMinChunkShift .. 2^kMaxChunkShift.
+inline constexpr unsigned kMinChunkShift = 12, kMaxChunkShift = 40;
+
 struct Welcome {
   std::uint32_t engine_id = 0;
   std::string policy;
   std::uint64_t lease_ns = 0;
   FailMode fail_mode = FailMode::kOpen;
+  // The chunk size the agent suggests for sub-layer grants (Documentation/cuhook.md), a
+  // power of two in [4 KiB, 1 TiB]; 0: no suggestion. Optional in both directions: it
+  // travels in a byte that was padding (its log2; 0: none), so an older engine ignores
+  // it and an older agent sends none.
+  std::uint64_t chunk_bytes = 0;
 };
 
 struct WorkMsg {

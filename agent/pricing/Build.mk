@@ -4,7 +4,7 @@
 # too so that the whole module lives in one fragment.
 
 PRICING_SRCS := agent/pricing/params.cc agent/pricing/fit.cc agent/pricing/margin.cc \
-	agent/pricing/estimator.cc agent/pricing/ledger.cc agent/pricing/config.cc
+	agent/pricing/estimator.cc agent/pricing/ledger.cc agent/pricing/config.cc agent/pricing/chunk.cc
 EIGEN_CFLAGS := -I/usr/include/eigen3
 $(foreach s,$(PRICING_SRCS:.cc=),$(eval CXXFLAGS_$(subst /,_,$(s)) += $(EIGEN_CFLAGS)))
 
@@ -15,7 +15,7 @@ LDLIBS_PRICING := -lfmt
 PRICING_TESTS := tests/unit/pricing_fit_test.cc tests/unit/pricing_margin_test.cc \
 	tests/unit/pricing_estimator_test.cc tests/unit/pricing_ledger_test.cc \
 	tests/unit/pricing_config_test.cc tests/unit/pricing_stats_test.cc \
-	tests/unit/pricing_closed_loop_test.cc
+	tests/unit/pricing_closed_loop_test.cc tests/unit/pricing_chunk_test.cc
 $(foreach s,$(PRICING_TESTS:.cc=),$(eval CXXFLAGS_$(subst /,_,$(s)) += $(EIGEN_CFLAGS)))
 
 $(O)/tests/unit/pricing_test: $(call objs,$(PRICING_TESTS)) $(O)/lib/libripple_pricing.a

@@ -62,7 +62,11 @@ extern "C" {
   X(unit_copy_bytes, "host copy bytes inside NVTX unit occurrences")                            \
   X(copy_passes_learned, "copy passes learned")                                                 \
   X(units_drained, "units of an abandoned work acquired and closed without running")            \
-  X(subunits_skipped, "sub-units granted and closed unrun (fewer bytes than announced)")
+  X(subunits_skipped, "sub-units granted and closed unrun (fewer bytes than announced)")       \
+  /* v4: */                                                                                     \
+  X(chunk_changes, "chunk sizes suggested by the agent and applied (each a new session)")       \
+  X(chunk_waits, "grant_waits at chunk gates (inside a unit); the rest were at boundaries")     \
+  X(chunk_wait_ns, "wait_ns spent at chunk gates; wait_ns - chunk_wait_ns: at boundaries")
 
 /* Counters of the interposer (a snapshot), one field per RIPPLE_CUHOOK_COUNTERS entry. */
 struct ripple_cuhook_stats {

@@ -797,6 +797,54 @@ TEST_F(CuhookTest, LargeUnitsAreGrantedSubUnitBySubUnit) {
   }
 }
 
+// Tests that the chunk size the agent suggests in its Welcome is applied: a session whose
+// Hello announced whole layers (the 64 MiB default) is followed, at the next work, by one
+// whose Hello announces them as sub-units of the suggested size, and the copies are then
+// gated chunk by chunk; that the session opened for it applies no other suggestion; and
+// that RIPPLE_CHUNK_BYTES wins over the suggestion.
+TEST_F(CuhookTest, AgentSuggestedChunkSizeIsApplied) {
+  {
+    GrantServer srv(sock_);
+    srv.set_chunk_suggestion(65536, 1);  // from the learned pass's session on
+    ASSERT_TRUE(srv.start());
+    Outcome r = run({"direct", "offload", "8", "4", "3", "1048576"});
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    const GrantServer::Seen seen = srv.seen();
+    json st = stats_of(r);
+    ASSERT_EQ(st["passes_learned"].get<int>(), 1) << r.err;
+    ASSERT_EQ(seen.hellos.size(), 3u) << "first, learned pass, suggested chunk size\n" << r.err;
+    auto learned = by_name(seen.hellos[1]);
+    EXPECT_EQ(learned["layers.2"].bytes, 1048576u + 4096);
+    EXPECT_EQ(learned.count("layers.2/c"), 0u) << "the learned session announced whole layers (64 MiB default)";
+    auto chunked = by_name(seen.hellos[2]);
+    ASSERT_EQ(chunked.count("layers.2/c"), 1u) << r.err;
+    EXPECT_EQ(chunked["layers.2/c"].bytes, 65536u);
+    EXPECT_EQ(st["chunk_bytes"].get<std::uint64_t>(), 65536u);
+    EXPECT_EQ(st["chunk_suggested"].get<std::uint64_t>(), 65536u);
+    EXPECT_EQ(st["chunk_changes"].get<int>(), 1);
+    EXPECT_GT(st["chunk_gates"].get<std::uint64_t>(), 0u) << "copies gated chunk by chunk in the new session";
+    EXPECT_LE(st["chunk_waits"].get<std::uint64_t>(), st["grant_waits"].get<std::uint64_t>());
+    EXPECT_LE(st["chunk_wait_ns"].get<std::uint64_t>(), st["wait_ns"].get<std::uint64_t>());
+    EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
+    EXPECT_EQ(seen.discards, 0u);
+    EXPECT_NE(r.err.find("chunk size 65536 bytes as the agent suggests"), std::string::npos) << r.err;
+  }
+  {
+    clear_outputs();
+    GrantServer srv(sock_);
+    srv.set_chunk_suggestion(65536);
+    ASSERT_TRUE(srv.start());
+    Outcome r = run({"direct", "offload", "8", "4", "3", "1048576"}, {{"RIPPLE_CHUNK_BYTES", "131072"}});
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    const GrantServer::Seen seen = srv.seen();
+    json st = stats_of(r);
+    EXPECT_EQ(st["chunk_bytes"].get<std::uint64_t>(), 131072u) << "RIPPLE_CHUNK_BYTES wins";
+    EXPECT_EQ(st["chunk_changes"].get<int>(), 0);
+    auto cat = by_name(seen.hellos.back());
+    EXPECT_EQ(cat["layers.2/c"].bytes, 131072u);
+  }
+}
+
 // Tests that fork works: parent and child both run their launches to completion, and
 // the child is its own engine session (it does not use the parent's).
 TEST_F(CuhookTest, ForkedChildRunsAsItsOwnSession) {

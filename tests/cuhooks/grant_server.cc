@@ -88,7 +88,9 @@ void GrantServer::handle(int fd, const engine::Message& m) {
   if (auto* h = std::get_if<engine::Hello>(&m)) {
     hello_of_[fd] = seen_.hellos.size();
     seen_.hellos.push_back(*h);
-    send_msg(fd, engine::Welcome{static_cast<std::uint32_t>(seen_.hellos.size()), "test-grant-server", 0, fail_});
+    engine::Welcome w{static_cast<std::uint32_t>(seen_.hellos.size()), "test-grant-server", 0, fail_};
+    if (seen_.hellos.size() > suggest_from_) w.chunk_bytes = suggest_chunk_;
+    send_msg(fd, w);
   } else if (auto* w = std::get_if<engine::WorkMsg>(&m)) {
     seen_.works.push_back(*w);
     seen_.work_hello.push_back(hello_of_.count(fd) ? hello_of_[fd] : SIZE_MAX);

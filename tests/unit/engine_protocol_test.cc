@@ -121,6 +121,34 @@ TEST(EngineProtocol, RoundTripsEveryMessage) {
   EXPECT_EQ(std::get<Welcome>(*wel).fail_mode, FailMode::kClosed);
 }
 
+// Tests that a Welcome's suggested chunk size round-trips, travels in a byte the older
+// format left as padding (the message size is unchanged: an older engine reads the rest
+// as before and an older agent's zero means "none"), and that a size no power of two in
+// range is refused on both sides with the field named.
+TEST(EngineProtocol, WelcomeSuggestsAChunkSize) {
+  Welcome w{3, "ripple", 20'000'000, FailMode::kOpen};
+  const auto none = bytes_of(w);
+  EXPECT_EQ(std::get<Welcome>(*decode(none)).chunk_bytes, 0u);
+  w.chunk_bytes = 32ull << 20;
+  const auto some = bytes_of(w);
+  ASSERT_EQ(some.size(), none.size());
+  EXPECT_EQ(std::get<Welcome>(*decode(some)).chunk_bytes, 32ull << 20);
+  std::size_t diff = 0;
+  for (std::size_t i = 0; i < some.size(); ++i) diff += some[i] != none[i];
+  EXPECT_EQ(diff, 1u) << "one former padding byte carries it";
+  std::vector<std::uint8_t> out;
+  w.chunk_bytes = 3ull << 20;
+  Status s = encode(w, out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("welcome.chunk_bytes"), std::string::npos) << s.error().message;
+  w.chunk_bytes = 1024;
+  EXPECT_FALSE(encode(w, out).ok()) << "below 4 KiB";
+  auto bad = some;
+  for (std::size_t i = 0; i < bad.size(); ++i)
+    if (bad[i] != none[i]) bad[i] = 63;
+  EXPECT_NE(decode_error(bad).find("welcome.chunk_shift: 63 out of range"), std::string::npos) << decode_error(bad);
+}
+
 // Tests that malformed datagrams are refused with a message naming what is wrong:
 // too short, bad magic, other version, length mismatch, truncation, unknown type,
 // an unterminated name, a kind out of range, a zero-byte unit, a zero-unit grant.

@@ -1,0 +1,21 @@
+// The suggested chunk size (agent/pricing/chunk.h).
+#include "agent/pricing/chunk.h"
+
+#include <algorithm>
+#include <bit>
+#include <vector>
+
+namespace ripple::pricing {
+
+Bytes suggest_chunk_bytes(std::span<const Bytes> allowances) {
+  std::vector<Bytes> a;
+  for (Bytes x : allowances)
+    if (x > 0 && x != kUnlimitedBytes) a.push_back(x);
+  if (a.empty()) return 0;
+  std::nth_element(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(a.size() / 2), a.end());
+  const Bytes typical = a[a.size() / 2];
+  const auto per = static_cast<std::uint64_t>(std::max<Bytes>(1, typical / static_cast<Bytes>(kChunksPerAllowance)));
+  return std::clamp(static_cast<Bytes>(std::bit_floor(per)), kMinSuggestedChunk, kMaxSuggestedChunk);
+}
+
+}  // namespace ripple::pricing

@@ -1,0 +1,42 @@
+// The chunk size the agent suggests (agent/pricing/chunk.h): pure.
+#include "agent/pricing/chunk.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace ripple::pricing {
+namespace {
+
+constexpr Bytes kMiB = Bytes{1} << 20;
+
+// Tests the rule: the largest power of two at most an eighth of the median positive
+// allowance, clamped to [8 MiB, 256 MiB]; no allowance known: no suggestion.
+TEST(SuggestChunk, PowerOfTwoBelowAnEighthOfTheMedianAllowance) {
+  EXPECT_EQ(suggest_chunk_bytes(std::vector<Bytes>{}), 0);
+  EXPECT_EQ(suggest_chunk_bytes(std::vector<Bytes>{0, 0}), 0) << "no task released yet";
+  EXPECT_EQ(suggest_chunk_bytes(std::vector<Bytes>{kUnlimitedBytes}), 0) << "an unlimited allowance says nothing";
+  EXPECT_EQ(suggest_chunk_bytes(std::vector<Bytes>{512 * kMiB}), 64 * kMiB);
+  EXPECT_EQ(suggest_chunk_bytes(std::vector<Bytes>{511 * kMiB}), 32 * kMiB) << "rounded down, never up";
+  EXPECT_EQ(suggest_chunk_bytes(std::vector<Bytes>{500'000'000}), 32 * kMiB) << "0.5 GB / 8 = 62.5 MB";
+  // H200, k = 1.1: allowances 0 .. 1.3 GB; the zeros are ignored, the median is 0.6 GB.
+  EXPECT_EQ(suggest_chunk_bytes(std::vector<Bytes>{0, 1'300'000'000, 600'000'000, 200'000'000}), 64 * kMiB);
+}
+
+// Tests the clamps: tiny allowances still get 8 MiB chunks (not one round trip per
+// page), huge ones at most 256 MiB.
+TEST(SuggestChunk, ClampedToSaneSizes) {
+  EXPECT_EQ(suggest_chunk_bytes(std::vector<Bytes>{1}), 8 * kMiB);
+  EXPECT_EQ(suggest_chunk_bytes(std::vector<Bytes>{10 * kMiB}), 8 * kMiB);
+  EXPECT_EQ(suggest_chunk_bytes(std::vector<Bytes>{Bytes{100} << 30}), 256 * kMiB);
+}
+
+// Tests that the typical allowance is the median, so one task with a tiny or a huge
+// allowance does not set the size for all.
+TEST(SuggestChunk, MedianNotExtremes) {
+  const std::vector<Bytes> a{16 * kMiB, 1024 * kMiB, 1024 * kMiB, Bytes{50} << 30};
+  EXPECT_EQ(suggest_chunk_bytes(a), 128 * kMiB);
+}
+
+}  // namespace
+}  // namespace ripple::pricing
