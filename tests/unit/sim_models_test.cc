@@ -126,6 +126,32 @@ TEST(SimEngines, UniformEngineRate) {
   EXPECT_DOUBLE_EQ(m.gbps(), 1.0);
 }
 
+// Tests that chunked_engine announces each unit larger than the chunk as the interposer
+// does (chunks of C, the last one the rest; durations in proportion), keeps the pass's
+// bytes and order, and leaves smaller units and chunk 0 alone; and that a preset's
+// chunk_mb applies it (and refuses a size <= 0, naming the key).
+TEST(SimEngines, ChunkedEngineSplitsUnitsAsTheInterposer) {
+  EngineModel m = uniform_engine("llm", admission::EngineKind::kBestEffort, 3, 10'000'000, 10'000'000);
+  m.catalog.push_back({"small", 1'000'000, 1'000'000});
+  m.pass.push_back(1);
+  EngineModel c = chunked_engine(m, 4'000'000);
+  EXPECT_EQ(c.pass_bytes(), m.pass_bytes());
+  EXPECT_EQ(c.pass_ns(), m.pass_ns());
+  ASSERT_EQ(c.pass.size(), 3u * 3 + 1);
+  EXPECT_EQ(c.catalog[c.pass[0]].bytes, 4'000'000);
+  EXPECT_EQ(c.catalog[c.pass[2]].bytes, 2'000'000);
+  EXPECT_EQ(c.catalog[c.pass[2]].duration, 2'000'000);
+  EXPECT_EQ(c.catalog[c.pass.back()].bytes, 1'000'000) << "a unit within the chunk is not split";
+  EXPECT_EQ(c.catalog.size(), 3u) << "one entry per distinct sub-unit size, as the Hello";
+  EXPECT_EQ(chunked_engine(m, 0).pass, m.pass);
+  auto p = parse_preset("engines = [\"llm\"]\n[engine.llm]\nunits = 2\nunit_mb = 10\ngbps = 1\nchunk_mb = 4\n", "t", ".");
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->engines.at("llm").pass.size(), 6u);
+  auto bad = parse_preset("engines = [\"llm\"]\n[engine.llm]\nunits = 2\nunit_mb = 10\ngbps = 1\nchunk_mb = 0\n", "t", ".");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("engine.llm: chunk_mb must be > 0"), std::string::npos) << bad.error().message;
+}
+
 // The pipelining check of Client::acquire (§4.3).
 TEST(SimGrantCache, UsesTheGrantForItsPositionDiscardsStaleOnesHoldsForRelease) {
   GrantCache c;

@@ -5,7 +5,8 @@ SIM_SRCS := tools/ripple-sim/platform.cc tools/ripple-sim/tasks.cc tools/ripple-
 	tools/ripple-sim/runner.cc tools/ripple-sim/preset.cc tools/ripple-sim/sweep.cc tools/ripple-sim/report.cc
 $(foreach s,$(SIM_SRCS:.cc=) tools/ripple-sim/main,$(eval CXXFLAGS_$(subst /,_,$(s)) += $(AGENT_EIGEN_CFLAGS)))
 
-$(O)/lib/libripple_sim.a: $(call objs,$(SIM_SRCS))
+# cuhooks/chunker.cc: the interposer's chunk planner (pure), for sub-layer engines.
+$(O)/lib/libripple_sim.a: $(call objs,$(SIM_SRCS) cuhooks/chunker.cc)
 LIBS += $(O)/lib/libripple_sim.a
 SIM_LIBS := $(O)/lib/libripple_sim.a $(ADMISSION_LIBS)
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/admission/admission.h"
+#include "cuhooks/chunker.h"
 
 namespace ripple::sim {
 
@@ -54,6 +55,31 @@ EngineModel uniform_engine(std::string name, admission::EngineKind kind, std::ui
   m.catalog.push_back({"layer", unit_bytes, unit_ns});
   m.pass.assign(units, 0);
   return m;
+}
+
+EngineModel chunked_engine(const EngineModel& m, Bytes chunk) {
+  if (chunk <= 0) return m;
+  EngineModel c = m;
+  c.catalog.clear();
+  std::vector<std::vector<std::uint32_t>> subs(m.catalog.size());  // catalog index -> its pass entries
+  for (std::size_t u = 0; u < m.catalog.size(); ++u) {
+    const auto& s = m.catalog[u];
+    const auto parts = cuhook::split_unit({s.name, static_cast<std::uint64_t>(s.bytes), static_cast<std::uint64_t>(s.duration)},
+                                          static_cast<std::uint64_t>(chunk));
+    // One entry per distinct sub-unit size (C, and the rest), as the interposer's Hello.
+    const auto full = static_cast<std::uint32_t>(c.catalog.size());
+    c.catalog.push_back({parts.front().name, static_cast<Bytes>(parts.front().bytes), static_cast<Nanos>(parts.front().duration_ns)});
+    std::uint32_t tail = full;
+    if (parts.back().bytes != parts.front().bytes) {
+      tail = static_cast<std::uint32_t>(c.catalog.size());
+      c.catalog.push_back({parts.back().name, static_cast<Bytes>(parts.back().bytes), static_cast<Nanos>(parts.back().duration_ns)});
+    }
+    subs[u].assign(parts.size() - 1, full);
+    subs[u].push_back(tail);
+  }
+  c.pass.clear();
+  for (auto u : m.pass) c.pass.insert(c.pass.end(), subs[u].begin(), subs[u].end());
+  return c;
 }
 
 Result<EngineModel> engine_from_profile_json(const std::string& text, const std::string& origin, std::string name,

@@ -49,6 +49,12 @@ Status validate(const EngineModel& m);
 EngineModel uniform_engine(std::string name, admission::EngineKind kind, std::uint32_t units, Bytes unit_bytes,
                            Nanos unit_ns);
 
+// Sub-layer grants: `m` as the interposer announces it with chunk size `chunk` bytes
+// (cuhooks/chunker.h, the same planner): every unit larger than `chunk` becomes its
+// sub-units (chunk bytes each, the last one the rest; durations in proportion), in order
+// in the pass. chunk 0: `m` unchanged.
+EngineModel chunked_engine(const EngineModel& m, Bytes chunk);
+
 // From a ripple-profile JSON ("ripple-unit-catalog/1": recorded with gpu_ns, or a model
 // catalog from `ripple-profile model`, whose units have bytes but no time): every unit in
 // order is the pass. Units without a recorded time take bytes / rate_gbps; units with

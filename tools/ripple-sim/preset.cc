@@ -58,7 +58,7 @@ Result<EngineModel> read_engine(const toml::table& t, const std::string& name, c
   const std::string where = "engine." + name;
   if (Status s = check_keys(t, where, {"kind", "units", "unit_mb", "unit_ms", "gbps", "profile", "period_ms",
                                        "deadline_ms", "first_release_ms", "grant_overhead_us", "repeat",
-                                       "hidden_overhead_us", "source"});
+                                       "hidden_overhead_us", "chunk_mb", "source"});
       !s)
     return s.error();
   const std::string kind_s = t["kind"].value_or(std::string("best-effort"));
@@ -89,6 +89,11 @@ Result<EngineModel> read_engine(const toml::table& t, const std::string& name, c
   if (auto rep = t["repeat"].value<std::int64_t>(); rep && *rep > 1) {
     const auto one = m.pass;
     for (std::int64_t i = 1; i < *rep; ++i) m.pass.insert(m.pass.end(), one.begin(), one.end());
+  }
+  // chunk_mb: sub-layer grants, the units split as the interposer splits them.
+  if (auto c = t["chunk_mb"].value<double>()) {
+    if (!(*c > 0)) return make_error("{}: chunk_mb must be > 0", where);
+    m = chunked_engine(m, static_cast<Bytes>(std::llround(*c * 1e6)));
   }
   m.grant_overhead = us_to_ns(t["grant_overhead_us"].value_or(0.0));
   m.hidden_overhead = us_to_ns(t["hidden_overhead_us"].value_or(0.0));
