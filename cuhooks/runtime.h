@@ -169,7 +169,8 @@ class Runtime {
   std::uint32_t learn_step_locked(const std::string& label, bool* whole_pass, std::size_t* from);
   bool learn_locked(const std::vector<std::string>& labels);
   void deviate_locked(const std::string& label);
-  void renew_session_locked();
+  // A new session when the announced catalog changed (or `force`: to ask the agent again).
+  void renew_session_locked(bool force = false);
   // Bare-pass learning (copies and graph launches outside units, no NVTX/API units).
   std::vector<std::uint32_t> bare_step_locked(const std::string& label, std::uint64_t bytes,
                                               std::vector<std::uint32_t> fallback, bool* whole_pass, std::size_t* from);
@@ -247,6 +248,10 @@ class Runtime {
   std::uint64_t chunk_suggested_ = 0;  // the last Welcome's suggestion (0: none)
   std::uint64_t chunk_pending_ = 0;    // a suggestion to apply at the next work
   bool chunk_renewal_ = false;         // this session was opened to apply one
+  bool quiet_renewal_ = false;         // a renewal for the chunk size: no "learned units" line
+  std::uint64_t next_ask_ns_ = 0;      // no suggestion yet: a new session asks at this time
+  static constexpr unsigned kMaxChunkAsks = 6;  // 5 s, 10 s, ... 160 s by default: ~5 min
+  unsigned chunk_asks_ = 0;            // asked without an answer, in a row
   bool at_chunk_gate_ = false;         // under gm_: the acquire is a chunk gate's (stats)
   std::vector<engine::UnitInfo> wire_cat_;
   std::vector<std::vector<std::uint32_t>> subs_;

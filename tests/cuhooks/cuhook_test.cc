@@ -845,6 +845,29 @@ TEST_F(CuhookTest, AgentSuggestedChunkSizeIsApplied) {
   }
 }
 
+// Tests that an engine whose first Welcome suggested no chunk size (the agent had priced
+// no job yet) asks again in a new session RIPPLE_CHUNK_RENEW_MS later, and applies the
+// suggestion that session brings (its units announced as sub-units in a third one).
+TEST_F(CuhookTest, NoSuggestionYetAsksAgain) {
+  GrantServer srv(sock_);
+  srv.set_chunk_suggestion(65536, 1);  // the first session gets none
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "offload", "8", "4", "3", "1048576"},
+                  {{"RIPPLE_LEARN", "off"}, {"RIPPLE_UNIT_BYTES", "1052672"}, {"RIPPLE_CHUNK_RENEW_MS", "1"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  const GrantServer::Seen seen = srv.seen();
+  json st = stats_of(r);
+  ASSERT_EQ(seen.hellos.size(), 3u) << "none, asked again, applied\n" << r.err;
+  EXPECT_EQ(by_name(seen.hellos[1]).count("unit/c"), 0u);
+  auto cat = by_name(seen.hellos[2]);
+  ASSERT_EQ(cat.count("unit/c"), 1u) << r.err;
+  EXPECT_EQ(cat["unit/c"].bytes, 65536u);
+  EXPECT_EQ(st["chunk_changes"].get<int>(), 1);
+  EXPECT_GT(st["chunk_gates"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
+  EXPECT_EQ(r.err.find("learned units"), std::string::npos) << "no misleading line: " << r.err;
+}
+
 // Tests that fork works: parent and child both run their launches to completion, and
 // the child is its own engine session (it does not use the parent's).
 TEST_F(CuhookTest, ForkedChildRunsAsItsOwnSession) {
