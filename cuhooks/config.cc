@@ -116,7 +116,7 @@ Config read_config() {
   c.learn = env_str("RIPPLE_LEARN", "on") != "off";
   c.chunk_set = getenv("RIPPLE_CHUNK_BYTES") && *getenv("RIPPLE_CHUNK_BYTES");
   c.chunk_bytes = env_u64("RIPPLE_CHUNK_BYTES", c.chunk_bytes);
-  c.chunk_renew_ms = static_cast<int>(std::min<std::uint64_t>(env_u64("RIPPLE_CHUNK_RENEW_MS", 5000), 86'400'000));
+  c.chunk_hold_ms = static_cast<int>(std::min<std::uint64_t>(env_u64("RIPPLE_CHUNK_HOLD_MS", 10000), 86'400'000));
   return c;
 }
 

@@ -48,9 +48,9 @@ struct Config {
   bool learn = true;  // learn the pass of NVTX units or of bare copies (no profile sequence)
   std::uint64_t chunk_bytes = kDefaultChunkBytes;  // sub-layer grants; 0: off
   bool chunk_set = false;  // RIPPLE_CHUNK_BYTES given: it wins over the agent's suggestion
-  // RIPPLE_CHUNK_RENEW_MS: while the agent has suggested no chunk size (it had priced no
-  // job yet when the session began), a new session asks again this often (0: never).
-  int chunk_renew_ms = 5000;
+  // RIPPLE_CHUNK_HOLD_MS: a chunk size the agent suggested is kept at least this long
+  // before another suggestion is applied (each change is a new session).
+  int chunk_hold_ms = 10000;
 };
 
 // A fail-open engine's default bound on one grant wait: far above any wait a working

@@ -15,12 +15,6 @@ namespace ripple::cuhook {
 using engine::monotonic_ns;
 
 void Runtime::open_work_locked(const std::vector<std::uint32_t>& units) {
-  if (next_ask_ns_ && client_ && monotonic_ns() >= next_ask_ns_) {  // no suggestion yet: ask again
-    next_ask_ns_ = 0;
-    ++chunk_asks_;
-    quiet_renewal_ = true;
-    renew_session_locked(true);
-  }
   apply_chunk_locked();  // between works: no unit is split under the old size
   // Each unit as its sub-units; a work holds at most kMaxWorkUnits of them (the units
   // that do not fit are the next work's, opened at their boundary).
@@ -78,7 +72,7 @@ bool Runtime::connect_locked(std::size_t from) {
   note_suggestion_locked(client_->welcome().chunk_bytes);
   const bool quiet = std::exchange(quiet_renewal_, false);
   if (renewing_ && !warned_unmanaged_ && !quiet) say("new session with the learned units (%zu in the catalog)", catalog_.size());
-  else if (ever_connected_ || warned_unmanaged_) say("connected to the agent at %s: managed again", cfg_.socket.c_str());
+  else if (warned_unmanaged_ || (ever_connected_ && !quiet)) say("connected to the agent at %s: managed again", cfg_.socket.c_str());
   renewing_ = false;
   session_catalog_ = wire_cat_;
   ever_connected_ = true;
@@ -164,6 +158,7 @@ bool Runtime::acquire_locked(std::size_t pos) {
     if (g) {
       grant_ = *g;
       grant_end_ = acq_next_ = base_ + g->first + g->count;
+      if (g->chunk_bytes) note_suggestion_locked(g->chunk_bytes);
       {
         std::lock_guard<std::mutex> c(cm_);
         if (client_) (void)client_->started(*g);
@@ -193,12 +188,12 @@ bool Runtime::acquire_locked(std::size_t pos) {
 // The agent must know the learned units: a new session whose Hello holds them (the
 // restart path: the next acquire connects and announces the open work). Unchanged names
 // and bytes keep the session.
-void Runtime::renew_session_locked(bool force) {
+void Runtime::renew_session_locked() {
   rebuild_wire_locked();
   bool same = client_ && session_catalog_.size() == wire_cat_.size();
   for (std::size_t i = 0; same && i < wire_cat_.size(); ++i)
     same = session_catalog_[i].name == wire_cat_[i].name && session_catalog_[i].bytes == wire_cat_[i].bytes;
-  if (!client_ || (same && !force)) return;
+  if (!client_ || same) return;
   close_grant_locked();
   // Let the watcher report the closed grants' GPU time to the session they belong to.
   for (int i = 0; i < 50 && inflight_.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -214,35 +209,27 @@ void Runtime::renew_session_locked(bool force) {
   renewing_ = true;
 }
 
-// The agent's suggested chunk size (agent/pricing/chunk.h, the Welcome's chunk_bytes).
-// The hook announced its sub-units in the Hello, before the Welcome said anything, so a
-// suggestion other than the size in use is applied at the next work: the wire catalog is
-// rebuilt and, when it changed, a new session announces it (the learned-pass path). A
-// session opened to apply a suggestion applies no other (no ping-pong between two sizes
-// when the allowances sit at a boundary): the next one comes with the next session
-// (a learned pass, a reconnect). The agent suggests nothing before it has priced a job,
-// and an engine usually connects before that (it waits for the agent): while the
-// suggestion is 0, a new session asks again at a work's start, RIPPLE_CHUNK_RENEW_MS
-// after the Welcome (5 s by default: within the agent's profiling and preparation,
-// before a bench scores), the wait doubling each time, at most kMaxChunkAsks times in a
-// row. RIPPLE_CHUNK_BYTES, when set, wins; record mode never chunks.
+// The agent's suggested chunk size (agent/pricing/chunk.h): the Welcome carries it, and
+// every Grant carries the current one, so an engine follows it without asking (an engine
+// usually connects before the agent has priced a job, when there is none yet). The hook
+// announced its sub-units in the Hello, so a suggestion other than the size in use is
+// applied at the next work: the wire catalog is rebuilt and, when it changed, a new
+// session announces it (the learned-pass path). A size applied is kept at least
+// RIPPLE_CHUNK_HOLD_MS (no churn of sessions when the allowances sit at a power-of-two
+// boundary). RIPPLE_CHUNK_BYTES, when set, wins; record mode never chunks.
 void Runtime::note_suggestion_locked(std::uint64_t suggested) {
   chunk_suggested_ = suggested;
-  const bool renewal = std::exchange(chunk_renewal_, false);
-  const bool follow = !cfg_.chunk_set && cfg_.record_path.empty();
-  // Asked kMaxChunkAsks times without an answer (an agent that prices nothing): stop.
-  next_ask_ns_ = follow && !suggested && cfg_.chunk_renew_ms > 0 && chunk_asks_ < kMaxChunkAsks
-                     ? monotonic_ns() + (static_cast<std::uint64_t>(cfg_.chunk_renew_ms) << chunk_asks_) * 1000000ull
-                     : 0;
-  if (suggested) chunk_asks_ = 0;
-  if (!suggested || !follow || renewal) return;
+  if (!suggested || cfg_.chunk_set || !cfg_.record_path.empty()) return;
   chunk_pending_ = suggested != chunk_.load(std::memory_order_relaxed) ? suggested : 0;
 }
 
 void Runtime::apply_chunk_locked() {
   if (!chunk_pending_) return;
+  const std::uint64_t now = monotonic_ns();
+  if (now < chunk_hold_until_ns_) return;
   const std::uint64_t c = std::exchange(chunk_pending_, 0);
   const std::uint64_t was = chunk_.exchange(c);
+  chunk_hold_until_ns_ = now + static_cast<std::uint64_t>(cfg_.chunk_hold_ms) * 1000000ull;
   const auto n = g_c.chunk_changes.fetch_add(1, std::memory_order_relaxed) + 1;
   if (n <= 3)
     say("chunk size %llu bytes as the agent suggests (was %llu; RIPPLE_CHUNK_BYTES overrides)%s",
@@ -250,7 +237,7 @@ void Runtime::apply_chunk_locked() {
         n == 3 ? " (said 3 times; counted as chunk_changes)" : "");
   const bool had = client_ != nullptr;
   renew_session_locked();
-  if (had && !client_) chunk_renewal_ = quiet_renewal_ = true;
+  if (had && !client_) quiet_renewal_ = true;
 }
 
 }  // namespace ripple::cuhook

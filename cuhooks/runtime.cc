@@ -357,9 +357,8 @@ void Runtime::fork_child() {
   pass_work_ = bare_work_ = false;
   renewing_ = false;
   chunk_pending_ = 0;
-  chunk_renewal_ = quiet_renewal_ = false;
-  next_ask_ns_ = 0;
-  chunk_asks_ = 0;
+  quiet_renewal_ = false;
+  chunk_hold_until_ns_ = 0;
   session_catalog_.clear();
   // The child's copies are its own stream: a learned pass stays, the history does not.
   if (bare_learn_) copy_learner_.restart();

@@ -132,7 +132,7 @@ class Runtime {
   // Sub-layer grants. The wire catalog: catalog_, then the sub-unit entries of the units
   // larger than the chunk size; subs_[i]: the wire entries unit i is announced as.
   void rebuild_wire_locked();
-  // The agent's suggested chunk size: noted at a Welcome, applied at the next work.
+  // The agent's suggested chunk size: noted at a Welcome or a grant, applied at the next work.
   void note_suggestion_locked(std::uint64_t suggested);
   void apply_chunk_locked();
   bool splittable(std::uint32_t unit) const;
@@ -169,8 +169,8 @@ class Runtime {
   std::uint32_t learn_step_locked(const std::string& label, bool* whole_pass, std::size_t* from);
   bool learn_locked(const std::vector<std::string>& labels);
   void deviate_locked(const std::string& label);
-  // A new session when the announced catalog changed (or `force`: to ask the agent again).
-  void renew_session_locked(bool force = false);
+  // A new session when the announced catalog changed.
+  void renew_session_locked();
   // Bare-pass learning (copies and graph launches outside units, no NVTX/API units).
   std::vector<std::uint32_t> bare_step_locked(const std::string& label, std::uint64_t bytes,
                                               std::vector<std::uint32_t> fallback, bool* whole_pass, std::size_t* from);
@@ -245,13 +245,10 @@ class Runtime {
   // Welcome's chunk_bytes) once applied, else kDefaultChunkBytes. Read by the hot path
   // without gm_; written under gm_ between works.
   std::atomic<std::uint64_t> chunk_{0};
-  std::uint64_t chunk_suggested_ = 0;  // the last Welcome's suggestion (0: none)
+  std::uint64_t chunk_suggested_ = 0;  // the agent's last suggestion (Welcome, Grant; 0: none)
   std::uint64_t chunk_pending_ = 0;    // a suggestion to apply at the next work
-  bool chunk_renewal_ = false;         // this session was opened to apply one
+  std::uint64_t chunk_hold_until_ns_ = 0;  // no other change before (RIPPLE_CHUNK_HOLD_MS)
   bool quiet_renewal_ = false;         // a renewal for the chunk size: no "learned units" line
-  std::uint64_t next_ask_ns_ = 0;      // no suggestion yet: a new session asks at this time
-  static constexpr unsigned kMaxChunkAsks = 6;  // 5 s, 10 s, ... 160 s by default: ~5 min
-  unsigned chunk_asks_ = 0;            // asked without an answer, in a row
   bool at_chunk_gate_ = false;         // under gm_: the acquire is a chunk gate's (stats)
   std::vector<engine::UnitInfo> wire_cat_;
   std::vector<std::vector<std::uint32_t>> subs_;

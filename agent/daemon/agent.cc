@@ -30,6 +30,18 @@
 
 namespace ripple::daemon {
 
+namespace {
+// The chunk size suggested to the engines for sub-layer grants (Welcome and every Grant
+// carry it): pricing::suggest_chunk_bytes over the allowances issued so far.
+std::uint64_t suggested_chunk(const pricing::Ledger& ledger) {
+  std::vector<pricing::Bytes> allowances;
+  for (pricing::TaskId k = 0; k < ledger.task_count(); ++k)
+    if (const pricing::Estimator& e = ledger.task(k); e.has_priced() && !e.exempt())
+      allowances.push_back(e.base_allowance());
+  return static_cast<std::uint64_t>(pricing::suggest_chunk_bytes(allowances));
+}
+}  // namespace
+
 using admission::EngineId;
 using admission::kNever;
 using nlohmann::json;
@@ -471,12 +483,7 @@ Status Agent::run() {
                       admission::to_string(m.adm->engine(*eid)->spec.kind), h->units.size());
       Welcome welcome{*eid, c.agent.policy.substr(0, kNameBytes - 1),
                       static_cast<std::uint64_t>(c.agent.admission.lease), c.agent.fail_mode};
-      // The chunk size for sub-layer grants, from the allowances issued so far.
-      std::vector<pricing::Bytes> allowances;
-      for (pricing::TaskId k = 0; k < m.ledger.task_count(); ++k)
-        if (const pricing::Estimator& e = m.ledger.task(k); e.has_priced() && !e.exempt())
-          allowances.push_back(e.base_allowance());
-      welcome.chunk_bytes = static_cast<std::uint64_t>(pricing::suggest_chunk_bytes(allowances));
+      welcome.chunk_bytes = suggested_chunk(m.ledger);
       if (!send_msg(s, welcome)) return "failed to send welcome";
       return {};
     }
@@ -524,6 +531,7 @@ Status Agent::run() {
       engine::GrantMsg msg{g.id, g.work, g.first, g.count, static_cast<std::uint64_t>(g.bytes),
                            static_cast<std::uint64_t>(g.start_by), static_cast<std::uint64_t>(sent), g.successor,
                            static_cast<std::uint64_t>(g.not_before)};
+      msg.chunk_bytes = suggested_chunk(m.ledger);
       if (!send_msg(s, msg)) {
         close_session(sid->second, fmt::format("failed to deliver grant: {}", std::strerror(errno)), false);
         continue;

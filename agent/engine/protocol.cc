@@ -46,7 +46,8 @@ struct WireGrant {
   std::uint64_t start_by_ns;
   std::uint64_t sent_ns;
   std::uint8_t successor;
-  std::uint8_t pad[7];
+  std::uint8_t chunk_shift;  // log2 of GrantMsg::chunk_bytes; 0: none (was padding)
+  std::uint8_t pad[6];
   std::uint64_t not_before_ns;  // version 2
 };
 static_assert(sizeof(WireGrant) == 64);
@@ -90,6 +91,20 @@ void start(std::vector<std::uint8_t>& out, Type type, const Body& body, std::siz
   WireHeader h{kMagic, kVersion, static_cast<std::uint16_t>(type), static_cast<std::uint32_t>(len), 0};
   std::memcpy(out.data(), &h, sizeof h);
   std::memcpy(out.data() + sizeof h, &body, sizeof body);
+}
+
+// A suggested chunk size (Welcome, Grant) travels as its log2 in one byte; 0: none.
+Result<std::uint8_t> chunk_shift_of(std::uint64_t bytes, const char* field) {
+  if (bytes == 0) return std::uint8_t{0};
+  const auto shift = static_cast<unsigned>(std::countr_zero(bytes));
+  if (!std::has_single_bit(bytes) || shift < kMinChunkShift || shift > kMaxChunkShift)
+    return make_error("{}: {} is not a power of two in [2^{}, 2^{}]", field, bytes, kMinChunkShift, kMaxChunkShift);
+  return static_cast<std::uint8_t>(shift);
+}
+Result<std::uint64_t> chunk_bytes_of(std::uint8_t shift, const char* field) {
+  if (shift != 0 && (shift < kMinChunkShift || shift > kMaxChunkShift))
+    return make_error("{}: {} out of range (0, or {} .. {})", field, shift, kMinChunkShift, kMaxChunkShift);
+  return shift ? std::uint64_t{1} << shift : 0;
 }
 
 template <class Body>
@@ -136,13 +151,9 @@ Status encode(const Message& m, std::vector<std::uint8_t>& out) {
     w.engine_id = x->engine_id;
     w.fail_mode = static_cast<std::uint8_t>(x->fail_mode);
     w.lease_ns = x->lease_ns;
-    if (x->chunk_bytes) {
-      const unsigned shift = static_cast<unsigned>(std::countr_zero(x->chunk_bytes));
-      if (!std::has_single_bit(x->chunk_bytes) || shift < kMinChunkShift || shift > kMaxChunkShift)
-        return make_error("welcome.chunk_bytes: {} is not a power of two in [2^{}, 2^{}]", x->chunk_bytes,
-                          kMinChunkShift, kMaxChunkShift);
-      w.chunk_shift = static_cast<std::uint8_t>(shift);
-    }
+    auto shift = chunk_shift_of(x->chunk_bytes, "welcome.chunk_bytes");
+    if (!shift) return shift.error();
+    w.chunk_shift = *shift;
     if (Status s = put_string(w.policy, x->policy, "welcome.policy"); !s) return s;
     start(out, Type::kWelcome, w, 0);
     return Status::Ok();
@@ -166,6 +177,9 @@ Status encode(const Message& m, std::vector<std::uint8_t>& out) {
     w.sent_ns = x->sent_ns;
     w.successor = x->successor ? 1 : 0;
     w.not_before_ns = x->not_before_ns;
+    auto shift = chunk_shift_of(x->chunk_bytes, "grant.chunk_bytes");
+    if (!shift) return shift.error();
+    w.chunk_shift = *shift;
     start(out, Type::kGrant, w, 0);
     return Status::Ok();
   }
@@ -239,10 +253,9 @@ Result<Message> decode(std::span<const std::uint8_t> d) {
       if (b->fail_mode > 1) return make_error("welcome.fail_mode: {} out of range", b->fail_mode);
       m.fail_mode = static_cast<FailMode>(b->fail_mode);
       m.lease_ns = b->lease_ns;
-      if (b->chunk_shift != 0 && (b->chunk_shift < kMinChunkShift || b->chunk_shift > kMaxChunkShift))
-        return make_error("welcome.chunk_shift: {} out of range (0, or {} .. {})", b->chunk_shift, kMinChunkShift,
-                          kMaxChunkShift);
-      m.chunk_bytes = b->chunk_shift ? std::uint64_t{1} << b->chunk_shift : 0;
+      auto chunk = chunk_bytes_of(b->chunk_shift, "welcome.chunk_shift");
+      if (!chunk) return chunk.error();
+      m.chunk_bytes = *chunk;
       auto pol = get_string(b->policy, "welcome.policy");
       if (!pol) return pol.error();
       m.policy = *pol;
@@ -272,6 +285,9 @@ Result<Message> decode(std::span<const std::uint8_t> d) {
         return make_error("grant.not_before_ns: {} is after start_by_ns {}", b->not_before_ns, b->start_by_ns);
       GrantMsg m{b->grant_id, b->work_id, b->first,  b->count,       b->bytes,
                  b->start_by_ns, b->sent_ns, b->successor == 1, b->not_before_ns};
+      auto chunk = chunk_bytes_of(b->chunk_shift, "grant.chunk_shift");
+      if (!chunk) return chunk.error();
+      m.chunk_bytes = *chunk;
       return Message(m);
     }
     case Type::kStart: {

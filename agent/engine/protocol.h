@@ -12,7 +12,7 @@
 //   engine -> agent   Hello     name, kind, period/deadline, grant overhead, unit catalog
 //   agent  -> engine  Welcome   engine id, policy, lease, fail mode, suggested chunk size
 //   engine -> agent   Work      work id, deadline (0: the engine's default), unit indices
-//   agent  -> engine  Grant     grant id, work id, first unit, count, bytes, start_by,
+//   agent  -> engine  Grant     grant id, work id, first unit, count, bytes, start_by, chunk size,
 //                               successor flag (delivered ahead: check it at the boundary),
 //                               not_before (delivered ahead for a CPU release: wait for it)
 //   engine -> agent   Start     the grant began executing
@@ -133,6 +133,9 @@ struct GrantMsg {
   // CLOCK_MONOTONIC; 0: start at once. A grant delivered ahead for a CPU release was
   // admitted against the budget that release opens: the engine may not start it earlier.
   std::uint64_t not_before_ns = 0;
+  // The agent's current chunk-size suggestion, as Welcome::chunk_bytes (0: none), so an
+  // engine follows it without a new session. In a former padding byte, as there.
+  std::uint64_t chunk_bytes = 0;
 };
 
 struct StartMsg {

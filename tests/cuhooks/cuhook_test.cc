@@ -805,7 +805,7 @@ TEST_F(CuhookTest, LargeUnitsAreGrantedSubUnitBySubUnit) {
 TEST_F(CuhookTest, AgentSuggestedChunkSizeIsApplied) {
   {
     GrantServer srv(sock_);
-    srv.set_chunk_suggestion(65536, 1);  // from the learned pass's session on
+    srv.set_chunk_suggestion(65536, 0, 1);  // in the Welcome, from the learned pass's session on
     ASSERT_TRUE(srv.start());
     Outcome r = run({"direct", "offload", "8", "4", "3", "1048576"});
     ASSERT_TRUE(exited_ok(r)) << r.err;
@@ -832,7 +832,7 @@ TEST_F(CuhookTest, AgentSuggestedChunkSizeIsApplied) {
   {
     clear_outputs();
     GrantServer srv(sock_);
-    srv.set_chunk_suggestion(65536);
+    srv.set_chunk_suggestion(65536, 65536);
     ASSERT_TRUE(srv.start());
     Outcome r = run({"direct", "offload", "8", "4", "3", "1048576"}, {{"RIPPLE_CHUNK_BYTES", "131072"}});
     ASSERT_TRUE(exited_ok(r)) << r.err;
@@ -845,27 +845,51 @@ TEST_F(CuhookTest, AgentSuggestedChunkSizeIsApplied) {
   }
 }
 
-// Tests that an engine whose first Welcome suggested no chunk size (the agent had priced
-// no job yet) asks again in a new session RIPPLE_CHUNK_RENEW_MS later, and applies the
-// suggestion that session brings (its units announced as sub-units in a third one).
-TEST_F(CuhookTest, NoSuggestionYetAsksAgain) {
-  GrantServer srv(sock_);
-  srv.set_chunk_suggestion(65536, 1);  // the first session gets none
-  ASSERT_TRUE(srv.start());
-  Outcome r = run({"direct", "offload", "8", "4", "3", "1048576"},
-                  {{"RIPPLE_LEARN", "off"}, {"RIPPLE_UNIT_BYTES", "1052672"}, {"RIPPLE_CHUNK_RENEW_MS", "1"}});
-  ASSERT_TRUE(exited_ok(r)) << r.err;
-  const GrantServer::Seen seen = srv.seen();
-  json st = stats_of(r);
-  ASSERT_EQ(seen.hellos.size(), 3u) << "none, asked again, applied\n" << r.err;
-  EXPECT_EQ(by_name(seen.hellos[1]).count("unit/c"), 0u);
-  auto cat = by_name(seen.hellos[2]);
-  ASSERT_EQ(cat.count("unit/c"), 1u) << r.err;
-  EXPECT_EQ(cat["unit/c"].bytes, 65536u);
-  EXPECT_EQ(st["chunk_changes"].get<int>(), 1);
-  EXPECT_GT(st["chunk_gates"].get<std::uint64_t>(), 0u);
-  EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
-  EXPECT_EQ(r.err.find("learned units"), std::string::npos) << "no misleading line: " << r.err;
+// Tests that the grants carry the agent's current suggestion, so an engine whose Welcome
+// had none (the agent had priced no job yet) follows it without asking: one new session
+// announces its units as sub-units of it. And that a size applied is held
+// RIPPLE_CHUNK_HOLD_MS before another suggestion is applied (each change is a session).
+TEST_F(CuhookTest, GrantsCarryTheSuggestionAndChangesAreHeld) {
+  const std::map<std::string, std::string> env{{"RIPPLE_LEARN", "off"}, {"RIPPLE_UNIT_BYTES", "1052672"}};
+  {
+    GrantServer srv(sock_);
+    srv.set_chunk_suggestion(0, 65536);  // none in the Welcome
+    ASSERT_TRUE(srv.start());
+    Outcome r = run({"direct", "offload", "8", "4", "3", "1048576"}, env);
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    const GrantServer::Seen seen = srv.seen();
+    json st = stats_of(r);
+    ASSERT_EQ(seen.hellos.size(), 2u) << "the first session, then the one with the suggested sub-units\n" << r.err;
+    EXPECT_EQ(by_name(seen.hellos[0]).count("unit/c"), 0u);
+    auto cat = by_name(seen.hellos[1]);
+    ASSERT_EQ(cat.count("unit/c"), 1u) << r.err;
+    EXPECT_EQ(cat["unit/c"].bytes, 65536u);
+    EXPECT_EQ(st["chunk_changes"].get<int>(), 1);
+    EXPECT_GT(st["chunk_gates"].get<std::uint64_t>(), 0u);
+    EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
+    EXPECT_EQ(r.err.find("learned units"), std::string::npos) << "no misleading line: " << r.err;
+  }
+  for (const char* hold : {"3600000", "0"}) {
+    SCOPED_TRACE(std::string("RIPPLE_CHUNK_HOLD_MS=") + hold);
+    clear_outputs();
+    GrantServer srv(sock_);
+    srv.set_chunk_suggestion(0, 65536, 0, true);  // 64 KiB and 128 KiB, grant after grant
+    ASSERT_TRUE(srv.start());
+    auto e = env;
+    e["RIPPLE_CHUNK_HOLD_MS"] = hold;
+    Outcome r = run({"direct", "offload", "8", "4", "3", "1048576"}, e);
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    json st = stats_of(r);
+    const bool held = std::string(hold) != "0";
+    const auto changes = st["chunk_changes"].get<std::uint64_t>();
+    if (held) {
+      EXPECT_EQ(changes, 1u) << r.err;
+      EXPECT_EQ(srv.seen().hellos.size(), 2u);
+    } else {
+      EXPECT_GE(changes, 3u) << "without a hold, every flip is a change\n" << r.err;
+      EXPECT_EQ(srv.seen().hellos.size(), changes + 1);
+    }
+  }
 }
 
 // Tests that fork works: parent and child both run their launches to completion, and

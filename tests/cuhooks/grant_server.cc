@@ -72,6 +72,8 @@ void GrantServer::grant_pending_locked() {
       g.successor = p.next > 0;
       g.start_by_ns = engine::monotonic_ns() + 60'000'000'000ull;
       g.sent_ns = engine::monotonic_ns();
+      if (hello_of_.count(p.fd) && hello_of_[p.fd] >= suggest_from_)
+        g.chunk_bytes = suggest_alternate_ && g.grant_id % 2 ? 2 * suggest_grant_ : suggest_grant_;
       send_msg(p.fd, g);
       seen_.grants.push_back(g);
       seen_.grant_sent_ns.push_back(g.sent_ns);
@@ -89,7 +91,7 @@ void GrantServer::handle(int fd, const engine::Message& m) {
     hello_of_[fd] = seen_.hellos.size();
     seen_.hellos.push_back(*h);
     engine::Welcome w{static_cast<std::uint32_t>(seen_.hellos.size()), "test-grant-server", 0, fail_};
-    if (seen_.hellos.size() > suggest_from_) w.chunk_bytes = suggest_chunk_;
+    if (seen_.hellos.size() > suggest_from_) w.chunk_bytes = suggest_welcome_;
     send_msg(fd, w);
   } else if (auto* w = std::get_if<engine::WorkMsg>(&m)) {
     seen_.works.push_back(*w);

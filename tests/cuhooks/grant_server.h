@@ -52,11 +52,16 @@ class GrantServer {
   // next one is sent once the one before was started; otherwise all at once, the later
   // ones delivered ahead of their turn (successors). Call before start().
   void set_units_per_grant(std::uint32_t k) { per_grant_ = k; }
-  // The Welcome suggests this chunk size (the agent's pricing::suggest_chunk_bytes) to
-  // the sessions after the first `from_session` ones. Call before start().
-  void set_chunk_suggestion(std::uint64_t bytes, std::size_t from_session = 0) {
-    suggest_chunk_ = bytes;
+  // The chunk size the Welcome and the grants suggest (the agent's
+  // pricing::suggest_chunk_bytes; 0: none) to the sessions after the first `from_session`
+  // ones; `alternate`: every other grant suggests twice `in_grants` (allowances at a
+  // power-of-two boundary). Call before start().
+  void set_chunk_suggestion(std::uint64_t in_welcome, std::uint64_t in_grants, std::size_t from_session = 0,
+                            bool alternate = false) {
+    suggest_welcome_ = in_welcome;
+    suggest_grant_ = in_grants;
     suggest_from_ = from_session;
+    suggest_alternate_ = alternate;
   }
   Seen seen();
 
@@ -80,7 +85,8 @@ class GrantServer {
   };
   std::vector<Pending> pending_;
   std::uint32_t per_grant_ = 0;
-  std::uint64_t suggest_chunk_ = 0;
+  std::uint64_t suggest_welcome_ = 0, suggest_grant_ = 0;
+  bool suggest_alternate_ = false;
   std::size_t suggest_from_ = 0;
   std::vector<int> sessions_;
   std::map<int, std::size_t> hello_of_;  // session fd -> its Hello in seen_.hellos

@@ -121,7 +121,7 @@ TEST(EngineProtocol, RoundTripsEveryMessage) {
   EXPECT_EQ(std::get<Welcome>(*wel).fail_mode, FailMode::kClosed);
 }
 
-// Tests that a Welcome's suggested chunk size round-trips, travels in a byte the older
+// Tests that a Welcome's (and a Grant's) suggested chunk size round-trips, travels in a byte the older
 // format left as padding (the message size is unchanged: an older engine reads the rest
 // as before and an older agent's zero means "none"), and that a size no power of two in
 // range is refused on both sides with the field named.
@@ -147,6 +147,18 @@ TEST(EngineProtocol, WelcomeSuggestsAChunkSize) {
   for (std::size_t i = 0; i < bad.size(); ++i)
     if (bad[i] != none[i]) bad[i] = 63;
   EXPECT_NE(decode_error(bad).find("welcome.chunk_shift: 63 out of range"), std::string::npos) << decode_error(bad);
+  // Every Grant carries the current suggestion the same way.
+  GrantMsg g{9, 7, 2, 3, 300, 4000, 5000, true};
+  const auto g_none = bytes_of(g);
+  g.chunk_bytes = 128ull << 20;
+  const auto g_some = bytes_of(g);
+  ASSERT_EQ(g_some.size(), g_none.size());
+  EXPECT_EQ(std::get<GrantMsg>(*decode(g_some)).chunk_bytes, 128ull << 20);
+  EXPECT_EQ(std::get<GrantMsg>(*decode(g_none)).chunk_bytes, 0u);
+  g.chunk_bytes = 5;
+  Status gs = encode(g, out);
+  ASSERT_FALSE(gs.ok());
+  EXPECT_NE(gs.error().message.find("grant.chunk_bytes"), std::string::npos) << gs.error().message;
 }
 
 // Tests that malformed datagrams are refused with a message naming what is wrong:
