@@ -109,6 +109,7 @@ Config read_config() {
   c.comm_prefix = env_str("RIPPLE_COMM_PREFIX", c.comm_prefix);
   c.stats_path = env_str("RIPPLE_CUHOOK_STATS", "");
   c.record_path = env_str("RIPPLE_RECORD", "");
+  c.stats_ms = static_cast<int>(std::min<std::uint64_t>(env_u64("RIPPLE_CUHOOK_STATS_MS", 0), 3'600'000));
   if (const char* t = getenv("RIPPLE_GRANT_TIMEOUT_MS"); t && *t)
     c.grant_timeout_ms = static_cast<int>(std::min<std::uint64_t>(env_u64("RIPPLE_GRANT_TIMEOUT_MS", 0), 86'400'000));
   c.reconnect_ms = static_cast<int>(env_u64("RIPPLE_RECONNECT_MS", 500));

@@ -37,6 +37,7 @@ struct Config {
   std::uint64_t unit_bytes = 0, graph_bytes = 0;
   std::string comm_prefix = "nccl";
   std::string stats_path, record_path;
+  int stats_ms = 0;  // RIPPLE_CUHOOK_STATS_MS: rewrite the stats file this often (0: at exit only)
   // RIPPLE_GRANT_TIMEOUT_MS; -1 unset: fail-open engines wait at most
   // kFailOpenGrantTimeoutMs (a hung agent must not hang them), fail-closed ones as long as
   // the agent says; 0: no bound.

@@ -1,7 +1,9 @@
 // The interposer's runtime (cuhooks/runtime.h): construction, the hot path (before and
 // after each intercepted call), NVTX ranges and the explicit C API, fork and exit, the
 // stats file. Documentation/cuhook.md.
+#include <errno.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -332,6 +334,7 @@ void Runtime::fork_child() {
   new (&nvtx_m_) std::mutex();
   new (&rec_m_) std::mutex();
   new (&learn_m_) std::mutex();
+  new (&stats_m_) std::mutex();
   if (client_) {
     ::close(client_->fd());
     (void)client_.release();  // the parent's session: neither Bye nor close again
@@ -363,6 +366,8 @@ void Runtime::fork_child() {
   // The child's copies are its own stream: a learned pass stays, the history does not.
   if (bare_learn_) copy_learner_.restart();
   t_state = ThreadState{};
+  stats_seq_.store(0);
+  start_stats_thread();  // the parent's is not in the child
 }
 
 // At exit: give the watcher a moment (bounded) to report the last grants' GPU time.
@@ -371,16 +376,41 @@ void Runtime::flush() {
   if (rec_) fflush(rec_);
 }
 
-void Runtime::write_stats() {
-  if (cfg_.stats_path.empty()) return;
+// Written to PATH.tmp, then renamed over PATH: a reader never sees half a file.
+// (A race between the check below and the rename can only replace a link, never write
+// through one.)
+bool Runtime::write_stats() {
+  if (cfg_.stats_path.empty()) return true;
   std::string path = cfg_.stats_path;
   if (auto at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(getpid()));
-  FILE* f = open_output("stats", path, false);
-  if (!f) return;
+  std::lock_guard<std::mutex> l(stats_m_);
+  // What is at PATH must be a regular file (or nothing): a link planted there is refused,
+  // as open_output refuses one, rather than replaced.
+  if (struct stat st{}; ::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    say("not writing the stats file %s: %s", path.c_str(), S_ISLNK(st.st_mode) ? "it is a symlink" : "not a regular file");
+    return false;
+  }
+  const std::string tmp = path + ".tmp";
+  FILE* f = open_output("stats", tmp, false);
+  if (!f) return false;
   const std::string extra = "\"chunk_bytes\":" + std::to_string(chunk_.load()) +
-                            ",\"chunk_suggested\":" + std::to_string(chunk_suggested_);
+                            ",\"chunk_suggested\":" + std::to_string(chunk_suggested_.load()) +
+                            ",\"stats_seq\":" + std::to_string(stats_seq_.fetch_add(1) + 1) +
+                            ",\"mono_ns\":" + std::to_string(engine::monotonic_ns());
   fprintf(f, "%s\n", stats_json(g_c, static_cast<int>(getpid()), extra).c_str());
-  fclose(f);
+  if (fclose(f) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    say("cannot write the stats file %s: %s", path.c_str(), strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+void Runtime::start_stats_thread() {
+  if (cfg_.off || cfg_.stats_path.empty() || cfg_.stats_ms <= 0) return;
+  std::thread([this] {
+    do std::this_thread::sleep_for(std::chrono::milliseconds(cfg_.stats_ms));
+    while (write_stats());  // a file it cannot write: said once, then only at exit
+  }).detach();
 }
 
 // --- the singleton -----------------------------------------------------------------
@@ -400,6 +430,7 @@ void at_exit() {
 void init_once() {
   // Never destroyed: hooks may run from other libraries' destructors after ours.
   g_rt = new Runtime();
+  g_rt->start_stats_thread();
   pthread_atfork(nullptr, nullptr, on_fork_child);
   atexit(at_exit);
 }

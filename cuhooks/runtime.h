@@ -101,7 +101,11 @@ class Runtime {
     has_comm_.store(true);
   }
   void fork_child();
-  void write_stats();
+  // False when it could not (said in one line).
+  bool write_stats();
+  // RIPPLE_CUHOOK_STATS_MS > 0: a thread rewrites the stats file that often, so a bench can
+  // take the counters at the start and the end of a window (engines outlive windows).
+  void start_stats_thread();
   void flush();
   const Config& cfg() const { return cfg_; }
   void load_driver();
@@ -245,7 +249,7 @@ class Runtime {
   // Welcome's chunk_bytes) once applied, else kDefaultChunkBytes. Read by the hot path
   // without gm_; written under gm_ between works.
   std::atomic<std::uint64_t> chunk_{0};
-  std::uint64_t chunk_suggested_ = 0;  // the agent's last suggestion (Welcome, Grant; 0: none)
+  std::atomic<std::uint64_t> chunk_suggested_{0};  // the agent's last suggestion (Welcome, Grant; 0: none)
   std::uint64_t chunk_pending_ = 0;    // a suggestion to apply at the next work
   std::uint64_t chunk_hold_until_ns_ = 0;  // no other change before (RIPPLE_CHUNK_HOLD_MS)
   bool quiet_renewal_ = false;         // a renewal for the chunk size: no "learned units" line
@@ -265,6 +269,9 @@ class Runtime {
   std::string grant_label_;
   bool grant_single_ = false;  // the grant in hand covers exactly one boundary's units
   bool open_unit_ = false;
+
+  std::mutex stats_m_;                       // one writer of the stats file at a time
+  std::atomic<std::uint64_t> stats_seq_{0};  // writes so far ("stats_seq")
 
   // Watcher.
   std::mutex wm_;

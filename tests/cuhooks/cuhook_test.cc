@@ -892,6 +892,26 @@ TEST_F(CuhookTest, GrantsCarryTheSuggestionAndChangesAreHeld) {
   }
 }
 
+// Tests that RIPPLE_CUHOOK_STATS_MS rewrites the stats file while the engine runs (a bench
+// reads it at a window's start and end): the file at exit is the last of many writes,
+// each a whole file (renamed into place), with the monotonic time it was taken at; without
+// the variable it is written once, at exit.
+TEST_F(CuhookTest, StatsFileIsRewrittenPeriodically) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  const std::uint64_t t0 = ripple::engine::monotonic_ns();
+  Outcome r = run({"direct", "sleep", "10", "nvtx", "10", "4", "2"}, {{"RIPPLE_CUHOOK_STATS_MS", "20"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  json st = stats_of(r);
+  EXPECT_GE(st["stats_seq"].get<std::uint64_t>(), 5u) << "a run of ~400 ms, a write every 20 ms\n" << r.err;
+  EXPECT_GT(st["mono_ns"].get<std::uint64_t>(), t0);
+  EXPECT_EQ(st["units_nvtx"].get<int>(), 40) << "the last write is the one at exit";
+  clear_outputs();
+  Outcome once = run({"direct", "nvtx", "2", "4", "2"});
+  ASSERT_TRUE(exited_ok(once)) << once.err;
+  EXPECT_EQ(stats_of(once)["stats_seq"].get<std::uint64_t>(), 1u);
+}
+
 // Tests that fork works: parent and child both run their launches to completion, and
 // the child is its own engine session (it does not use the parent's).
 TEST_F(CuhookTest, ForkedChildRunsAsItsOwnSession) {
