@@ -87,6 +87,19 @@ def gap_breakdown_from_status():
 
 
 @case
+def hook_waits_from_the_interposer_stats():
+    """Tests the interposer's chunk-gate and boundary waits over a window, as fractions of
+    the interval between its two stats snapshots, and {} when they cannot be compared."""
+    h = lambda pid, t, w, c: {"pid": pid, "mono_ns": t, "wait_ns": w, "chunk_wait_ns": c}
+    g = metrics.hook_waits(h(7, 1_000, 100, 40), h(7, 11_000, 3_100, 1_040))
+    assert abs(g["hook_chunk_wait"] - 0.1) < 1e-9 and abs(g["hook_boundary_wait"] - 0.2) < 1e-9, g
+    assert metrics.hook_waits(h(7, 0, 0, 0), h(8, 10, 5, 1)) == {}, "another process"
+    assert metrics.hook_waits(None, h(7, 10, 5, 1)) == {}
+    assert metrics.hook_waits(h(7, 10, 0, 0), h(7, 10, 5, 1)) == {}, "no interval"
+    assert metrics.hook_waits({"pid": 7}, h(7, 10, 5, 1)) == {}, "an older interposer's file"
+
+
+@case
 def fluid_bound():
     """Tests the fluid bound: peak rate between jobs, the slack rate r = (1 - q/D)/kappa
     while a job runs (for its stretched duration), zero while a job has no slack."""

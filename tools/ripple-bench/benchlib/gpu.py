@@ -141,8 +141,21 @@ class GpuEngines:
                "--deadline-ms", f"{self.vp:g}", "--profile", self.profiles["vlm"], *common, "--",
                *self.vlm_cmd, "--requests", str(int(total_s * 1000 / self.vp) + 1), "--frame-log", self.frame_log]
         for name, argv in (("llm", llm), ("vlm", vlm)):
-            self.procs[name] = procs.start(b.pinned(argv, b.engine_cores), self.d / f"{name}.out", env=self.env())
+            e = self.env()
+            # The interposer's counters, rewritten twice a second: chunk-gate and boundary
+            # waits per scored window (metrics.hook_waits).
+            e.setdefault("RIPPLE_CUHOOK_STATS", str(self.d / f"{name}.hook.json"))
+            e.setdefault("RIPPLE_CUHOOK_STATS_MS", "500")
+            self.procs[name] = procs.start(b.pinned(argv, b.engine_cores), self.d / f"{name}.out", env=e)
         self.wait_blocked(600)
+
+    def hook_stats(self, name: str) -> dict | None:
+        """The engine's interposer stats file as last rewritten, or None (not written yet,
+        an older interposer, unreadable): the breakdown then just lacks the hook's waits."""
+        try:
+            return json.loads((self.d / f"{name}.hook.json").read_text())
+        except (OSError, ValueError):
+            return None
 
     def out(self, name: str) -> str:
         try:

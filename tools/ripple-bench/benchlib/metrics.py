@@ -132,6 +132,24 @@ def gap_breakdown(s0: dict, s1: dict, engine: str, scored_s: float) -> dict[str,
     return out
 
 
+def hook_waits(h0: dict | None, h1: dict | None) -> dict[str, float]:
+    """Where the engine's own grant waits went, from two snapshots of its interposer's stats
+    file (RIPPLE_CUHOOK_STATS, rewritten every RIPPLE_CUHOOK_STATS_MS): the fraction of the
+    interval between them (its own `mono_ns`) spent blocked at chunk gates (inside a unit, a
+    sub-unit not yet granted) and at unit boundaries. Set against the agent's budget,
+    decision and delivery waits over the same window, they tell whether the "other" gap is
+    spent at the gates. {} when a snapshot is missing, from another process, or too old."""
+    keys = ("pid", "mono_ns", "wait_ns", "chunk_wait_ns")
+    if not h0 or not h1 or any(k not in h0 or k not in h1 for k in keys) or h0["pid"] != h1["pid"]:
+        return {}
+    span = h1["mono_ns"] - h0["mono_ns"]
+    if span <= 0:
+        return {}
+    chunk = h1["chunk_wait_ns"] - h0["chunk_wait_ns"]
+    boundary = (h1["wait_ns"] - h0["wait_ns"]) - chunk
+    return {"hook_chunk_wait": chunk / span, "hook_boundary_wait": boundary / span}
+
+
 def engine_delta(s0: dict, s1: dict, engine: str) -> dict[str, float]:
     """Counters of one engine over the window: works done, bytes, deadline misses, grants,
     successors, stale grants, grants that ended late against their prediction, grants that

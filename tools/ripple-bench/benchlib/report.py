@@ -43,6 +43,10 @@ def summarize(b, is_plant: bool) -> dict:
             gaps = {}
             for key in ("busy", "gap", "budget", "decision", "delivery", "other"):
                 gaps[key] = _mean_sd([r.gaps.get(key, math.nan) for r in runs])[0]
+            for key in ("hook_chunk_wait", "hook_boundary_wait"):   # GPU: the interposer's own waits
+                vals = [r.gaps[key] for r in runs if key in r.gaps]
+                if vals:
+                    gaps[key] = _mean_sd(vals)[0]
             points.append({
                 "policy": pol, "k": k, "runs": len(runs),
                 "deadlines_ms": runs[0].deadlines_ms,
