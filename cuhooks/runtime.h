@@ -245,14 +245,15 @@ class Runtime {
   std::optional<engine::GrantMsg> grant_;
   std::size_t grant_end_ = 0;  // wire
   // Sub-layer grants.
-  // The chunk size in use (0: off): RIPPLE_CHUNK_BYTES, else the agent's suggestion (the
-  // Welcome's chunk_bytes) once applied, else kDefaultChunkBytes. Read by the hot path
+  // The chunk size in use (0: off): RIPPLE_CHUNK_BYTES, else the agent's suggestion (a
+  // Welcome's or a Grant's chunk_bytes) once applied, else kDefaultChunkBytes. Read by the hot path
   // without gm_; written under gm_ between works.
   std::atomic<std::uint64_t> chunk_{0};
   std::atomic<std::uint64_t> chunk_suggested_{0};  // the agent's last suggestion (Welcome, Grant; 0: none)
   std::uint64_t chunk_pending_ = 0;    // a suggestion to apply at the next work
   std::uint64_t chunk_hold_until_ns_ = 0;  // no other change before (RIPPLE_CHUNK_HOLD_MS)
-  bool quiet_renewal_ = false;         // a renewal for the chunk size: no "learned units" line
+  bool quiet_renewal_ = false;         // a renewal for the chunk size: no "learned units" or
+                                       // "managed again" line
   bool at_chunk_gate_ = false;         // under gm_: the acquire is a chunk gate's (stats)
   std::vector<engine::UnitInfo> wire_cat_;
   std::vector<std::vector<std::uint32_t>> subs_;
