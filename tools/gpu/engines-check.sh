@@ -5,6 +5,7 @@
 #   tools/gpu/engines-check.sh BUILD OUTDIR [LLAMA_TAR]
 # BUILD: a build tree (bin/, lib/libripple-cuhook.so; tools/gpu/pack.sh makes one).
 # LLAMA_TAR: tools/engines/llama-cpp-pack.sh's archive (default .llamacpp/carry/llama.tar.xz).
+# GGUF_ARGS: extra gguf_tiny.py arguments (a smaller model for a dry run of the script).
 # Needs the machine's CUDA 13 runtime and cuBLAS (found under /usr/local/cuda* or a Python
 # package's nvidia/ folder) and python3 with numpy.
 #
@@ -92,12 +93,12 @@ md5() { md5sum < "$1" | cut -c1-12; }
 # --- 0. model ------------------------------------------------------------------------
 M=$tmp/tiny.gguf
 log "0. model: gguf_tiny.py (llama.cpp's gguf-py)"
-python3 "$REPO/tools/engines/gguf_tiny.py" "$M" --gguf-py "$L/gguf-py" > "$OUT/gguf.log" 2>&1 || { cat "$OUT/gguf.log"; exit 1; }
+python3 "$REPO/tools/engines/gguf_tiny.py" "$M" --gguf-py "$L/gguf-py" ${GGUF_ARGS:-} > "$OUT/gguf.log" 2>&1 || { cat "$OUT/gguf.log"; exit 1; }
 cat "$OUT/gguf.log" | tee -a "$OUT/checks.log"
 "$B/bin/ripple-profile" model "$M" -o "$OUT/tiny.profile.json" 2>> "$OUT/checks.log"
 BPT=$(python3 -c 'import json,sys; print(sum(u["bytes"] for u in json.load(open(sys.argv[1]))["units"]))' "$OUT/tiny.profile.json" 2>/dev/null || echo 0)
 R[bpt]=$BPT
-log "   ripple-profile model: $(python3 -c 'import json,sys; u=json.load(open(sys.argv[1]))["units"]; print(len(u), "units:", ", ".join(f"{x["name"]}={x["bytes"]}" for x in u[:3]), "...")' "$OUT/tiny.profile.json" 2>/dev/null); bytes per token $BPT"
+log "   ripple-profile model: $(python3 -c 'import json,sys; u=json.load(open(sys.argv[1]))["units"]; print(len(u), "units:", ", ".join("%s=%d" % (x["name"], x["bytes"]) for x in u[:3]), "...")' "$OUT/tiny.profile.json" 2>/dev/null); bytes per token $BPT"
 
 # --- 1 + 2. outputs and counts -------------------------------------------------------
 S=("$L/bin/llama-simple" -m "$M" -n 64 -ngl 99 "Hello world")
@@ -122,7 +123,7 @@ for g in on off; do
     hl=$(jget "$st" launches); hc=$(jget "$st" copies)
     hg=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["calls"]; print(sum(v[0] for k,v in c.items() if k.startswith("cuGraphLaunch")))' "$st" 2>/dev/null || echo n/a)
     evals=$(sed -n 's/.*eval time = .*\/ *\([0-9]*\) runs.*/\1/p' "$OUT/simple-count-$g.err" | tr '\n' '+' | sed 's/+$//')
-    R[cnt-$g]="launches hook $hl / cupti $cl; graph launches hook $hg / cupti $cg; copies+sets hook $hc / cupti $cc; llama decode calls (prompt+eval) $evals"
+    R[cnt-$g]="launches hook $hl / cupti $cl; graph launches hook $hg / cupti $cg; copies+sets hook $hc / cupti $cc; llama.cpp eval runs (its perf line) $evals"
   else
     R[cnt-$g]="n/a (cupti counts: $( [ -s "$c" ] && echo yes || echo no); stats: $( [ -s "$st" ] && echo yes || echo no))"
     grep -h cupti_count "$OUT/simple-count-$g.err" | head -2 >> "$OUT/checks.log"
@@ -150,7 +151,7 @@ for r in 400 200 100; do
   ts=$(sed -n 's/.*speed: *\([0-9.]*\) t\/s.*/\1/p' "$OUT/pace-$r.err" | tail -1)
   stj=$("$B/bin/ripplectl" status --json --socket "$tmp/control.sock" 2>/dev/null)
   ab=$(echo "$stj" | python3 -c 'import json,sys; e=[x for x in json.load(sys.stdin)["engines"] if x["name"]=="llama"]; print(e[0]["bytes"], e[0]["grants"]) if e else print("n/a n/a")' 2>/dev/null)
-  R[pace-$r]=$(awk -v t="${ts:-0}" -v b="$BPT" -v r=$r 'BEGIN{g=t*b/1e9; printf "%.1f tok/s x %.3f GB = %.1f GB/s (%+.1f %% of R)", t, b/1e9, g, r>0?100*(g/r-1):0}')
+  R[pace-$r]=$(awk -v t="${ts:-0}" -v b="$BPT" -v r=$r 'BEGIN{g=t*b/1e9; printf "%.1f tok/s x %.3f GB = %.1f GB/s (%+.1f %% of R)", t, b/1e9, g, (r > 0 ? 100 * (g / r - 1) : 0)}')
   log "   pace-$r: ${R[pace-$r]}; agent bytes/grants $ab; units_graph $(jget "$OUT/pace-$r.stats" units_graph)"
 done
 
