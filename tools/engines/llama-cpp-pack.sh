@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs a llama.cpp CUDA build for the GPU machine into .llamacpp/carry/ (ignored by git;
-# name it in the device run's carry list): llama-simple and llama-bench, libllama and the
+# name it in the device run's carry list): llama-simple and (when built) llama-bench, libllama and the
 # libggml* libraries, stripped; llama.cpp's Python GGUF writer (gguf-py) of the same
 # checkout; and the launch counter of tools/engines/cupti_count.c with the CUPTI library
 # it opens, and libgomp (ggml's CPU backend) — compressed, one file.
@@ -14,7 +14,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 D=$(cd "${1:-$REPO/.llamacpp}" && pwd)
 bin=$D/build/bin
-for f in llama-simple llama-bench libllama.so libggml.so libggml-base.so libggml-cuda.so libggml-cpu.so; do
+for f in llama-simple libllama.so libggml.so libggml-base.so libggml-cuda.so libggml-cpu.so; do
   [ -e "$bin/$f" ] || { echo "llama-cpp-pack: $bin/$f is missing (build llama.cpp first)" >&2; exit 1; }
 done
 stage=$(mktemp -d)
@@ -22,7 +22,7 @@ trap 'rm -rf "$stage"' EXIT
 L=$stage/llama
 mkdir -p "$L/bin" "$L/lib" "$L/gguf-py"
 strip -o "$L/bin/llama-simple" "$bin/llama-simple"
-strip -o "$L/bin/llama-bench" "$bin/llama-bench"
+[ -e "$bin/llama-bench" ] && strip -o "$L/bin/llama-bench" "$bin/llama-bench"   # optional
 for l in "$bin"/libllama.so "$bin"/libggml*.so; do strip --strip-unneeded -o "$L/lib/$(basename "$l")" "$l"; done
 cp -r "$D/src/gguf-py/gguf" "$L/gguf-py/"
 find "$L/gguf-py" -name __pycache__ -prune -exec rm -rf {} +

@@ -23,8 +23,9 @@
 #    with RIPPLE_COPY_MIN_BYTES=65536 so the logits read-back is one too, learned passes);
 #    then pace-R agents: the engine's byte rate (tokens/s x bytes per token, each graph
 #    launch declared as one token's bytes: RIPPLE_GRAPH_BYTES) against R.
-# 4. Overhead: llama-bench tg256 tokens/s, plain and under ripple-run (unmanaged), 3
-#    runs each, interleaved.
+# 4. Overhead: llama-bench tg256 tokens/s (llama-simple's decode speed over 512 tokens
+#    when llama-bench was not carried), plain and under ripple-run (unmanaged), 3 runs
+#    each, interleaved.
 set -uo pipefail
 B=$(cd "$1" && pwd)
 OUT=$2
@@ -156,10 +157,19 @@ for r in 400 200 100; do
 done
 
 # --- 4. overhead ---------------------------------------------------------------------
-log "4. overhead: llama-bench tg256, plain vs ripple-run (unmanaged)"
 agent unmanaged || exit 1
-BN=("$L/bin/llama-bench" -m "$M" -ngl 99 -p 0 -n 256 -r 3 -o csv)
-ts_of() { python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(r[-1]["avg_ts"] if r else "n/a")' "$1" 2>/dev/null || echo n/a; }
+if [ -x "$L/bin/llama-bench" ]; then
+  log "4. overhead: llama-bench tg256, plain vs ripple-run (unmanaged), 3 runs each"
+  BN=("$L/bin/llama-bench" -m "$M" -ngl 99 -p 0 -n 256 -r 3 -o csv)
+  ts_of() { python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(r[-1]["avg_ts"] if r else "n/a")' "$1" 2>/dev/null || echo n/a; }
+  R[tg-what]="llama-bench tg256"
+else
+  # No llama-bench in the carry: llama-simple's own decode speed over 512 greedy tokens.
+  log "4. overhead: llama-simple -n 512 decode speed, plain vs ripple-run (unmanaged), 3 runs each"
+  BN=("$L/bin/llama-simple" -m "$M" -n 512 -ngl 99 "Hello world")
+  ts_of() { v=$(sed -n 's/.*speed: *\([0-9.]*\) t\/s.*/\1/p' "${1%.csv}.err" | tail -1); echo "${v:-n/a}"; }
+  R[tg-what]="llama-simple -n 512"
+fi
 for i in 1 2 3; do
   taskset -c $ECORE "${BN[@]}" > "$OUT/bench-plain.$i.csv" 2> "$OUT/bench-plain.$i.err"
   hooked llama "$OUT/bench-hook.$i.stats" -- "${BN[@]}" > "$OUT/bench-hook.$i.csv" 2> "$OUT/bench-hook.$i.err"
@@ -169,6 +179,9 @@ done
 median() { sort -g | awk '{v[NR]=$1} END{if(NR==0){print "n/a"} else if(NR%2){print v[(NR+1)/2]} else {print (v[NR/2]+v[NR/2+1])/2}}'; }
 for v in plain hook; do R[tg-$v]=$(awk -v v=$v '$1==v && $3!="n/a"{print $3}' "$OUT/overhead.txt" | median); done
 log "   $(tr '\n' ';' < "$OUT/overhead.txt")"
+st=$OUT/bench-hook.1.stats
+R[tg-units]="units $(jget "$st" units) (graph $(jget "$st" units_graph)), grants $(jget "$st" grants), grant waits $(jget "$st" grant_waits), wait $(jget "$st" wait_ns) ns"
+log "   hooked run 1: ${R[tg-units]}"
 
 echo
 echo "| llama.cpp check | result |"
@@ -181,5 +194,6 @@ done
 echo "| units, graphs on | ${R[units]} |"
 echo "| units, copy min 64 KiB | ${R[units-copy]} |"
 for r in 400 200 100; do echo "| pace-$r | ${R[pace-$r]:-n/a} |"; done
-awk -v p="${R[tg-plain]}" -v h="${R[tg-hook]}" 'BEGIN{if(p>0) printf "| llama-bench tg256 tok/s median (plain / hook) | %s / %s (overhead %.2f %%) |\n", p, h, 100*(1-h/p); else print "| llama-bench | n/a |"}'
+awk -v w="${R[tg-what]}" -v p="${R[tg-plain]}" -v h="${R[tg-hook]}" 'BEGIN{if(p>0) printf "| %s tok/s median of 3 (plain / hook, unmanaged agent) | %s / %s (overhead %.2f %%) |\n", w, p, h, 100*(1-h/p); else print "| overhead | n/a |"}'
+echo "| hooked overhead run | ${R[tg-units]} |"
 echo "| wall | $(($(date +%s) - T0)) s |"
