@@ -121,10 +121,12 @@ for g in on off; do
     read -r cl cg cc < <(awk '$1 ~ /^cuLaunch(Kernel|KernelEx|CooperativeKernel)(_ptsz)?$/ {l+=$2}
                              $1 ~ /^cuGraphLaunch(_ptsz)?$/ {g+=$2}
                              $1 ~ /^cuMem(cpy|set)/ {c+=$2} END {print l+g+0, g+0, c+0}' "$c")
-    hl=$(jget "$st" launches); hc=$(jget "$st" copies)
+    hl=$(jget "$st" launches)
+    # A copy the hook issues in chunks (sub-layer grants) reaches the driver as its chunks.
+    hc=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["copies"] - d.get("chunked_copies", 0) + d.get("chunks", 0))' "$st" 2>/dev/null || echo n/a)
     hg=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["calls"]; print(sum(v[0] for k,v in c.items() if k.startswith("cuGraphLaunch")))' "$st" 2>/dev/null || echo n/a)
     evals=$(sed -n 's/.*eval time = .*\/ *\([0-9]*\) runs.*/\1/p' "$OUT/simple-count-$g.err" | tr '\n' '+' | sed 's/+$//')
-    R[cnt-$g]="launches hook $hl / cupti $cl; graph launches hook $hg / cupti $cg; copies+sets hook $hc / cupti $cc; llama.cpp eval runs (its perf line) $evals"
+    R[cnt-$g]="launches hook $hl / cupti $cl; graph launches hook $hg / cupti $cg; copies+sets hook $hc (as issued to the driver: chunks counted) / cupti $cc; llama.cpp eval runs (its perf line) $evals"
   else
     R[cnt-$g]="n/a (cupti counts: $( [ -s "$c" ] && echo yes || echo no); stats: $( [ -s "$st" ] && echo yes || echo no))"
     grep -h cupti_count "$OUT/simple-count-$g.err" | head -2 >> "$OUT/checks.log"
