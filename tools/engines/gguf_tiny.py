@@ -5,8 +5,9 @@ GGUF writer (gguf-py), for running llama.cpp where no model hub can be reached.
     tools/engines/gguf_tiny.py OUT.gguf [--gguf-py DIR] [--layers 8] [--dim 2048] ...
 
 --gguf-py: the gguf-py folder of the llama.cpp checkout the binaries were built from
-(default: .llamacpp/gguf-py beside the repo root, where tools/engines/llama-cpp-pack.sh
-puts it), so the file is written by the same version that reads it.
+(default: .llamacpp/src/gguf-py, the local checkout; on the GPU machine the copy that
+tools/engines/llama-cpp-pack.sh carries), so the file is written by the version that
+reads it.
 
 The tokenizer is a small built-in SentencePiece-style ("llama") vocabulary: <unk>, <s>,
 </s>, the 256 byte tokens, the printable ASCII characters, their "▁"-prefixed forms,
@@ -57,7 +58,7 @@ def vocab(n: int):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
-    ap.add_argument("--gguf-py", default=str(REPO / ".llamacpp" / "gguf-py"))
+    ap.add_argument("--gguf-py", default=str(REPO / ".llamacpp" / "src" / "gguf-py"))
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--dim", type=int, default=2048)
     ap.add_argument("--ff", type=int, default=5632)
