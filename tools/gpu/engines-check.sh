@@ -38,7 +38,9 @@ tmp=$(mktemp -d /tmp/ripple-engines.XXXXXX)
 apid=""
 trap '[ -n "$apid" ] && kill $apid 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 ncpu=$(nproc)
-ECORE=$((ncpu > 4 ? 2 : 0))
+# llama.cpp keeps 4 CPU threads (ggml's default, and llama-bench -t 4): 4 cores of their
+# own, apart from the agent's, so OpenMP's spinning threads never share one core.
+if [ "$ncpu" -ge 8 ]; then ECORE=2-5; else ECORE=0-$((ncpu > 2 ? ncpu - 2 : 0)); fi
 ACORE=$((ncpu - 1))
 T0=$(date +%s)
 log() { echo "== [$(($(date +%s) - T0)) s] $*" | tee -a "$OUT/checks.log"; }
@@ -162,7 +164,7 @@ done
 agent unmanaged || exit 1
 if [ -x "$L/bin/llama-bench" ]; then
   log "4. overhead: llama-bench tg256, plain vs ripple-run (unmanaged), 3 runs each"
-  BN=("$L/bin/llama-bench" -m "$M" -ngl 99 -p 0 -n 256 -r 3 -o csv)
+  BN=("$L/bin/llama-bench" -m "$M" -ngl 99 -t 4 -p 0 -n 256 -r 3 -o csv)
   ts_of() { python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(r[-1]["avg_ts"] if r else "n/a")' "$1" 2>/dev/null || echo n/a; }
   R[tg-what]="llama-bench tg256"
 else
