@@ -205,6 +205,86 @@ def engine_delta_counts_the_window():
     assert metrics.engine_delta(s0, s1, "other") == {k: 0 for k in d}, metrics.engine_delta(s0, s1, "other")
 
 
+@case
+def hf_llm_engine_runs_unmodified_with_learned_units():
+    """Tests the --llm-engine hf plumbing of the GPU backend without a GPU: the LLM is
+    tools/engines/hf_offload.py with its args under ripple-run, with no profile (the
+    interposer learns its units) and the default boundaries (no NVTX restriction), writing
+    the token log the bench counts; the VLM keeps its profile and NVTX boundaries."""
+    import os
+    import tempfile
+    import types
+    from benchlib import gpu
+    with tempfile.TemporaryDirectory() as t:
+        d = Path(t)
+        a = types.SimpleNamespace(llm_engine="hf", hf_args="--preset qwen3-0.6b --offload pinned", llm_preset="x",
+                                  llm_args="", vlm_preset="qwen3-vl-8b", vlm_args="--weights device",
+                                  vlm_gpu_period_ms=5000.0, llm_profile=None, vlm_profile=str(d / "vlm.json"))
+
+        class Bench:
+            o = types.SimpleNamespace(a=a)
+            engine_cores = None
+            Error = RuntimeError
+
+            def bin(self, name):
+                return d / "bin" / name
+
+            def progress(self, msg):
+                raise AssertionError(f"nothing should be recorded: {msg}")
+
+            def pinned(self, argv, cores):
+                return argv
+
+        started = {}
+
+        class Procs:
+            def start(self, argv, out, env=None):
+                started[out.stem] = ([str(x) for x in argv], env)
+                out.write_text(gpu.READY_MARK + "\n")
+                return types.SimpleNamespace(poll=lambda: None)
+
+        os.environ["RIPPLE_BOUNDARIES"] = "nvtx"   # inherited by the VLM's override only
+        try:
+            g = gpu.GpuEngines(Bench(), d / "gpu")
+            g.record()
+            g.start(Procs(), 100)
+        finally:
+            del os.environ["RIPPLE_BOUNDARIES"]
+        llm, llm_env = started["llm"]
+        vlm, vlm_env = started["vlm"]
+        cmd = llm[llm.index("--") + 1:]
+        assert cmd[1].endswith("tools/engines/hf_offload.py") and Path(cmd[1]).is_file(), cmd
+        assert cmd[2:6] == ["--preset", "qwen3-0.6b", "--offload", "pinned"], cmd
+        assert cmd[-4:] == ["--duration-s", "100", "--token-log", str(g.token_log)], cmd
+        head = llm[:llm.index("--")]
+        assert "--profile" not in head and head[head.index("--engine") + 1] == "llm", head
+        assert head[head.index("--fail") + 1] == "closed", head
+        assert "RIPPLE_BOUNDARIES" not in llm_env, llm_env.get("RIPPLE_BOUNDARIES")
+        assert vlm_env["RIPPLE_BOUNDARIES"] == "nvtx,api", vlm_env["RIPPLE_BOUNDARIES"]
+        assert vlm[vlm.index("--profile") + 1] == str(d / "vlm.json"), vlm
+        assert g.bytes_per_token == 0
+        # hf_offload.py writes the log the bench parses.
+        sys.path.insert(0, str(Path(cmd[1]).parent))
+        import hf_offload
+        tl = hf_offload.TokenLog(str(d / "tok.csv"))
+        for v in ([[1, 2, 3]], [[7]], [[8]]):   # the prompt, then one token per step
+            tl.put(types.SimpleNamespace(numel=lambda v=v: len(v[0])))
+        tl.end()
+        ends = gpu.parse_token_log((d / "tok.csv").read_text(), "tok.csv")
+        assert len(ends) == 2 and ends[0] <= ends[1], ends
+
+
+@case
+def hf_llm_engine_needs_the_gpu_backend():
+    """Tests that --llm-engine hf on the plant backend is refused with one line, exit 2."""
+    import subprocess
+    bench = Path(__file__).resolve().parents[2] / "tools/ripple-bench/ripple-bench"
+    r = subprocess.run([sys.executable, str(bench), "--backend", "plant", "--llm-engine", "hf", "--quick"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stderr[-400:])
+    assert "--llm-engine hf: a real engine needs the gpu backend" in r.stderr, r.stderr[-400:]
+
+
 print(f"1..{len(cases)}")
 failed = 0
 for i, f in enumerate(cases, 1):

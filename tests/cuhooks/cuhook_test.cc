@@ -457,6 +457,61 @@ TEST_F(CuhookTest, GraphLaunchIsOneUnitWithProfileBytes) {
   EXPECT_EQ(u.bytes, 4096u + 4 * 196608u + 8192u);
 }
 
+// Tests llama.cpp's CUDA-graph decoding (ggml-cuda) through every path an engine
+// resolves the driver by: graphs captured on several streams (relaxed mode) with plain and
+// cuBLAS-style (cuLaunchKernelEx with attributes) kernels and a copy inside the capture,
+// re-captured and re-instantiated every 4th step of a stream, a graph launch per step
+// between small input and logits copies. Every launch the driver received is counted by
+// the hook (captured kernels and graph launches), every graph launch on every stream is
+// a gated boundary granted by the agent, nothing captured is gated, and the app's output
+// is unchanged.
+TEST_F(CuhookTest, LlamaCppGraphDecodeOnSeveralStreams) {
+  struct Case {
+    std::vector<std::string> path;
+    bool ptds;
+  };
+  for (const Case& c : {Case{{"direct"}, false}, Case{{"dlsym"}, false}, Case{{"procaddr", "13000", "0"}, false},
+                        Case{{"procaddr", "13000", "2"}, true}}) {
+    SCOPED_TRACE(c.path[0] + (c.ptds ? " (per-thread default stream)" : ""));
+    clear_outputs();
+    GrantServer srv(sock_);
+    ASSERT_TRUE(srv.start());
+    std::vector<std::string> args = c.path;
+    for (const char* a : {"llama", "24", "3", "6"}) args.push_back(a);
+    Outcome r = run(args, {{"RIPPLE_GRAPH_BYTES", "1000000"}}, c.ptds);
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    EXPECT_EQ(r.out, "driver_app: done\n");
+    // 3 streams x 8 steps: captured at steps 0 and 4 of each, 6 kernels a capture.
+    auto fake = fake_counts(r);
+    auto calls = [&](const std::string& base) {
+      unsigned long long n = 0;
+      for (const char* suffix : {"", "_ptsz"})
+        if (fake.count(base + suffix)) n += fake[base + suffix][0];
+      return n;
+    };
+    EXPECT_EQ(calls("cuGraphLaunch"), 24u);
+    EXPECT_EQ(calls("cuLaunchKernel") + calls("cuLaunchKernelEx"), 36u);
+    json st = stats_of(r);
+    EXPECT_EQ(st["launches"].get<unsigned long long>(), 36u + 24u);
+    EXPECT_EQ(st["units_graph"].get<int>(), 24);
+    EXPECT_EQ(st["capture_skips"].get<int>(), 6);  // the copies inside the captures
+    EXPECT_EQ(st["units_copy"].get<int>(), 0);     // input and logits copies are below RIPPLE_COPY_MIN_BYTES
+    EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
+    EXPECT_EQ(st["errors"].get<int>(), 0);
+    auto seen = srv.seen();
+    std::size_t graph_units = 0;
+    for (std::size_t i = 0; i < seen.works.size(); ++i) {
+      const auto& cat = seen.hellos.at(seen.work_hello.at(i)).units;
+      for (auto u : seen.works[i].units) {
+        EXPECT_EQ(cat.at(u).bytes, 1000000u) << cat.at(u).name;
+        ++graph_units;
+      }
+    }
+    EXPECT_EQ(graph_units, 24u);  // each graph launch announced once, with RIPPLE_GRAPH_BYTES
+    EXPECT_GE(st["grants"].get<int>(), 1);
+  }
+}
+
 // --- safety -----------------------------------------------------------------------
 
 // Tests that without an agent a fail-open process runs to completion, unmanaged, and

@@ -40,6 +40,15 @@
  *                                the layers an embedding kernel, after them a head kernel
  *                                and a 4 KiB device-to-host copy (the next token)
  *         graph N                N CUDA graph launches
+ *         llama P S K            llama.cpp's CUDA-graph decoding: P steps on S streams
+ *                                (step i on stream i % S); a stream's graph is captured
+ *                                (cuStreamBeginCapture_v2, relaxed) at its first step and
+ *                                again every 4th of its steps (a graph update): K kernels,
+ *                                alternately cuLaunchKernel and a cuBLAS-style
+ *                                cuLaunchKernelEx, and a 2 MiB host-to-device copy, then
+ *                                cuStreamEndCapture + cuGraphInstantiate; every step: an
+ *                                8-byte input copy, cuGraphLaunch, a 128 KiB logits
+ *                                read-back and cuStreamSynchronize
  *         fork                   ops, fork; the child runs the ops mix again
  *         sleep MS               sleep between passes (layers/nvtx/copies)
  *         comm N                 N launches of an "nccl" kernel
@@ -463,6 +472,67 @@ static void copies(int n, unsigned long long bytes) {
   CHECK(cuMemFree(d));
 }
 
+/* llama.cpp's decode loop with CUDA graphs (ggml-cuda: capture, instantiate or update,
+ * launch), on several streams; launches and copies go through the chosen PATH. */
+static void llama(int steps, int nstreams, int k) {
+  enum { MB = 1 << 20, kLogits = 128 * 1024, kMax = 8 };
+  if (nstreams < 1 || nstreams > kMax) { fprintf(stderr, "driver_app: llama: 1..%d streams\n", kMax); exit(2); }
+  CUstream st[kMax];
+  CUgraphExec exec[kMax] = {0};
+  int uses[kMax] = {0};
+  for (int s = 0; s < nstreams; ++s) CHECK(cuStreamCreate(&st[s], 0));
+  CUfunction mm = func("mul_mat_vec_f16"), gemm = func("cutlass_80_tensorop_gemm");
+  CUdeviceptr in, w, logits;
+  CHECK(cuMemAlloc(&in, 8));
+  CHECK(cuMemAlloc(&w, 2 * MB));
+  CHECK(cuMemAlloc(&logits, kLogits));
+  char* h = malloc(2 * MB);
+  memset(h, 3, 2 * MB);
+  for (int i = 0; i < steps; ++i) {
+    const int s = i % nstreams;
+    if (uses[s]++ % 4 == 0) {
+      CHECK(cuStreamBeginCapture(st[s], CU_STREAM_CAPTURE_MODE_RELAXED));
+      for (int j = 0; j < k; ++j) {
+        unsigned long long bytes = 65536;
+        void* params[] = {&bytes};
+        if (j % 2 == 0) {
+          CHECK(A.launch(mm, 1, 1, 1, 32, 1, 1, 0, st[s], params, NULL));
+        } else {
+          CUlaunchAttribute attr;
+          memset(&attr, 0, sizeof attr);
+          attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+          attr.value.programmaticStreamSerializationAllowed = 1;
+          CUlaunchConfig cfg;
+          memset(&cfg, 0, sizeof cfg);
+          cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+          cfg.blockDimX = 128, cfg.blockDimY = cfg.blockDimZ = 1;
+          cfg.hStream = st[s];
+          cfg.attrs = &attr, cfg.numAttrs = 1;
+          CHECK(A.launch_ex(&cfg, gemm, params, NULL));
+        }
+      }
+      CHECK(A.htod_async(w, h, 2 * MB, st[s]));
+      CUgraph g;
+      CHECK(cuStreamEndCapture(st[s], &g));
+      if (exec[s]) CHECK(cuGraphExecDestroy(exec[s]));
+      CHECK(cuGraphInstantiate(&exec[s], g, 0));
+      CHECK(cuGraphDestroy(g));
+    }
+    long long token = i;
+    CHECK(A.htod_async(in, &token, 8, st[s]));
+    CHECK(A.graph(exec[s], st[s]));
+    CHECK(A.dtoh_async(h, logits, kLogits, st[s]));
+    CHECK(cuStreamSynchronize(st[s]));
+    nap();
+  }
+  if (h[kLogits] != 3) { fprintf(stderr, "driver_app: llama: copies lost data\n"); exit(4); }
+  for (int s = 0; s < nstreams; ++s) if (exec[s]) CHECK(cuGraphExecDestroy(exec[s]));
+  free(h);
+  CHECK(cuMemFree(in));
+  CHECK(cuMemFree(w));
+  CHECK(cuMemFree(logits));
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) { fprintf(stderr, "usage: driver_app PATH [MODE...]\n"); return 2; }
   int i = 1;
@@ -527,6 +597,7 @@ int main(int argc, char** argv) {
       vlm(a, b, c, atoi(argv[i + 4])), i += 4;
     }
     else if (!strcmp(m, "graph")) { for (int k = 0; k < a; ++k) { CHECK(A.graph(g_graph, g_stream)); nap(); } i += 1; }
+    else if (!strcmp(m, "llama")) llama(a, b, c), i += 3;
     else if (!strcmp(m, "sleep")) g_sleep_ms = a, i += 1;
     else if (!strcmp(m, "stats")) {
       struct ripple_cuhook_stats full, old;

@@ -23,6 +23,11 @@
  *
  * Faults armed by environment variables (read once):
  *   FAKE_CUDA_CAPTURING=1     every stream reports an active capture
+ *
+ * Stream capture (cuStreamBeginCapture_v2 .. cuStreamEndCapture, as cudart and llama.cpp
+ * use it): a stream being captured reports an active capture, and its kernels are
+ * recorded, not executed (counted, not streamed, not traced); a graph launch streams
+ * FAKE_CUDA_GRAPH_BYTES whatever it holds.
  *   FAKE_CUDA_FAIL_LAUNCH=N   the N-th kernel launch (1-based) fails with LAUNCH_FAILED
  *   FAKE_CUDA_EVENT_DELAY_US  an event completes only this long after its record
  *   FAKE_CUDA_NO_FUNC_NAME=1  cuFuncGetName is not supported (old drivers)
@@ -140,11 +145,13 @@ static void fk_free(void* p) {
 /* --- objects ------------------------------------------------------------------ */
 struct CUfunc_st { char name[128]; };
 struct CUevent_st { unsigned long long ns; int recorded; };
-struct CUgraphExec_st { int dummy; };
-struct CUgraph_st { int dummy; };
+struct CUgraphExec_st { unsigned long long bytes; }; /* what its graph captured */
+struct CUgraph_st { unsigned long long bytes; };
 struct CUctx_st { int dummy; };
 struct CUmod_st { int dummy; };
-struct CUstream_st { int dummy; };
+struct CUstream_st { int capturing; unsigned long long captured; };
+/* A stream made by cuStreamCreate (not NULL, CU_STREAM_LEGACY or CU_STREAM_PER_THREAD). */
+#define FK_REAL_STREAM(s) ((uintptr_t)(s) > 2)
 static struct CUctx_st fk_ctx;
 static __thread CUcontext fk_current;
 
@@ -160,6 +167,15 @@ static CUresult fk_op(int id, int via_pa, int kind, unsigned long long bytes, CU
     if (f == NULL) return CUDA_ERROR_INVALID_HANDLE;
   } else if (kind == RH_GRAPH) {
     bytes = fk_graph_bytes;
+  }
+  struct CUstream_st* cs = FK_REAL_STREAM(stream) ? (struct CUstream_st*)stream : NULL;
+  if (kind == RH_KERNEL && cs && cs->capturing) {
+    cs->captured += bytes; /* recorded into the graph, not executed */
+    pthread_mutex_lock(&fk_lock);
+    fk_calls[id]++;
+    if (via_pa) fk_via_pa[id]++; else fk_via_sym[id]++;
+    pthread_mutex_unlock(&fk_lock);
+    return r;
   }
   if (kind == RH_KERNEL || kind == RH_GRAPH) fk_stream(bytes);
   pthread_mutex_lock(&fk_lock);
@@ -299,8 +315,27 @@ EXPORT CUresult CUDAAPI cuStreamCreate(CUstream* s, unsigned int flags) { (void)
 EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) { (void)s; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) { (void)s; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
-  (void)s; *st = fk_capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE; return CUDA_SUCCESS;
+  const int cap = fk_capturing || (FK_REAL_STREAM(s) && s->capturing);
+  *st = cap ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
 }
+EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode m) {
+  (void)m;
+  if (!FK_REAL_STREAM(s) || s->capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  s->capturing = 1, s->captured = 0;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream s, CUgraph* g) {
+  if (!FK_REAL_STREAM(s) || !s->capturing) return CUDA_ERROR_ILLEGAL_STATE;
+  *g = calloc(1, sizeof(struct CUgraph_st));
+  (*g)->bytes = s->captured;
+  s->capturing = 0;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode m) { return cuStreamBeginCapture_v2(s, m); }
+EXPORT CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream s, CUgraph* g) { return cuStreamEndCapture(s, g); }
+EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph g) { free(g); return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) { free(e); return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* st) { return cuStreamIsCapturing(s, st); }
 EXPORT CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* m) { (void)m; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuEventCreate(CUevent* e, unsigned int flags) { (void)flags; *e = calloc(1, sizeof(struct CUevent_st)); return CUDA_SUCCESS; }
@@ -328,7 +363,7 @@ EXPORT CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute a,
 }
 EXPORT CUresult CUDAAPI cuGraphCreate(CUgraph* g, unsigned int flags) { (void)flags; *g = calloc(1, sizeof(struct CUgraph_st)); return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* e, CUgraph g, unsigned long long flags) {
-  (void)g; (void)flags; *e = calloc(1, sizeof(struct CUgraphExec_st)); return CUDA_SUCCESS;
+  (void)flags; *e = calloc(1, sizeof(struct CUgraphExec_st)); (*e)->bytes = g ? g->bytes : 0; return CUDA_SUCCESS;
 }
 EXPORT CUresult CUDAAPI cuGetErrorString(CUresult r, const char** s) { (void)r; *s = "fake libcuda error"; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuGetErrorName(CUresult r, const char** s) { (void)r; *s = "CUDA_ERROR_FAKE"; return CUDA_SUCCESS; }
@@ -367,6 +402,10 @@ static const struct fk_plain fk_plain[] = {
     {"cuPointerGetAttribute", (void*)cuPointerGetAttribute, 4000},
     {"cuGraphInstantiate", (void*)cuGraphInstantiateWithFlags, 11040},
     {"cuGraphCreate", (void*)cuGraphCreate, 10000},
+    {"cuStreamBeginCapture", (void*)cuStreamBeginCapture_v2, 10010},
+    {"cuStreamEndCapture", (void*)cuStreamEndCapture, 10000},
+    {"cuGraphDestroy", (void*)cuGraphDestroy, 10000},
+    {"cuGraphExecDestroy", (void*)cuGraphExecDestroy, 10000},
     {"cuGetProcAddress", (void*)cuGetProcAddress_v2, 12000},
     {"cuGetProcAddress", (void*)cuGetProcAddress, 11030},
     {"cuMemcpyHtoD", (void*)cuMemcpyHtoD, 2000}, /* the v1 ABI, below 3020 */

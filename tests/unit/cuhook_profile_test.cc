@@ -1,8 +1,9 @@
 // Unit catalogs (cuhooks/profile.h), the kernel-sequence matcher and model catalogs from
-// config.json + safetensors headers (tools/ripple-profile/model_catalog.h).
+// config.json + safetensors headers and from GGUF files (tools/ripple-profile/model_catalog.h).
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -263,6 +264,138 @@ TEST_F(ModelDir, UnknownLayoutIsRefused) {
   auto p = catalog_from_model_dir(dir_.string());
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().message.find("unknown model layout"), std::string::npos) << p.error().message;
+}
+
+// A GGUF file written field by field (the GGUF specification, version 3), as llama.cpp's
+// gguf-py writes it: metadata (one string array: a vocabulary) and tensor infos; the
+// data section is sparse (only the header is read).
+class GgufFile {
+ public:
+  void u32(std::uint32_t v) { raw(&v, 4); }
+  void u64(std::uint64_t v) { raw(&v, 8); }
+  void str(const std::string& s) { u64(s.size()), b_.append(s); }
+  void kv_str(const std::string& k, const std::string& v) { str(k), u32(8), str(v); }
+  void kv_u32(const std::string& k, std::uint32_t v) { str(k), u32(4), u32(v); }
+  void kv_tokens(const std::string& k, int n) {
+    str(k), u32(9), u32(8), u64(static_cast<std::uint64_t>(n));
+    for (int i = 0; i < n; ++i) str("tok" + std::to_string(i));
+  }
+  // ne: ggml order (row length first); type: ggml_type.
+  void tensor(const std::string& name, std::vector<std::uint64_t> ne, std::uint32_t type) {
+    ti_.push_back({name, std::move(ne), type});
+  }
+  void write(const fs::path& p, std::uint64_t n_kv, std::size_t cut = 0) {
+    std::string head = "GGUF";
+    std::string body;
+    body.swap(b_);
+    u32(3), u64(ti_.size()), u64(n_kv);
+    head += b_;
+    b_.clear();
+    for (const auto& t : ti_) {
+      str(t.name), u32(static_cast<std::uint32_t>(t.ne.size()));
+      for (auto d : t.ne) u64(d);
+      u32(t.type), u64(0);
+    }
+    std::string all = head + body + b_;
+    if (cut) all.resize(cut);
+    std::ofstream(p, std::ios::binary) << all;
+  }
+
+ private:
+  void raw(const void* p, std::size_t n) { b_.append(static_cast<const char*>(p), n); }  // x86-64/aarch64: little-endian
+  struct Ti {
+    std::string name;
+    std::vector<std::uint64_t> ne;
+    std::uint32_t type;
+  };
+  std::string b_;
+  std::vector<Ti> ti_;
+};
+
+GgufFile llama2(std::uint32_t layers_key = 2) {
+  GgufFile g;
+  g.kv_str("general.architecture", "llama");
+  g.kv_str("general.name", "tiny");
+  g.kv_u32("llama.block_count", layers_key);
+  g.kv_u32("llama.embedding_length", 64);
+  g.kv_u32("llama.attention.head_count", 4);
+  g.kv_u32("llama.attention.head_count_kv", 2);
+  g.kv_tokens("tokenizer.ggml.tokens", 1000);
+  g.tensor("token_embd.weight", {64, 1000}, 1);  // f16
+  for (int l = 0; l < 2; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    g.tensor(b + "attn_norm.weight", {64}, 0);   // f32
+    g.tensor(b + "attn_q.weight", {64, 64}, 8);  // q8_0: 34 bytes / 32 elements
+    g.tensor(b + "ffn_up.weight", {64, 128}, 1);
+  }
+  g.tensor("output_norm.weight", {64}, 0);
+  g.tensor("output.weight", {64, 1000}, 2);  // q4_0: 18 bytes / 32 elements
+  return g;
+}
+
+// Tests that a GGUF file (llama.cpp) gives the same units as a safetensors directory:
+// embed (one row), layers.N from blk.N (every type's block size), the head with the final
+// norm, and f16 KV bytes; its vocabulary array is skipped, not read as a tensor.
+TEST_F(ModelDir, GgufDenseDecoder) {
+  llama2().write(dir_ / "m.gguf", 7);
+  auto p = catalog_from_model((dir_ / "m.gguf").string());
+  ASSERT_TRUE(p) << p.error().message;
+  ASSERT_EQ(p->units.size(), 4u);
+  EXPECT_EQ(p->model, "tiny");
+  EXPECT_EQ(p->units[0].name, "embed");
+  EXPECT_EQ(p->units[0].bytes, 64u * 2);
+  EXPECT_EQ(p->units[0].total_bytes, 64u * 1000 * 2);
+  EXPECT_EQ(p->units[1].name, "layers.0");
+  const std::uint64_t layer = 64 * 4 + 64 * 64 / 32 * 34 + 64 * 128 * 2;
+  EXPECT_EQ(p->units[1].bytes, layer);
+  EXPECT_EQ(p->units[2].bytes, layer);
+  EXPECT_EQ(p->units[3].name, "head");
+  EXPECT_EQ(p->units[3].bytes, 64u * 1000 / 32 * 18 + 64 * 4);
+  EXPECT_EQ(p->kv_bytes_per_token, 2u * 2 * 2 * 16 * 2);  // K+V x layers x kv_heads x head_dim x f16
+}
+
+// Tests that merged expert tensors count top-k of the experts per token and that a file
+// without an output tensor reads the embedding table as its head (tied).
+TEST_F(ModelDir, GgufMoeAndTiedHead) {
+  GgufFile g;
+  g.kv_str("general.architecture", "qwen3moe");
+  g.kv_u32("qwen3moe.block_count", 1);
+  g.kv_u32("qwen3moe.embedding_length", 32);
+  g.kv_u32("qwen3moe.expert_count", 4);
+  g.kv_u32("qwen3moe.expert_used_count", 2);
+  g.tensor("token_embd.weight", {32, 100}, 1);
+  g.tensor("blk.0.attn_output.weight", {32, 32}, 1);
+  g.tensor("blk.0.ffn_up_exps.weight", {32, 16, 4}, 1);
+  g.write(dir_ / "moe.gguf", 5);
+  auto p = catalog_from_gguf((dir_ / "moe.gguf").string());
+  ASSERT_TRUE(p) << p.error().message;
+  ASSERT_EQ(p->units.size(), 3u);
+  EXPECT_EQ(p->units[1].kind, "moe-decoder");
+  EXPECT_EQ(p->units[1].bytes, 32u * 32 * 2 + 32 * 16 * 2 * 2);
+  EXPECT_EQ(p->units[1].total_bytes, 32u * 32 * 2 + 32 * 16 * 2 * 4);
+  EXPECT_EQ(p->units[2].bytes, 32u * 100 * 2);
+}
+
+// Tests that a truncated or foreign file is an error naming the file, never a crash or a
+// catalog, and that a tensor outside block_count is refused.
+TEST_F(ModelDir, GgufBadFilesAreRefused) {
+  const fs::path f = dir_ / "bad.gguf";
+  for (std::size_t cut : {3u, 10u, 40u, 120u, 400u}) {
+    llama2().write(f, 7, cut);
+    auto p = catalog_from_gguf(f.string());
+    EXPECT_FALSE(p) << "cut at " << cut;
+    if (!p) {
+      EXPECT_NE(p.error().message.find("bad.gguf"), std::string::npos) << p.error().message;
+    }
+  }
+  std::ofstream(f) << "not gguf at all";
+  auto p = catalog_from_gguf(f.string());
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message.find("not a GGUF file"), std::string::npos) << p.error().message;
+  llama2(1).write(f, 7);  // blk.1 tensors, block_count 1
+  p = catalog_from_gguf(f.string());
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message.find("names layer 1"), std::string::npos) << p.error().message;
 }
 
 }  // namespace

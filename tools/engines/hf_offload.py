@@ -14,6 +14,9 @@ default (the same presets as ripple-llm). Offload, the way PyTorch users do it:
 Embeddings, the final norm and the LM head stay on the GPU; the KV cache is on the GPU.
 
 Prints tokens/s and the weight bytes streamed per token, then one RESULT line.
+--token-log FILE: one "token,end_ns" line per generated token (CLOCK_MONOTONIC, when the
+token reached the host), as ripple-llm writes it: ripple-bench --llm-engine hf counts the
+tokens of its scored window from it.
 """
 import argparse
 import hashlib
@@ -43,6 +46,7 @@ def main():
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--duration-s", type=float, default=0, help="generate repeatedly for this long")
     ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--token-log", help="append token,end_ns (CLOCK_MONOTONIC) per generated token")
     ap.add_argument("--count-launches", action="store_true",
                     help="run the timed generation under torch.profiler and print the kernel launches and "
                          "copies it saw beside the interposer's counters for the same region (when preloaded)")
@@ -98,6 +102,8 @@ def main():
 
     ids = torch.randint(0, cfg.vocab_size, (1, args.prompt_tokens), device=dev)
     gen = dict(max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens, do_sample=False, use_cache=True)
+    if args.token_log:
+        gen["streamer"] = TokenLog(args.token_log)
     prof, hook0 = None, None
     with torch.inference_mode():
         model.generate(ids, **dict(gen, max_new_tokens=2, min_new_tokens=2))  # warm-up
@@ -145,6 +151,30 @@ def main():
           f"({'streamed H2D' if args.offload != 'none' else 'read from HBM'}), {wgb * tps:.1f} GB/s")
     print(f"RESULT engine=hf_offload preset={args.preset} offload={args.offload} tok_s={tps:.3f} "
           f"layer_gb={wgb:.3f} gbs={wgb * tps:.1f} tokens_fp={fp}")
+
+
+class TokenLog:
+    """A generate() streamer: one line per generated token, at the time it reached the host
+    (generate hands each new token over as a host tensor, after the step's sync)."""
+
+    def __init__(self, path):
+        self.f = open(path, "a", buffering=1)
+        if self.f.tell() == 0:
+            self.f.write("token,end_ns\n")
+        self.n = 0
+        self.prompt = True
+
+    def put(self, value):
+        if self.prompt:   # the first call hands over the prompt
+            self.prompt = False
+            return
+        now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        for _ in range(value.numel()):
+            self.n += 1
+            self.f.write(f"{self.n},{now}\n")
+
+    def end(self):
+        self.prompt = True
 
 
 def hook_stats():

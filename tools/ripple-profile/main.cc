@@ -1,7 +1,8 @@
 // ripple-profile: unit catalogs for libripple-cuhook.so.
 //
-//   ripple-profile model DIR [-o OUT.json]
-//       per-unit bytes from a model directory (config.json + safetensors headers)
+//   ripple-profile model DIR|FILE.gguf [-o OUT.json]
+//       per-unit bytes from a model directory (config.json + safetensors headers) or a
+//       GGUF file (llama.cpp; its header: metadata and tensor infos)
 //   ripple-profile record [-o OUT.json] [--catalog MODEL.json] [--nvtx-pattern RE] -- CMD...
 //       runs CMD once under the interposer in record mode and writes, per unit (found by
 //       NVTX ranges or the explicit API), its kernel sequence, median GPU time and, where
@@ -37,7 +38,7 @@ using ripple::cuhook::ProfileUnit;
 int usage(const char* why) {
   if (why) std::fprintf(stderr, "ripple-profile: %s\n", why);
   std::fprintf(stderr,
-               "usage: ripple-profile model DIR [-o OUT.json]\n"
+               "usage: ripple-profile model DIR|FILE.gguf [-o OUT.json]\n"
                "       ripple-profile record [-o OUT.json] [--catalog MODEL.json] [--nvtx-pattern RE] -- CMD...\n");
   return 2;
 }
@@ -202,13 +203,13 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   if (cmd == "-h" || cmd == "--help") return usage(nullptr), 0;
   if (cmd == "model") {
-    if (argc < 3) return usage("model: DIR is required");
+    if (argc < 3) return usage("model: DIR or FILE.gguf is required");
     std::string out;
     for (int i = 3; i < argc; ++i) {
       if (std::string(argv[i]) == "-o" && i + 1 < argc) out = argv[++i];
       else return usage(("model: unknown argument '" + std::string(argv[i]) + "'").c_str());
     }
-    auto p = ripple::cuhook::catalog_from_model_dir(argv[2]);
+    auto p = ripple::cuhook::catalog_from_model(argv[2]);
     if (!p) {
       std::fprintf(stderr, "ripple-profile: %s\n", p.error().message.c_str());
       return 1;

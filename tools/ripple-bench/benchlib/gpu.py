@@ -1,4 +1,11 @@
-"""ripple-bench's GPU backend: the LLM and VLM engines (ripple-llm) under ripple-run.
+"""ripple-bench's GPU backend: the LLM and VLM engines under ripple-run.
+
+The VLM is ripple-llm. The best-effort LLM is ripple-llm (`--llm-engine ripple-llm`) or the
+offloaded transformers decoder tools/engines/hf_offload.py (`--llm-engine hf`): an engine
+that knows nothing of Ripple and marks no units. Its units are what the interposer learns
+by itself (the repeating pass of its per-layer weight copies; Documentation/cuhook.md,
+"Learned copy passes") or, with --llm-profile, a `ripple-profile record` of it; nothing
+here knows the model. Its throughput is its own token log (hf_offload.py --token-log).
 
 The engines are real GPU programs that know nothing of Ripple; ripple-run preloads the
 interposer. They start once per sweep and stay resident:
@@ -28,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 READY_MARK = "waiting for it (fail-closed)"   # the interposer's line when blocked with no agent
+HF_ENGINE = str(Path(__file__).resolve().parent.parent.parent / "engines" / "hf_offload.py")
 
 
 @dataclass
@@ -90,14 +98,23 @@ class GpuEngines:
         self.procs: dict[str, subprocess.Popen] = {}
         a = bench.o.a
         self.vp = a.vlm_gpu_period_ms
-        self.llm_cmd = [bench.bin("ripple-llm"), "--preset", a.llm_preset, *a.llm_args.split()]
+        self.llm_engine = getattr(a, "llm_engine", "ripple-llm")
+        if self.llm_engine == "hf":
+            self.llm_cmd = [os.environ.get("PYTHON", "python3"), HF_ENGINE, *a.hf_args.split()]
+        else:
+            self.llm_cmd = [bench.bin("ripple-llm"), "--preset", a.llm_preset, *a.llm_args.split()]
         self.vlm_cmd = [bench.bin("ripple-llm"), "--preset", a.vlm_preset, "--frames", "--period-ms", f"{self.vp:g}",
                         "--deadline-ms", f"{self.vp:g}", *a.vlm_args.split()]
         self.profiles = {"llm": d / "llm.profile.json", "vlm": d / "vlm.profile.json"}
         self.bytes_per_token = 0
 
-    def env(self) -> dict:
+    def env(self, name: str = "vlm") -> dict:
         e = dict(os.environ)
+        if name == "llm" and self.llm_engine == "hf":
+            # No NVTX: its copies and graph launches are the boundaries (the default set),
+            # weight loading included (the first run's preparation window covers it).
+            e.pop("RIPPLE_BOUNDARIES", None)
+            return e
         # ripple-llm marks every layer with an NVTX range: those are the units. Weight loading
         # (bare copies at start-up) is not gated.
         e["RIPPLE_BOUNDARIES"] = "nvtx,api"
@@ -115,14 +132,20 @@ class GpuEngines:
             if given:
                 self.profiles[name] = Path(given)
                 continue
+            if name == "llm" and self.llm_engine == "hf":
+                self.profiles[name] = None   # the interposer learns its units
+                continue
             b.progress(f"recording the {name} engine's units (ripple-profile record)")
             out = self.d / f"{name}.record.out"
             with open(out, "w") as f:
                 r = subprocess.run([str(x) for x in [b.bin("ripple-profile"), "record", "-o", self.profiles[name], "--", *cmd]],
-                                   stdout=f, stderr=subprocess.STDOUT, env=self.env(), timeout=600)
+                                   stdout=f, stderr=subprocess.STDOUT, env=self.env(name), timeout=600)
             if r.returncode != 0 or not self.profiles[name].exists():
                 raise b.Error(f"ripple-profile record of the {name} engine failed (exit {r.returncode}): "
                               f"{out.read_text(errors='replace').strip()[-600:]}")
+        if self.profiles["llm"] is None:
+            self.bytes_per_token = 0   # learned units: no granted-bytes cross-check
+            return
         try:
             self.bytes_per_token = profile_bytes_per_pass(self.profiles["llm"])
         except ValueError as e:
@@ -135,13 +158,14 @@ class GpuEngines:
         b = self.b
         run = b.bin("ripple-run")
         common = ["--socket", self.sock, "--fail", "closed"]
-        llm = [run, "--engine", "llm", "--kind", "best-effort", "--profile", self.profiles["llm"], *common, "--",
+        prof = ["--profile", self.profiles["llm"]] if self.profiles["llm"] is not None else []
+        llm = [run, "--engine", "llm", "--kind", "best-effort", *prof, *common, "--",
                *self.llm_cmd, "--duration-s", f"{total_s:g}", "--token-log", self.token_log]
         vlm = [run, "--engine", "vlm", "--kind", "deadline-bound", "--period-ms", f"{self.vp:g}",
                "--deadline-ms", f"{self.vp:g}", "--profile", self.profiles["vlm"], *common, "--",
                *self.vlm_cmd, "--requests", str(int(total_s * 1000 / self.vp) + 1), "--frame-log", self.frame_log]
         for name, argv in (("llm", llm), ("vlm", vlm)):
-            e = self.env()
+            e = self.env(name)
             # The interposer's counters, rewritten twice a second: chunk-gate and boundary
             # waits per scored window (metrics.hook_waits).
             e.setdefault("RIPPLE_CUHOOK_STATS", str(self.d / f"{name}.hook.json"))
