@@ -2,7 +2,8 @@
 # the agent's pure libraries (pricing, admission, policies) and nothing else of the agent.
 
 SIM_SRCS := tools/ripple-sim/platform.cc tools/ripple-sim/tasks.cc tools/ripple-sim/engines.cc \
-	tools/ripple-sim/runner.cc tools/ripple-sim/preset.cc tools/ripple-sim/sweep.cc tools/ripple-sim/report.cc
+	tools/ripple-sim/runner.cc tools/ripple-sim/preset.cc tools/ripple-sim/sweep.cc tools/ripple-sim/report.cc \
+	tools/ripple-sim/calibrate.cc
 $(foreach s,$(SIM_SRCS:.cc=) tools/ripple-sim/main,$(eval CXXFLAGS_$(subst /,_,$(s)) += $(AGENT_EIGEN_CFLAGS)))
 
 $(O)/lib/libripple_sim.a: $(call objs,$(SIM_SRCS))

@@ -6,6 +6,8 @@
 
 #include "agent/pricing/config.h"
 
+#include <nlohmann/json.hpp>
+
 namespace ripple::sim {
 
 namespace {
@@ -240,6 +242,59 @@ Status apply_agent_key(Preset& p, const std::string& key, const toml::node& n) {
     return make_error("agent.{}: not an admission key (lease_ms, horizon_ms, gamma, pipelining, queued_durations)", key);
   }
   return Status::Ok();
+}
+
+std::string json_from_python(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_str = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_str) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_str = false;
+      continue;
+    }
+    if (c == '"') in_str = true;
+    bool hit = false;
+    for (std::string_view lit : {"-Infinity", "Infinity", "NaN"})
+      if (text.compare(i, lit.size(), lit) == 0) {
+        out += "null";
+        i += lit.size() - 1;
+        hit = true;
+        break;
+      }
+    if (!hit) out += c;
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> apply_bench_profile(Preset& p, const std::string& text, const std::string& origin) {
+  nlohmann::json r;
+  try {
+    r = nlohmann::json::parse(json_from_python(text));
+  } catch (const std::exception& e) {
+    return make_error("{}: not JSON ({})", origin, e.what());
+  }
+  if (!r.contains("profile") || !r["profile"].is_object() || r["profile"].empty())
+    return make_error("{}: no 'profile' (a ripple-bench results.json has one)", origin);
+  std::vector<std::string> set;
+  for (const auto& [name, v] : r["profile"].items()) {
+    if (!v.contains("p50_ms") || !v["p50_ms"].is_number() || !v.contains("p99_ms") || !v["p99_ms"].is_number())
+      return make_error("{}: profile.{}.p50_ms/p99_ms missing", origin, name);
+    const double p50 = v["p50_ms"].get<double>(), p99 = v["p99_ms"].get<double>();
+    if (!(p50 > 0) || !(p99 >= p50)) return make_error("{}: profile.{}: need 0 < p50_ms <= p99_ms", origin, name);
+    auto it = p.tasks.find(name);
+    TaskParams tp = it != p.tasks.end() ? it->second : p.task_default;
+    tp.solo = SoloModel{};
+    tp.solo.base_ms = p50;
+    tp.solo.sigma = std::log(p99 / p50) / 2.3263478740408408;
+    tp.profile_p99_ms = p99;
+    p.tasks[name] = tp;
+    set.push_back(name);
+  }
+  return set;
 }
 
 Result<std::vector<TaskModel>> tasks_for(const Preset& p, const Mix& mix) {
