@@ -54,6 +54,34 @@ TEST(SimCalibrate, RecoversTheLinearSlope) {
   EXPECT_LT(fit->rms, 0.01);
 }
 
+// Tests that with a reference point (calibrate's pace at 1/1000) the slope comes from trimmed
+// means against it, so one preempted job (1 s) does not move it.
+TEST(SimCalibrate, ReferencePointUsesTrimmedMeans) {
+  const double kappa = 500.0, solo = 10.0;
+  std::string pts, csv = "policy,k,run,task,release_ns,response_ms,deadline_ms\n";
+  for (double beta : {0.0004, 0.4, 0.8}) {
+    const std::string pol = fmt::format("pace-{:g}", beta);
+    pts += fmt::format("{}{{\"policy\": \"{}\", \"k\": 2, \"runs\": 1, \"llm_gbps\": {}, \"tasks\": {{}}}}",
+                       pts.empty() ? "" : ",", pol, beta);
+    const double stretch = 1.0 / (1.0 - kappa * 1e-3 * beta);
+    for (int j = 0; j < 200; ++j)
+      csv += fmt::format("{},2,0,costmap,{},{},40\n", pol, j, j == 7 ? 1000.0 : solo * (0.8 + 0.002 * j) * stretch);
+  }
+  // The profile's p50 (7 ms) is not the reference's level (~10 ms): the reference point wins.
+  const std::string results = fmt::format(
+      "{{\"backend\": \"plant\", \"score_s\": 10, \"tasks\": [\"costmap\"], \"profile\": {{\"costmap\": "
+      "{{\"jobs\": 200, \"p50_ms\": 7, \"p99_ms\": 12}}}}, \"points\": [{}]}}",
+      pts);
+  auto d = read_bench_outputs(results, csv);
+  ASSERT_TRUE(d) << d.error().message;
+  auto fit = fit_task(*d, "costmap");
+  ASSERT_TRUE(fit) << fit.error().message;
+  EXPECT_TRUE(fit->reference);
+  ASSERT_EQ(fit->point_kappa.size(), 2u);  // the reference is not a fit point
+  EXPECT_NEAR(fit->kappa_ms_per_gb, kappa, 0.01 * kappa);
+  EXPECT_DOUBLE_EQ(fit->base_ms, 7.0);     // the solo model stays the profile's
+}
+
 // Tests that the written preset keeps the base's engines and loads with the fitted tasks.
 TEST(SimCalibrate, WritesAPresetThatLoads) {
   const std::string base = "# base comment\nname = \"base\"\ndescription = \"x\"\nprofile_s = 15\n"

@@ -25,3 +25,5 @@ GTEST_SUITES += $(O)/tests/unit/sim_test
 
 # The table is ripple-bench's own rendering of the results.json, and runs are deterministic.
 TAP_SUITES += tools/ripple-sim/render_check.sh
+# calibrate end to end against the plant (a TEST DOUBLE with a known slope), ~45 s.
+TAP_SUITES += tests/integration/sim_calibrate.sh

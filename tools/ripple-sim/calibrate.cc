@@ -141,6 +141,14 @@ Result<CalData> read_bench_outputs(const std::string& results_text, const std::s
       auto& v = resp[pol][t];
       if (v.empty()) return make_error("responses.csv: no responses of {} under {}", t, pol);
       cp.p50_ms[t] = percentile(v, 50);
+      {
+        const double lo = percentile(v, 10), hi = percentile(v, 90);
+        double sum = 0;
+        std::size_t n_in = 0;
+        for (double x : v)
+          if (x >= lo && x <= hi) sum += x, ++n_in;
+        cp.tmean_ms[t] = n_in ? sum / static_cast<double>(n_in) : cp.p50_ms[t];
+      }
       cp.p99_ms[t] = percentile(v, 99);
       cp.jobs[t] = v.size();
     }
@@ -165,12 +173,22 @@ Result<CalTaskFit> fit_task(const CalData& d, const std::string& task) {
   f.solo_jobs = d.solo_jobs.count(task) ? d.solo_jobs.at(task) : 0;
   f.base_ms = f.solo_p50_ms;
   f.sigma = std::log(f.solo_p99_ms / f.solo_p50_ms) / kZ99;
+  // The reference: a point at <= 1 % of the highest rate (calibrate runs one at 1/1000).
+  double max_rate = 0;
+  for (const CalPoint& p : d.points) max_rate = std::max(max_rate, p.rate_gbps);
+  const CalPoint* ref = nullptr;
+  for (const CalPoint& p : d.points)
+    if (p.rate_gbps <= 0.01 * max_rate && p.tmean_ms.count(task)) ref = &p;
+  f.reference = ref != nullptr;
+  const double m0 = ref ? ref->tmean_ms.at(task) : f.solo_p50_ms;
   double sxy = 0, sxx = 0;
   std::vector<std::pair<double, double>> xy;
   for (const CalPoint& p : d.points) {
-    auto q = p.p50_ms.find(task);
-    if (q == p.p50_ms.end() || !(p.beta_gbps > 0) || !(q->second > 0)) continue;
-    const double y = 1.0 - f.solo_p50_ms / q->second;
+    if (&p == ref) continue;
+    const auto& stat = ref ? p.tmean_ms : p.p50_ms;
+    auto q = stat.find(task);
+    if (q == stat.end() || !(p.beta_gbps > 0) || !(q->second > 0)) continue;
+    const double y = 1.0 - m0 / q->second;
     xy.emplace_back(p.beta_gbps, y);
     sxy += p.beta_gbps * y;
     sxx += p.beta_gbps * p.beta_gbps;
@@ -280,20 +298,22 @@ Status run_calibrate(const CalibrateOptions& o) {
   }
   if (o.from.empty()) {
     dir = o.work;
-    std::string pols;
-    for (double r : o.rates) pols += (pols.empty() ? "" : ",") + fmt::format("pace-{:g}", r);
+    // The reference point: the same protocol at 1/1000 of the lowest rate (~no traffic).
+    std::string pols = fmt::format("pace-{:g}", *std::min_element(o.rates.begin(), o.rates.end()) / 1000);
+    for (double r : o.rates) pols += fmt::format(",pace-{:g}", r);
     std::vector<std::string> argv = {"python3", o.repo_root + "/tools/ripple-bench/ripple-bench", "--backend", o.backend,
-                                     "--mix", o.mix, "--policies", pols, "--k", "2", "--eps", "1", "--runs", "1",
+                                     "--mix", o.mix, "--policies", pols, "--k", "2", "--eps", "0.2", "--runs", "1",
                                      "--prep-s", fmt::format("{:g}", o.prep_s), "--ripple-prep-s",
                                      fmt::format("{:g}", o.prep_s), "--score-s", fmt::format("{:g}", o.score_s),
                                      "--profile-s", fmt::format("{:g}", o.profile_s), "--no-plots", "--out", o.work};
     if (!o.build_dir.empty()) argv.insert(argv.end(), {"--build-dir", o.build_dir});
     argv.insert(argv.end(), o.bench_args.begin(), o.bench_args.end());
-    const double est = o.profile_s + static_cast<double>(o.rates.size()) * (o.prep_s + o.score_s + 6) +
+    const double est = o.profile_s + static_cast<double>(o.rates.size() + 1) * (o.prep_s + o.score_s + 6) +
                        (o.backend == "gpu" ? 90 : 10);
     std::string cmd;
     for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
-    std::fprintf(stderr, "ripple-sim calibrate: %zu rates x %g s scored + %g s profile on the %s backend, about %.0f s\n"
+    std::fprintf(stderr, "ripple-sim calibrate: %zu rates (+ a reference at 1/1000) x %g s scored + %g s profile on the "
+                         "%s backend, about %.0f s\n"
                          "ripple-sim calibrate: %s\n",
                  o.rates.size(), o.score_s, o.profile_s, o.backend.c_str(), est, cmd.c_str());
     const int rc = spawn(argv, o.work + "/bench.out");
@@ -316,6 +336,7 @@ Status run_calibrate(const CalibrateOptions& o) {
   for (const CalPoint& p : data->points) {
     betas.push_back(p.beta_gbps);
     json jp = {{"rate_gbps", p.rate_gbps}, {"beta_gbps", p.beta_gbps}, {"p50_ms", p.p50_ms}, {"p99_ms", p.p99_ms},
+               {"trimmed_mean_ms", p.tmean_ms},
                {"jobs", p.jobs}, {"other_ms_per_grant", p.other_ms_per_grant}};
     j["points"].push_back(jp);
   }
@@ -324,9 +345,10 @@ Status run_calibrate(const CalibrateOptions& o) {
     auto f = fit_task(*data, t);
     if (!f) return f.error();
     std::fprintf(stderr, "ripple-sim calibrate: %-10s solo p50 %7.2f ms p99 %7.2f ms (sigma %.3f); kappa %.3f ms/GB "
-                         "(per rate: %s; rms %.4f)\n",
+                         "(per rate: %s; rms %.4f; %s)\n",
                  t.c_str(), f->solo_p50_ms, f->solo_p99_ms, f->sigma, f->kappa_ms_per_gb,
-                 fmt_list(f->point_kappa).c_str(), f->rms);
+                 fmt_list(f->point_kappa).c_str(), f->rms,
+                 f->reference ? "trimmed means vs the reference point" : "medians vs the profile: no reference point");
     j["tasks"][t] = {{"solo_p50_ms", f->solo_p50_ms}, {"solo_p99_ms", f->solo_p99_ms}, {"base_ms", f->base_ms},
                      {"sigma", f->sigma}, {"kappa_ms_per_gb", f->kappa_ms_per_gb}, {"point_kappa", f->point_kappa},
                      {"rms", f->rms}};

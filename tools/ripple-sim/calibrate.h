@@ -7,13 +7,19 @@
 //
 //   1. the co-run profile (engines resident, idle): each task's solo p50 and p99;
 //   2. one scored window per rate R: the engines move beta ~ R GB/s (measured: the agent's
-//      granted bytes over the window), each task's co-run p50.
+//      granted bytes over the window), each task's co-run responses; and one at a rate
+//      1000x below the lowest (the reference: the same protocol with ~no traffic).
 //
 // The fit is the platform model's (platform.h, linear): a job of solo work W beside a
-// stream beta takes W / (1 - kappa beta), so for every rate the median obeys
-//     y = 1 - p50_solo / p50(beta) = kappa beta,
-// a line through the origin; kappa is its least-squares slope (ms per GB). The solo model
-// is lognormal through the profile's p50 and p99 (base = p50, sigma = ln(p99/p50) / z99).
+// stream beta takes W / (1 - kappa beta), i.e. T = W + kappa x (bytes moved during it).
+// Averaged over jobs that holds for the mean even when the traffic comes in bursts
+// (E[T] = E[W] / (1 - kappa mean(beta))), so for every rate
+//     y = 1 - m(reference) / m(beta) = kappa beta,
+// with m the mean response between its p10 and p90 (trimmed: one preempted job on a
+// shared machine must not move the slope), a line through the origin; kappa is its
+// least-squares slope (ms per GB). Without a reference point (an older bench folder) m is
+// the p50 and the reference the profile's p50. The solo model is lognormal through the
+// profile's p50 and p99 (base = p50, sigma = ln(p99/p50) / z99).
 // The per-point slopes y / beta are kept beside it: if they fall with beta, the platform
 // saturates and the fit says so.
 //
@@ -33,6 +39,7 @@ struct CalPoint {
   double rate_gbps = 0;   // the pace asked for
   double beta_gbps = 0;   // what the engines moved in the scored window (all engines)
   std::map<std::string, double> p50_ms, p99_ms;  // per task, co-run responses
+  std::map<std::string, double> tmean_ms;        // their mean between p10 and p90
   std::map<std::string, std::size_t> jobs;
   double other_ms_per_grant = 0;  // the LLM's unexplained gap time per grant (a grant's cost)
 };
@@ -45,6 +52,7 @@ struct CalTaskFit {
   double kappa_ms_per_gb = 0;     // least-squares slope
   double rms = 0;                 // rms residual of y = kappa beta
   std::vector<double> point_kappa;  // y / beta at each rate (ms/GB)
+  bool reference = false;           // fitted against the reference point (trimmed means)
 };
 
 struct CalData {
