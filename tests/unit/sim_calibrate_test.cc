@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "tools/ripple-sim/preset.h"
+#include "tools/ripple-sim/rng.h"
 
 namespace ripple::sim {
 namespace {
@@ -80,6 +81,37 @@ TEST(SimCalibrate, ReferencePointUsesTrimmedMeans) {
   ASSERT_EQ(fit->point_kappa.size(), 2u);  // the reference is not a fit point
   EXPECT_NEAR(fit->kappa_ms_per_gb, kappa, 0.01 * kappa);
   EXPECT_DOUBLE_EQ(fit->base_ms, 7.0);     // the solo model stays the profile's
+}
+
+// Tests that a slowdown that spreads per job (each job's log-stretch lognormal around its mean) is
+// read back as slowdown_sigma from the responses' spread beyond the reference's, and a
+// slowdown that does not spread reads ~0.
+TEST(SimCalibrate, ReadsThePerJobSpreadOfTheSlope) {
+  for (double s_true : {0.0, 0.3}) {
+    const double kappa = 5.0;  // ms/GB
+    std::string pts, csv = "policy,k,run,task,release_ns,response_ms,deadline_ms\n";
+    Rng rng = Rng::stream(7, 1);
+    for (double beta : {0.05, 50.0, 100.0}) {
+      const std::string pol = fmt::format("pace-{:g}", beta);
+      pts += fmt::format("{}{{\"policy\": \"{}\", \"k\": 2, \"runs\": 1, \"llm_gbps\": {}, \"tasks\": {{}}}}",
+                         pts.empty() ? "" : ",", pol, beta);
+      for (int j = 0; j < 4000; ++j) {
+        const double w = 20.0 * std::exp(0.1 * rng.normal());
+        const double m = std::exp(s_true * rng.normal() - s_true * s_true / 2);
+        csv += fmt::format("{},2,0,costmap,{},{},40\n", pol, j, w * std::pow(1 - kappa * 1e-3 * beta, -m));
+      }
+    }
+    const std::string results = fmt::format(
+        "{{\"backend\": \"gpu\", \"score_s\": 30, \"tasks\": [\"costmap\"], \"profile\": {{\"costmap\": "
+        "{{\"jobs\": 200, \"p50_ms\": 20, \"p99_ms\": 25}}}}, \"points\": [{}]}}",
+        pts);
+    auto d = read_bench_outputs(results, csv);
+    ASSERT_TRUE(d) << d.error().message;
+    auto fit = fit_task(*d, "costmap");
+    ASSERT_TRUE(fit) << fit.error().message;
+    EXPECT_NEAR(fit->kappa_ms_per_gb, kappa, 0.1 * kappa) << "s = " << s_true;
+    EXPECT_NEAR(fit->slowdown_sigma, s_true, 0.08) << "s = " << s_true;
+  }
 }
 
 // Tests that the written preset keeps the base's engines and loads with the fitted tasks.

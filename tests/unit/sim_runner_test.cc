@@ -153,6 +153,29 @@ TEST(SimPlantValidation, PlantPresetGivesThePlantsVerdicts) {
   EXPECT_NE(t.find("| ripple | "), std::string::npos);
 }
 
+// Tests that a per-job spread of the slowdown (slowdown_sigma) widens the responses beside a
+// constant stream while their mean stretch stays about the same.
+TEST(SimRunner, SlopeSpreadWidensTheTailNotTheMean) {
+  std::vector<double> p50, p99, mean;
+  for (double s : {0.0, 0.4}) {
+    RunConfig c = plant_like("unmanaged", 90);
+    c.tasks[0].model.period = 100 * kNsPerMs;
+    c.tasks[0].model.kappa_ms_per_gb = 400;  // x = 0.4 beside the 1 GB/s stand-in
+    c.tasks[0].model.slowdown_sigma = s;
+    c.score = 200 * kNsPerSec;
+    auto r = run(c);
+    ASSERT_TRUE(r) << r.error().message;
+    auto v = r->tasks[0].responses_ms;
+    double m = 0;
+    for (double x : v) m += x;
+    mean.push_back(m / static_cast<double>(v.size()));
+    p50.push_back(percentile(v, 50));
+    p99.push_back(percentile(v, 99));
+  }
+  EXPECT_GT(p99[1] / p50[1], 1.2 * p99[0] / p50[0]);
+  EXPECT_NEAR(mean[1] / mean[0], 1.0, 0.10);  // 1/(1-x) is convex: a little above 1
+}
+
 // Tests that a replay (--solo-from) takes a bench run's profile as each task's solo model
 // and its deadlines as k x that run's p99, reading Python's NaN as null.
 TEST(SimReplay, SoloFromTakesTheRunsProfileAndDeadlines) {

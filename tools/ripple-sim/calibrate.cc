@@ -150,6 +150,8 @@ Result<CalData> read_bench_outputs(const std::string& results_text, const std::s
         cp.tmean_ms[t] = n_in ? sum / static_cast<double>(n_in) : cp.p50_ms[t];
       }
       cp.p99_ms[t] = percentile(v, 99);
+      cp.p10_ms[t] = percentile(v, 10);
+      cp.p90_ms[t] = percentile(v, 90);
       cp.jobs[t] = v.size();
     }
     const double grants = p.contains("llm_grants") ? p["llm_grants"].value("grants", 0.0) : 0.0;
@@ -200,6 +202,24 @@ Result<CalTaskFit> fit_task(const CalData& d, const std::string& task) {
   double ss = 0;
   for (auto [x, y] : xy) ss += (y - slope * x) * (y - slope * x);
   f.rms = std::sqrt(ss / static_cast<double>(xy.size()));
+  // The per-job spread of the slope, against the reference's spread.
+  auto spread = [&](const CalPoint& p) {
+    const double lo = p.p10_ms.count(task) ? p.p10_ms.at(task) : 0, hi = p.p90_ms.count(task) ? p.p90_ms.at(task) : 0;
+    return lo > 0 && hi >= lo ? std::log(hi / lo) / 2.5631031310892007 : -1.0;
+  };
+  if (ref != nullptr && spread(*ref) >= 0) {
+    const double s0 = spread(*ref);
+    double sw = 0, sws = 0;
+    for (const CalPoint& p : d.points) {
+      const double x = slope * p.beta_gbps;
+      if (&p == ref || !(x > 0.02) || x >= 0.95 || spread(p) < 0) continue;
+      const double extra = spread(p) * spread(p) - s0 * s0;
+      const double s = extra > 0 ? std::sqrt(extra) / -std::log(1 - x) : 0.0;
+      sw += x * x;
+      sws += x * x * s;
+    }
+    if (sw > 0) f.slowdown_sigma = std::min(3.0, sws / sw);
+  }
   return f;
 }
 
@@ -241,8 +261,8 @@ std::string render_preset(const std::string& name, const std::string& descriptio
     out += fmt::format("\n[task.{}]\n", f.name);
     out += fmt::format("# solo p50 {:.3f} ms, p99 {:.3f} ms ({} jobs); slope per rate (ms/GB): {}; rms residual {:.4f}\n",
                        f.solo_p50_ms, f.solo_p99_ms, f.solo_jobs, fmt_list(f.point_kappa), f.rms);
-    out += fmt::format("kappa_ms_per_gb = {:.4f}\nbase_ms = {:.4f}\nsigma = {:.5f}\n", f.kappa_ms_per_gb, f.base_ms,
-                       f.sigma);
+    out += fmt::format("kappa_ms_per_gb = {:.4f}\nslowdown_sigma = {:.4f}\nbase_ms = {:.4f}\nsigma = {:.5f}\n",
+                       f.kappa_ms_per_gb, f.slowdown_sigma, f.base_ms, f.sigma);
   }
   return out;
 }
@@ -260,7 +280,7 @@ int spawn(const std::vector<std::string>& argv, const std::string& out_path) {
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, av[0], &fa, nullptr, av.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
+  if (rc != 0) return -(rc > 0 ? rc : 1);
   int st = 0;
   if (waitpid(pid, &st, 0) < 0) return -1;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
@@ -317,6 +337,7 @@ Status run_calibrate(const CalibrateOptions& o) {
                          "ripple-sim calibrate: %s\n",
                  o.rates.size(), o.score_s, o.profile_s, o.backend.c_str(), est, cmd.c_str());
     const int rc = spawn(argv, o.work + "/bench.out");
+    if (rc < 0) return make_error("cannot start python3 (ripple-bench is Python): {}", std::strerror(-rc));
     if (rc != 0)
       return make_error("ripple-bench exited {} (its table: {}/bench.out; its progress above)", rc, o.work);
   }
@@ -344,13 +365,13 @@ Status run_calibrate(const CalibrateOptions& o) {
   for (const std::string& t : data->tasks) {
     auto f = fit_task(*data, t);
     if (!f) return f.error();
-    std::fprintf(stderr, "ripple-sim calibrate: %-10s solo p50 %7.2f ms p99 %7.2f ms (sigma %.3f); kappa %.3f ms/GB "
-                         "(per rate: %s; rms %.4f; %s)\n",
-                 t.c_str(), f->solo_p50_ms, f->solo_p99_ms, f->sigma, f->kappa_ms_per_gb,
+    std::fprintf(stderr, "ripple-sim calibrate: %-10s solo p50 %7.2f ms p99 %7.2f ms (sigma %.3f); kappa %.3f ms/GB, "
+                         "spread %.3f (per rate: %s; rms %.4f; %s)\n",
+                 t.c_str(), f->solo_p50_ms, f->solo_p99_ms, f->sigma, f->kappa_ms_per_gb, f->slowdown_sigma,
                  fmt_list(f->point_kappa).c_str(), f->rms,
                  f->reference ? "trimmed means vs the reference point" : "medians vs the profile: no reference point");
     j["tasks"][t] = {{"solo_p50_ms", f->solo_p50_ms}, {"solo_p99_ms", f->solo_p99_ms}, {"base_ms", f->base_ms},
-                     {"sigma", f->sigma}, {"kappa_ms_per_gb", f->kappa_ms_per_gb}, {"point_kappa", f->point_kappa},
+                     {"sigma", f->sigma}, {"kappa_ms_per_gb", f->kappa_ms_per_gb}, {"slowdown_sigma", f->slowdown_sigma}, {"point_kappa", f->point_kappa},
                      {"rms", f->rms}};
     fits.push_back(std::move(*f));
   }
@@ -373,8 +394,11 @@ Status run_calibrate(const CalibrateOptions& o) {
   auto back = parse_preset(text, o.out, fs::path(o.base_preset).parent_path().string());
   if (!back) return make_error("the written preset does not parse: {}", back.error().message);
   if (auto tf = tasks_for(*back, *mix); !tf) return make_error("the written preset: {}", tf.error().message);
-  std::ofstream(o.out) << text;
-  if (!std::ofstream(o.out, std::ios::app)) return make_error("--out: cannot write {}", o.out);
+  {
+    std::ofstream f(o.out);
+    f << text;
+    if (!f.flush()) return make_error("--out: cannot write {}", o.out);
+  }
   if (!o.work.empty()) std::ofstream(o.work + "/calibrate.json") << j.dump(1) << "\n";
   std::fprintf(stderr, "ripple-sim calibrate: wrote %s%s%s\n", o.out.c_str(), o.work.empty() ? "" : " and ",
                o.work.empty() ? "" : (o.work + "/calibrate.json").c_str());

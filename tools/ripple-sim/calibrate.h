@@ -20,6 +20,12 @@
 // least-squares slope (ms per GB). Without a reference point (an older bench folder) m is
 // the p50 and the reference the profile's p50. The solo model is lognormal through the
 // profile's p50 and p99 (base = p50, sigma = ln(p99/p50) / z99).
+//
+// The spread of the slowdown per job (slowdown_sigma, tasks.h: a job's log-stretch
+// -ln(1 - kappa beta) times a lognormal of mean 1 and spread s): the responses' log-spread
+// (ln(p90/p10) / 2.563) beside traffic exceeds the reference's by the log-stretch's own,
+// s x -ln(1 - x) with x = kappa beta, so each rate gives s = sqrt(spread^2 - spread_ref^2) /
+// -ln(1 - x), averaged with weights x^2 (only with a reference point; else 0).
 // The per-point slopes y / beta are kept beside it: if they fall with beta, the platform
 // saturates and the fit says so.
 //
@@ -40,6 +46,7 @@ struct CalPoint {
   double beta_gbps = 0;   // what the engines moved in the scored window (all engines)
   std::map<std::string, double> p50_ms, p99_ms;  // per task, co-run responses
   std::map<std::string, double> tmean_ms;        // their mean between p10 and p90
+  std::map<std::string, double> p10_ms, p90_ms;
   std::map<std::string, std::size_t> jobs;
   double other_ms_per_grant = 0;  // the LLM's unexplained gap time per grant (a grant's cost)
 };
@@ -50,6 +57,7 @@ struct CalTaskFit {
   std::size_t solo_jobs = 0;
   double base_ms = 0, sigma = 0;  // lognormal solo model
   double kappa_ms_per_gb = 0;     // least-squares slope
+  double slowdown_sigma = 0;         // per-job spread of the slope (TaskModel::slowdown_sigma)
   double rms = 0;                 // rms residual of y = kappa beta
   std::vector<double> point_kappa;  // y / beta at each rate (ms/GB)
   bool reference = false;           // fitted against the reference point (trimmed means)

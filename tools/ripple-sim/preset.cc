@@ -34,11 +34,12 @@ Status check_keys(const toml::table& t, const std::string& where, std::initializ
 }
 
 Status read_task(const toml::table& t, const std::string& where, const std::string& dir, TaskParams& out) {
-  if (Status s = check_keys(t, where, {"kappa_ms_per_gb", "base_ms", "sigma", "noise_ms", "alpha", "samples",
+  if (Status s = check_keys(t, where, {"kappa_ms_per_gb", "slowdown_sigma", "base_ms", "sigma", "noise_ms", "alpha", "samples",
                                        "prior_slope_ms_per_gb", "gb_per_job", "source"});
       !s)
     return s;
   out.kappa_ms_per_gb = t["kappa_ms_per_gb"].value_or(out.kappa_ms_per_gb);
+  out.slowdown_sigma = t["slowdown_sigma"].value_or(out.slowdown_sigma);
   out.solo.base_ms = t["base_ms"].value_or(out.solo.base_ms);
   out.solo.sigma = t["sigma"].value_or(out.solo.sigma);
   out.solo.noise_ms = t["noise_ms"].value_or(out.solo.noise_ms);
@@ -50,6 +51,7 @@ Status read_task(const toml::table& t, const std::string& where, const std::stri
     out.solo.samples_ms = *s;
   }
   if (out.kappa_ms_per_gb < 0) return make_error("{}: kappa_ms_per_gb < 0", where);
+  if (!(out.slowdown_sigma >= 0 && out.slowdown_sigma <= 3)) return make_error("{}: slowdown_sigma must be in [0, 3]", where);
   if (!(out.solo.base_ms > 0)) return make_error("{}: base_ms must be > 0", where);
   if (out.solo.sigma < 0 || out.solo.noise_ms < 0 || !(out.solo.alpha > 0))
     return make_error("{}: sigma and noise_ms must be >= 0, alpha > 0", where);
@@ -307,6 +309,7 @@ Result<std::vector<TaskModel>> tasks_for(const Preset& p, const Mix& mix) {
     t.period = ms_to_ns(mt.period_ms);
     t.fixed_deadline = ms_to_ns(mt.deadline_ms);
     t.kappa_ms_per_gb = tp.kappa_ms_per_gb;
+    t.slowdown_sigma = tp.slowdown_sigma;
     t.solo = tp.solo;
     out.push_back(std::move(t));
   }

@@ -24,6 +24,7 @@ namespace ripple::sim {
 
 struct TaskParams {
   double kappa_ms_per_gb = 0;
+  double slowdown_sigma = 0;  // TaskModel::slowdown_sigma
   SoloModel solo;
   std::optional<double> prior_slope_ms_per_gb;  // explicit; else prior_slope_factor x kappa
   // A replayed bench run's co-run profile p99 (--solo-from): deadlines are k x this, as that
