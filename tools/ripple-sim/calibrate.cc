@@ -108,6 +108,7 @@ Result<CalData> read_bench_outputs(const std::string& results_text, const std::s
                         d.solo_p50_ms[t], d.solo_p99_ms[t]);
   }
   const double score_s = r.value("score_s", 0.0);
+  d.score_s = score_s;
   // Responses per (policy, task) from responses.csv: policy,k,run,task,release_ns,response_ms,deadline_ms.
   std::map<std::string, std::map<std::string, std::vector<double>>> resp;
   std::istringstream in(responses_csv);
@@ -387,7 +388,7 @@ Status run_calibrate(const CalibrateOptions& o) {
         for (const auto& p : data->points) v.push_back(p.rate_gbps);
         return v;
       }(), "{:g}"),
-      fmt_list(betas), o.score_s, o.base_preset);
+      fmt_list(betas), data->score_s, o.base_preset);
   const std::string text = render_preset(o.name, fmt::format("calibrated on {} ({} backend)", host, data->backend),
                                          header, base_text, fits);
   // It must load as a preset for the mix it was measured on.

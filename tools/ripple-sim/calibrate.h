@@ -65,6 +65,7 @@ struct CalTaskFit {
 
 struct CalData {
   std::string backend, mix, command;
+  double score_s = 0;  // the bench's scored window per point
   std::vector<std::string> tasks;
   std::map<std::string, double> solo_p50_ms, solo_p99_ms;
   std::map<std::string, std::size_t> solo_jobs;
