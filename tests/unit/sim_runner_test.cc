@@ -204,6 +204,85 @@ TEST(SimPlantValidation, ChunkedRippleGrantsAtLeastSigammaAtATightPoint) {
   EXPECT_GT(at["ripple"]["llm_grants"]["grants"].get<std::uint64_t>(), w["llm_grants"]["grants"].get<std::uint64_t>());
 }
 
+// Tests that a per-job spread of the slowdown (slowdown_sigma) widens the responses beside a
+// constant stream while their mean stretch stays about the same.
+TEST(SimRunner, SlopeSpreadWidensTheTailNotTheMean) {
+  std::vector<double> p50, p99, mean;
+  for (double s : {0.0, 0.4}) {
+    RunConfig c = plant_like("unmanaged", 90);
+    c.tasks[0].model.period = 100 * kNsPerMs;
+    c.tasks[0].model.kappa_ms_per_gb = 400;  // x = 0.4 beside the 1 GB/s stand-in
+    c.tasks[0].model.slowdown_sigma = s;
+    c.score = 200 * kNsPerSec;
+    auto r = run(c);
+    ASSERT_TRUE(r) << r.error().message;
+    auto v = r->tasks[0].responses_ms;
+    double m = 0;
+    for (double x : v) m += x;
+    mean.push_back(m / static_cast<double>(v.size()));
+    p50.push_back(percentile(v, 50));
+    p99.push_back(percentile(v, 99));
+  }
+  EXPECT_GT(p99[1] / p50[1], 1.2 * p99[0] / p50[0]);
+  EXPECT_NEAR(mean[1] / mean[0], 1.0, 0.10);  // 1/(1-x) is convex: a little above 1
+}
+
+// Tests that a replay (--solo-from) takes a bench run's profile as each task's solo model
+// and its deadlines as k x that run's p99, reading Python's NaN as null.
+TEST(SimReplay, SoloFromTakesTheRunsProfileAndDeadlines) {
+  auto p = load_preset("h200-offload", src("tools/ripple-sim/presets"));
+  ASSERT_TRUE(p) << p.error().message;
+  const std::string run = R"({"bound_tok_s": {"1.1": NaN}, "profile": {"costmap": {"jobs": 135, "p50_ms": 20.0,
+      "p99_ms": 30.0}, "kdnn": {"p50_ms": 40.0, "p99_ms": 44.0}, "sgm": {"p50_ms": 15.0, "p99_ms": 15.0}}})";
+  auto set = apply_bench_profile(*p, run, "run.json");
+  ASSERT_TRUE(set) << set.error().message;
+  EXPECT_EQ(set->size(), 3u);
+  EXPECT_DOUBLE_EQ(p->tasks["costmap"].solo.base_ms, 20.0);
+  EXPECT_NEAR(p->tasks["costmap"].solo.sigma, std::log(1.5) / 2.3263478740408408, 1e-12);
+  EXPECT_DOUBLE_EQ(p->tasks["costmap"].kappa_ms_per_gb, 4.5);  // the preset's slope stays
+  SweepOptions o;
+  o.preset = *p;
+  o.mix_path = src("tools/workloads/mixes/robotic1-1t.toml");
+  o.policies = {"unmanaged"};
+  o.ks = {1.5};
+  o.runs = 1;
+  o.prep_s = 1;
+  o.score_s = 2;
+  auto r = sweep(o);
+  ASSERT_TRUE(r) << r.error().message;
+  const auto& dl = r->summary["points"][0]["deadlines_ms"];
+  EXPECT_DOUBLE_EQ(dl["costmap"].get<double>(), 45.0);
+  EXPECT_DOUBLE_EQ(dl["kdnn"].get<double>(), 66.0);
+  EXPECT_FALSE(apply_bench_profile(*p, R"({"profile": {"x": {"p50_ms": 3}}})", "bad.json"));
+}
+
+// Tests that --variant runs the base policy with its settings, and an undefined variant is
+// refused by name.
+TEST(SimReplay, VariantsRunTheBasePolicyWithTheirSettings) {
+  auto p = load_preset("plant", src("tools/ripple-sim/presets"));
+  ASSERT_TRUE(p) << p.error().message;
+  SweepOptions o;
+  o.preset = *p;
+  o.mix_path = src("tools/workloads/mixes/robotic1-1t.toml");
+  o.policies = {"ripple", "ripple+clip"};
+  o.variants["ripple+clip"] = {"pricing.margin_clip=true"};
+  o.ks = {1.5};
+  o.runs = 1;
+  o.prep_s = 3;
+  o.score_s = 10;
+  auto r = sweep(o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->protocol_errors, 0u);
+  ASSERT_EQ(r->summary["points"].size(), 2u);
+  EXPECT_EQ(r->summary["points"][1]["policy"], "ripple+clip");
+  EXPECT_EQ(r->summary["variants"]["ripple+clip"][0], "pricing.margin_clip=true");
+  EXPECT_GT(r->summary["points"][1]["tasks"]["costmap"]["jobs"].get<int>(), 150);
+  o.policies = {"ripple+nope"};
+  auto bad = sweep(o);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("ripple+nope"), std::string::npos);
+}
+
 TEST(SimSweep, FluidBoundIsPeakWithoutJobsAndLowerWithThem) {
   EXPECT_DOUBLE_EQ(fluid_bound_gbps({}, 10), 10);
   FluidTask t;

@@ -8,10 +8,11 @@
 # There (from the repo root, DEST carried):
 #   tools/gpu/unpack.sh DEST && export LD_LIBRARY_PATH=/tmp/rdeps/lib PATH=/tmp/rdeps/bin:$PATH
 #   tools/ripple-bench/ripple-bench --build-dir DEST/build ...
+#   DEST/build/bin/ripple-sim calibrate --backend gpu --build-dir DEST/build ...   (Documentation/sim.md)
 set -euo pipefail
 DEST=${1:-.devcarry}
 O=${O:-build}
-BINS="ripple-agent ripple-run ripple-profile ripplectl ripple-llm ripple-costmap ripple-kdnn ripple-sgm ripple-control"
+BINS="ripple-agent ripple-run ripple-profile ripplectl ripple-llm ripple-costmap ripple-kdnn ripple-sgm ripple-control ripple-sim"
 make -s $(for b in $BINS; do echo "$O/bin/$b"; done) "$O/lib/libripple-cuhook.so" "$O/tests/integration/agent_engine" >/dev/null
 rm -rf "$DEST/build" "$DEST/deps.tar.xz"
 mkdir -p "$DEST/build/bin" "$DEST/build/lib" "$DEST/build/tests/integration"

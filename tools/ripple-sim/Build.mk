@@ -2,7 +2,8 @@
 # the agent's pure libraries (pricing, admission, policies) and nothing else of the agent.
 
 SIM_SRCS := tools/ripple-sim/platform.cc tools/ripple-sim/tasks.cc tools/ripple-sim/engines.cc \
-	tools/ripple-sim/runner.cc tools/ripple-sim/preset.cc tools/ripple-sim/sweep.cc tools/ripple-sim/report.cc
+	tools/ripple-sim/runner.cc tools/ripple-sim/preset.cc tools/ripple-sim/sweep.cc tools/ripple-sim/report.cc \
+	tools/ripple-sim/calibrate.cc
 $(foreach s,$(SIM_SRCS:.cc=) tools/ripple-sim/main,$(eval CXXFLAGS_$(subst /,_,$(s)) += $(AGENT_EIGEN_CFLAGS)))
 
 # cuhooks/chunker.cc: the interposer's chunk planner (pure), for sub-layer engines.
@@ -25,3 +26,5 @@ GTEST_SUITES += $(O)/tests/unit/sim_test
 
 # The table is ripple-bench's own rendering of the results.json, and runs are deterministic.
 TAP_SUITES += tools/ripple-sim/render_check.sh
+# calibrate end to end against the plant (a TEST DOUBLE with a known slope), ~45 s.
+TAP_SUITES += tests/integration/sim_calibrate.sh

@@ -3,10 +3,14 @@
 //
 //   ripple-sim [--mix FILE] [--preset NAME|FILE] [--policies a,b] [--k 1.1,1.5] [--runs N]
 //              [--score-s S] [--prep-s S] [--seed N] [--out DIR] ...
-//   ripple-sim calibrate            (not built: Documentation/sim.md says what it would do)
+//   ripple-sim calibrate --backend gpu|plant --out FILE.toml [--rates 10,20,...] ...
+//              (measures a machine with ripple-bench's pace-R runs and writes a preset)
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "agent/policy/registry.h"
+#include "tools/ripple-sim/calibrate.h"
 #include "tools/ripple-sim/report.h"
 #include "tools/ripple-sim/sweep.h"
 
@@ -55,6 +60,18 @@ bool parse_list(const std::string& text, std::vector<T>* out) {
   return !out->empty();
 }
 
+// A number the user typed, or an error line naming the option.
+bool parse_number(const std::string& opt, const std::string& text, double* out) {
+  char* end = nullptr;
+  errno = 0;
+  *out = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == nullptr || *end != '\0' || errno != 0 || !std::isfinite(*out)) {
+    std::fprintf(stderr, "ripple-sim calibrate: %s: '%s' is not a number\n", opt.c_str(), text.c_str());
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -64,7 +81,9 @@ int main(int argc, char** argv) {
   std::string mix = (root / "tools/workloads/mixes/robotic1.toml").string();
   std::string preset = "plant", policies = "ripple,unmanaged,pause,cap-1/8,cap-1/4,cap-1/2,sigamma,sereno";
   std::string ks = "1.1,1.5,2.0", engines, out;
-  std::vector<std::string> sets;
+  std::vector<std::string> sets, variants;
+  std::string solo_from;
+  double profile_s = -1;
   int runs = 3;
   double eps = 0.02, prep_s = 20, ripple_prep_s = -1, score_s = 30;
   std::uint64_t seed = 1;
@@ -83,17 +102,66 @@ int main(int argc, char** argv) {
   app.add_option("--engines", engines, "engines of the preset to run, comma-separated (default: its `engines`)");
   app.add_option("--agent-set", sets, "SECTION.KEY=VALUE on top of the preset ([agent] admission keys, [pricing] "
                                       "keys), e.g. pricing.margin_clip=true; repeatable");
+  app.add_option("--variant", variants, "POLICY+TAG:SECTION.KEY=VALUE: a named variant of a policy with a setting "
+                                        "(ripple-bench's), e.g. ripple+clip:pricing.margin_clip=true; repeatable");
+  app.add_option("--solo-from", solo_from, "a ripple-bench results.json: each task's solo model from its co-run "
+                                           "profile (p50, p99), to replay that run's tasks");
+  app.add_option("--profile-s", profile_s, "co-run profile length, virtual s (default: the preset's profile_s)");
   app.add_option("--out", out, "write results.json and table.md here");
   app.add_flag("--responses", responses, "keep every scored job's response in results.json (_jobs)");
   app.add_flag("--check-claim", claim, "exit 1 unless, at every k, ripple meets eps and unmanaged does not");
   app.add_flag("-q,--quiet", quiet, "no progress lines");
   app.add_flag("-v,--verbose", verbose, "a line per run");
-  CLI::App* cal = app.add_subcommand("calibrate", "measure a machine and write a platform preset (NOT BUILT)");
+  CLI::App* cal = app.add_subcommand(
+      "calibrate", "measure this machine (ripple-bench with pace-R at several byte rates) and write a platform preset");
+  CalibrateOptions co;
+  std::string c_rates, c_score = "30", c_prep = "3", c_profile = "20", c_base, c_mix;
+  co.name = "calibrated";
+  cal->add_option("--backend", co.backend, "gpu (ripple-llm under ripple-run) or plant (the emulated plant, a TEST "
+                                           "DOUBLE: CI's traffic source) (default gpu)");
+  cal->add_option("--mix", c_mix, "ripple-mix TOML (default robotic1-1t)");
+  cal->add_option("--rates", c_rates, "engine byte rates to measure at, GB/s, comma-separated (default gpu "
+                                      "10,20,35,50,70; plant 0.2,0.4,0.6)");
+  cal->add_option("--score-s", c_score, "scored window per rate, s (default 30)");
+  cal->add_option("--prep-s", c_prep, "settling before each window, s (default 3)");
+  cal->add_option("--profile-s", c_profile, "co-run profile (engines idle), s (default 20)");
+  cal->add_option("--base-preset", c_base, "preset whose platform, delays, agent and engine sections are kept "
+                                           "(default gpu: h200-offload; plant: plant)");
+  cal->add_option("--name", co.name, "the new preset's name (default calibrated)");
+  cal->add_option("--out", co.out, "the preset TOML to write (required)");
+  cal->add_option("--work", co.work, "ripple-bench's output folder, kept (default OUT.d)");
+  cal->add_option("--from", co.from, "fit an earlier calibration's bench folder (results.json, responses.csv); run nothing");
+  cal->add_option("--build-dir", co.build_dir, "ripple-bench --build-dir (default: its own)");
+  cal->add_option("--bench-arg", co.bench_args, "one more ripple-bench argument, repeatable (e.g. --bench-arg=--no-pin)");
+  app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string(e.what()) + "\n"; });
   CLI11_PARSE(app, argc, argv);
   if (cal->parsed()) {
-    std::fprintf(stderr, "ripple-sim calibrate: not built. Documentation/sim.md (\"calibrate\") says what it would "
-                         "measure; write a preset by hand from presets/h200-offload.toml meanwhile.\n");
-    return 2;
+    const bool plant = co.backend == "plant";
+    if (c_rates.empty()) c_rates = plant ? "0.2,0.4,0.6" : "10,20,35,50,70";
+    std::stringstream rs(c_rates);
+    std::string item;
+    while (std::getline(rs, item, ',')) {
+      double r = 0;
+      if (!parse_number("--rates", item, &r)) return 2;
+      co.rates.push_back(r);
+    }
+    if (!parse_number("--score-s", c_score, &co.score_s) || !parse_number("--prep-s", c_prep, &co.prep_s) ||
+        !parse_number("--profile-s", c_profile, &co.profile_s))
+      return 2;
+    co.mix = c_mix.empty() ? (root / "tools/workloads/mixes/robotic1-1t.toml").string() : c_mix;
+    if (c_base.empty()) c_base = plant ? "plant" : "h200-offload";
+    co.base_preset = c_base.find('/') == std::string::npos && c_base.find(".toml") == std::string::npos
+                         ? (root / "tools/ripple-sim/presets" / (c_base + ".toml")).string()
+                         : c_base;
+    if (co.work.empty() && co.from.empty() && !co.out.empty()) co.work = co.out + ".d";
+    co.repo_root = root.string();
+    co.command = "ripple-sim";
+    for (int i = 1; i < argc; ++i) co.command += std::string(" ") + argv[i];
+    if (ripple::Status s = run_calibrate(co); !s) {
+      std::fprintf(stderr, "ripple-sim calibrate: %s\n", s.error().message.c_str());
+      return 2;
+    }
+    return 0;
   }
 
   SweepOptions o;
@@ -108,13 +176,41 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ripple-sim: --agent-set: %s\n", st.error().message.c_str());
       return 2;
     }
+  if (!solo_from.empty()) {
+    std::ifstream in(solo_from);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (!in) {
+      std::fprintf(stderr, "ripple-sim: --solo-from: cannot read %s\n", solo_from.c_str());
+      return 2;
+    }
+    if (auto r = apply_bench_profile(o.preset, ss.str(), solo_from); !r) {
+      std::fprintf(stderr, "ripple-sim: --solo-from: %s\n", r.error().message.c_str());
+      return 2;
+    }
+  }
+  if (profile_s > 0) o.preset.profile_s = profile_s;
+  for (const auto& v : variants) {
+    const auto colon = v.find(':');
+    if (colon == std::string::npos || v.find('+') == std::string::npos || v.find('+') > colon) {
+      std::fprintf(stderr, "ripple-sim: --variant: '%s' is not POLICY+TAG:SECTION.KEY=VALUE\n", v.c_str());
+      return 2;
+    }
+    const std::string name = v.substr(0, colon);
+    Preset probe = o.preset;
+    if (auto st = apply_setting(probe, v.substr(colon + 1)); !st) {
+      std::fprintf(stderr, "ripple-sim: --variant: %s\n", st.error().message.c_str());
+      return 2;
+    }
+    o.variants[name].push_back(v.substr(colon + 1));
+  }
   if (!parse_list(policies, &o.policies) || !parse_list(ks, &o.ks) ||
       (!engines.empty() && !parse_list(engines, &o.engines))) {
     std::fprintf(stderr, "ripple-sim: --policies, --k and --engines are comma-separated lists\n");
     return 2;
   }
   for (const auto& pol : o.policies)
-    if (auto r = ripple::policy::make_policy(pol); !r) {
+    if (auto r = ripple::policy::make_policy(pol.substr(0, pol.find('+'))); !r) {
       std::fprintf(stderr, "ripple-sim: --policies: %s\n", r.error().message.c_str());
       return 2;
     }

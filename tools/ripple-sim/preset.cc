@@ -6,6 +6,8 @@
 
 #include "agent/pricing/config.h"
 
+#include <nlohmann/json.hpp>
+
 namespace ripple::sim {
 
 namespace {
@@ -32,11 +34,12 @@ Status check_keys(const toml::table& t, const std::string& where, std::initializ
 }
 
 Status read_task(const toml::table& t, const std::string& where, const std::string& dir, TaskParams& out) {
-  if (Status s = check_keys(t, where, {"kappa_ms_per_gb", "base_ms", "sigma", "noise_ms", "alpha", "samples",
+  if (Status s = check_keys(t, where, {"kappa_ms_per_gb", "slowdown_sigma", "base_ms", "sigma", "noise_ms", "alpha", "samples",
                                        "prior_slope_ms_per_gb", "gb_per_job", "source"});
       !s)
     return s;
   out.kappa_ms_per_gb = t["kappa_ms_per_gb"].value_or(out.kappa_ms_per_gb);
+  out.slowdown_sigma = t["slowdown_sigma"].value_or(out.slowdown_sigma);
   out.solo.base_ms = t["base_ms"].value_or(out.solo.base_ms);
   out.solo.sigma = t["sigma"].value_or(out.solo.sigma);
   out.solo.noise_ms = t["noise_ms"].value_or(out.solo.noise_ms);
@@ -48,6 +51,7 @@ Status read_task(const toml::table& t, const std::string& where, const std::stri
     out.solo.samples_ms = *s;
   }
   if (out.kappa_ms_per_gb < 0) return make_error("{}: kappa_ms_per_gb < 0", where);
+  if (!(out.slowdown_sigma >= 0 && out.slowdown_sigma <= 3)) return make_error("{}: slowdown_sigma must be in [0, 3]", where);
   if (!(out.solo.base_ms > 0)) return make_error("{}: base_ms must be > 0", where);
   if (out.solo.sigma < 0 || out.solo.noise_ms < 0 || !(out.solo.alpha > 0))
     return make_error("{}: sigma and noise_ms must be >= 0, alpha > 0", where);
@@ -247,6 +251,59 @@ Status apply_agent_key(Preset& p, const std::string& key, const toml::node& n) {
   return Status::Ok();
 }
 
+std::string json_from_python(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_str = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_str) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_str = false;
+      continue;
+    }
+    if (c == '"') in_str = true;
+    bool hit = false;
+    for (std::string_view lit : {"-Infinity", "Infinity", "NaN"})
+      if (text.compare(i, lit.size(), lit) == 0) {
+        out += "null";
+        i += lit.size() - 1;
+        hit = true;
+        break;
+      }
+    if (!hit) out += c;
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> apply_bench_profile(Preset& p, const std::string& text, const std::string& origin) {
+  nlohmann::json r;
+  try {
+    r = nlohmann::json::parse(json_from_python(text));
+  } catch (const std::exception& e) {
+    return make_error("{}: not JSON ({})", origin, e.what());
+  }
+  if (!r.contains("profile") || !r["profile"].is_object() || r["profile"].empty())
+    return make_error("{}: no 'profile' (a ripple-bench results.json has one)", origin);
+  std::vector<std::string> set;
+  for (const auto& [name, v] : r["profile"].items()) {
+    if (!v.contains("p50_ms") || !v["p50_ms"].is_number() || !v.contains("p99_ms") || !v["p99_ms"].is_number())
+      return make_error("{}: profile.{}.p50_ms/p99_ms missing", origin, name);
+    const double p50 = v["p50_ms"].get<double>(), p99 = v["p99_ms"].get<double>();
+    if (!(p50 > 0) || !(p99 >= p50)) return make_error("{}: profile.{}: need 0 < p50_ms <= p99_ms", origin, name);
+    auto it = p.tasks.find(name);
+    TaskParams tp = it != p.tasks.end() ? it->second : p.task_default;
+    tp.solo = SoloModel{};
+    tp.solo.base_ms = p50;
+    tp.solo.sigma = std::log(p99 / p50) / 2.3263478740408408;
+    tp.profile_p99_ms = p99;
+    p.tasks[name] = tp;
+    set.push_back(name);
+  }
+  return set;
+}
+
 Result<std::vector<TaskModel>> tasks_for(const Preset& p, const Mix& mix) {
   std::vector<TaskModel> out;
   for (const MixTask& mt : mix.tasks) {
@@ -257,6 +314,7 @@ Result<std::vector<TaskModel>> tasks_for(const Preset& p, const Mix& mix) {
     t.period = ms_to_ns(mt.period_ms);
     t.fixed_deadline = ms_to_ns(mt.deadline_ms);
     t.kappa_ms_per_gb = tp.kappa_ms_per_gb;
+    t.slowdown_sigma = tp.slowdown_sigma;
     t.solo = tp.solo;
     out.push_back(std::move(t));
   }

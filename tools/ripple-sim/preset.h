@@ -24,8 +24,12 @@ namespace ripple::sim {
 
 struct TaskParams {
   double kappa_ms_per_gb = 0;
+  double slowdown_sigma = 0;  // TaskModel::slowdown_sigma
   SoloModel solo;
   std::optional<double> prior_slope_ms_per_gb;  // explicit; else prior_slope_factor x kappa
+  // A replayed bench run's co-run profile p99 (--solo-from): deadlines are k x this, as that
+  // run's were, instead of k x the p99 of the simulated profile's draws.
+  std::optional<double> profile_p99_ms;
 };
 
 struct Preset {
@@ -51,6 +55,17 @@ Result<Preset> load_preset(const std::string& name_or_path, const std::string& p
 // "section.key=value" (--agent-set): applied on top of the preset, e.g.
 // "pricing.margin_clip=true", "agent.lease_ms=40".
 Status apply_setting(Preset& p, const std::string& kv);
+
+// Python's json.dumps writes NaN / Infinity / -Infinity (ripple-bench's results.json does):
+// JSON has no such literals, so outside strings they become null.
+std::string json_from_python(const std::string& text);
+
+// Each task's solo model from a ripple-bench results.json's co-run profile (--solo-from):
+// lognormal through its p50 and p99 (base = p50, sigma = ln(p99/p50) / z99), no Lomax
+// noise; and the deadlines k x that run's p99 (profile_p99_ms). Slopes stay the preset's.
+// Returns the tasks it set.
+Result<std::vector<std::string>> apply_bench_profile(Preset& p, const std::string& results_json,
+                                                     const std::string& origin);
 
 // The tasks of `mix` with this preset's slopes and solo models.
 Result<std::vector<TaskModel>> tasks_for(const Preset& p, const Mix& mix);

@@ -43,11 +43,13 @@ struct Job {
   JobSeq seq = 0;
   Nanos release = 0;
   double remaining = 0;  // solo work left, ns
+  double m = 1;          // this job's slowdown exponent (TaskModel::slowdown_sigma)
 };
 
 struct TaskState {
   const RunTask* cfg = nullptr;
   Rng rng;
+  Rng kappa_rng;  // its own stream: the solo draws do not depend on slowdown_sigma
   Nanos phase = 0;
   JobSeq next_seq = 0;
   std::deque<Job> queue;  // front runs (when running)
@@ -107,6 +109,7 @@ class Sim {
       TaskState& t = tasks_[i];
       t.cfg = &cfg_.tasks[i];
       t.rng = Rng::stream(cfg_.seed, 100 + i);
+      t.kappa_rng = Rng::stream(cfg_.seed, 200 + i);
       // Tasks start independently: the first release at a seeded phase within a period,
       // 10 ms after the start as periodic.cc does.
       t.phase = 10 * pricing::kNsPerMs + static_cast<Nanos>(t.rng.uniform() * static_cast<double>(t.cfg->model.period));
@@ -172,7 +175,8 @@ class Sim {
     for (std::size_t i = 0; i < tasks_.size(); ++i) {
       TaskState& t = tasks_[i];
       if (!t.running) continue;
-      const double r = cfg_.platform.progress_rate(t.cfg->model.kappa_ms_per_gb, beta);
+      double r = cfg_.platform.progress_rate(t.cfg->model.kappa_ms_per_gb, beta);
+      if (t.queue.front().m != 1) r = std::pow(r, t.queue.front().m);
       if (r == t.rate && t.posted) continue;
       t.rate = r;
       post_job_end(static_cast<std::uint32_t>(i));
@@ -301,6 +305,7 @@ class Sim {
         j.seq = t.next_seq++;
         j.release = now_;
         j.remaining = static_cast<double>(t.cfg->model.solo.draw(t.rng));
+        if (const double s = t.cfg->model.slowdown_sigma; s > 0) j.m = std::exp(s * t.kappa_rng.normal() - s * s / 2);
         t.queue.push_back(j);
         if (!t.running) start_job(ev.a);
         recompute();

@@ -177,7 +177,10 @@ Result<SweepResult> sweep(const SweepOptions& o) {
   auto deadline_ms = [&](std::size_t i, double k) {
     const TaskModel& t = (*models)[i];
     if (t.fixed_deadline > 0) return static_cast<double>(t.fixed_deadline) / 1e6;
-    return std::min(k * percentile(prof[i], 99), static_cast<double>(t.period) / 1e6);
+    const auto it = pr.tasks.find(t.name);
+    const double p99 = it != pr.tasks.end() && it->second.profile_p99_ms ? *it->second.profile_p99_ms
+                                                                          : percentile(prof[i], 99);
+    return std::min(k * p99, static_cast<double>(t.period) / 1e6);
   };
 
   SweepResult out;
@@ -192,9 +195,18 @@ Result<SweepResult> sweep(const SweepOptions& o) {
       RunConfig rc;
       rc.platform = pr.platform;
       rc.engines = engines;
-      rc.policy = pol;
+      rc.policy = pol.substr(0, pol.find('+'));
       rc.params = pr.params;
       rc.options = pr.options;
+      if (auto v = o.variants.find(pol); v != o.variants.end()) {
+        Preset vp = pr;
+        for (const std::string& kv : v->second)
+          if (Status st = apply_setting(vp, kv); !st) return make_error("--variant {}: {}", pol, st.error().message);
+        rc.params = vp.params;
+        rc.options = vp.options;
+      } else if (pol.find('+') != std::string::npos) {
+        return make_error("--policies: {} is a variant, but no --variant {}:SECTION.KEY=VALUE defines it", pol, pol);
+      }
       rc.delays = pr.delays;
       rc.prep = static_cast<Nanos>((is_ripple(pol) ? ripple_prep : o.prep_s) * 1e9);
       rc.score = static_cast<Nanos>(o.score_s * 1e9);
@@ -345,6 +357,7 @@ Result<SweepResult> sweep(const SweepOptions& o) {
   s["tasks"] = names;
   s["periods_ms"] = periods;
   s["variants"] = json::object();
+  for (const auto& [k, v] : o.variants) s["variants"][k] = v;
   s["eps"] = o.eps;
   s["runs"] = o.runs;
   s["prep_s"] = o.prep_s;

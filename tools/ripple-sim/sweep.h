@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct SweepOptions {
   std::uint64_t seed = 1;
   bool keep_responses = false;
   std::string command;
+  // POLICY+TAG -> SECTION.KEY=VALUE settings on top of the preset for that policy
+  // (ripple-bench --variant): "ripple+clip" runs ripple with pricing.margin_clip=true.
+  std::map<std::string, std::vector<std::string>> variants;
   // Called after each run: (done, total, line).
   std::function<void(int, int, const std::string&)> progress;
 };

@@ -39,6 +39,11 @@ struct TaskModel {
   Nanos period = 0;
   Nanos fixed_deadline = 0;   // > 0: the mix fixes it; 0: k x the co-run p99
   double kappa_ms_per_gb = 0; // the platform's slope for this task
+  // Per-job spread of the slowdown: a job progresses at r(beta)^m instead of r(beta), with
+  // m = exp(s N(0,1) - s^2/2) (mean 1) drawn at its release, i.e. its log-stretch
+  // -ln r(beta) is spread by s: how much of the traffic a job meets, and how hard, varies.
+  // Bounded where the slope is not: a job never stops.
+  double slowdown_sigma = 0;
   SoloModel solo;
 };
 
