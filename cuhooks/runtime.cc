@@ -35,7 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/engine/client.h"
+#include "ripple/client.h"
 #include "cuhooks/chunker.h"
 #include "cuhooks/hooks.h"
 #include "cuhooks/profile.h"

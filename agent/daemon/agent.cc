@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/common/log.h"
+#include "ripple/log.h"
 #include "agent/daemon/identity.h"
 #include "agent/daemon/limits.h"
 #include "agent/policy/registry.h"

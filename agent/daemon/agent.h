@@ -21,9 +21,9 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "agent/admission/admission.h"
-#include "agent/common/status.h"
+#include "ripple/status.h"
 #include "agent/config/config.h"
-#include "agent/engine/protocol.h"
+#include "ripple/protocol.h"
 #include "agent/pricing/ledger.h"
 #include "agent/tracer/tracer.h"
 
