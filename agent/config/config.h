@@ -33,7 +33,7 @@
 #include "ripple/protocol.h"
 #include "agent/policy/sereno.h"
 #include "agent/pricing/params.h"
-#include "agent/tracer/tracer.h"
+#include "agent/tracer/spec.h"
 
 namespace ripple::config {
 

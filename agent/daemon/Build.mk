@@ -1,7 +1,11 @@
-# agent/daemon: ripple-agent, the daemon (liburing loop, engine sessions, control
-# socket) around the admission, policy, pricing, tracer, engine and config libraries.
+# agent/daemon: ripple-agent, the daemon around the admission, policy, pricing, tracer,
+# protocol and config libraries. agent.cc is the wiring; the event loop, the engine
+# sessions, the task statistics and the reports are pieces of their own, each with its
+# unit test (agent/daemon/agent.h lists them).
 
-DAEMON_SRCS := agent/daemon/agent.cc agent/daemon/identity.cc agent/daemon/limits.cc agent/daemon/notify.cc
+DAEMON_SRCS := agent/daemon/agent.cc agent/daemon/event_loop.cc agent/daemon/engine_session.cc \
+	agent/daemon/task_stats.cc agent/daemon/reports.cc agent/daemon/socket.cc agent/daemon/identity.cc \
+	agent/daemon/limits.cc agent/daemon/notify.cc
 $(O)/lib/libripple_daemon.a: $(call objs,$(DAEMON_SRCS))
 LIBS += $(O)/lib/libripple_daemon.a
 # The Prometheus exposition of status_json (agent/daemon/metrics.h): the agent's textfile

@@ -17,6 +17,7 @@
 #include "agent/daemon/metrics.h"
 #include "agent/daemon/notify.h"
 #include "agent/policy/registry.h"
+#include "agent/tracer/tracer.h"
 
 int main(int argc, char** argv) {
   // A closed log pipe must not kill the agent (it would leave its sockets behind and its
