@@ -69,3 +69,13 @@ $(O)/tests/unit/agent_identity_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_AGENT)
 $(O)/tests/unit/agent_identity_test: ; $(link_cxx)
 TEST_BINS += $(O)/tests/unit/agent_identity_test
 GTEST_SUITES += $(O)/tests/unit/agent_identity_test
+
+# The daemon's pieces without sockets or BPF: the event loop on eventfds, the engine
+# sessions, the task statistics, status and explain (GoogleTest).
+AGENT_DAEMON_TESTS := tests/unit/agent_event_loop_test.cc tests/unit/agent_engine_session_test.cc \
+	tests/unit/agent_task_stats_test.cc tests/unit/agent_reports_test.cc
+$(O)/tests/unit/agent_daemon_test: $(call objs,$(AGENT_DAEMON_TESTS)) $(AGENT_LIBS)
+$(O)/tests/unit/agent_daemon_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_AGENT)
+$(O)/tests/unit/agent_daemon_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/unit/agent_daemon_test
+GTEST_SUITES += $(O)/tests/unit/agent_daemon_test
