@@ -131,6 +131,7 @@ void Agent::stop() { impl_->stopping = true; }
 void Agent::every(Nanos period, std::function<void(Nanos)> fn) {
   impl_->periodic.push_back({period, 0, std::move(fn)});
 }
+
 Result<std::unique_ptr<Agent>> Agent::create(config::Config cfg) {
   std::unique_ptr<Agent> a(new Agent(std::move(cfg)));
   Impl& m = *a->impl_;
@@ -207,7 +208,6 @@ Result<std::unique_ptr<Agent>> Agent::create(config::Config cfg) {
                   c.agent.core >= 0 ? fmt::format(", pinned to CPU {}", c.agent.core) : std::string());
   return a;
 }
-
 
 bool Agent::Impl::send_msg(Session& s, const engine::Message& msg) {
   if (!engine::encode(msg, out)) return false;
