@@ -97,7 +97,10 @@ COMMON_FLAGS := -O2 -g -Wall -Wextra -Werror=return-type -fno-omit-frame-pointer
 	-I. -Iinclude -I$(O)/include -MMD -MP $(SAN_FLAGS)
 CXXFLAGS ?=
 CFLAGS ?=
-RIPPLE_CXXFLAGS := -std=gnu++20 $(COMMON_FLAGS) $(CXXFLAGS)
+# Eigen (the pricing core's fit), headers only and the same on every architecture: set
+# once here for every C++ unit (-isystem: its warnings are not ours).
+EIGEN_CFLAGS := -isystem /usr/include/eigen3
+RIPPLE_CXXFLAGS := -std=gnu++20 $(COMMON_FLAGS) $(EIGEN_CFLAGS) $(CXXFLAGS)
 RIPPLE_CFLAGS := -std=gnu11 $(COMMON_FLAGS) $(CFLAGS)
 LDLIBS_BPF := -lbpf -lelf -lz
 LDLIBS_LOG := -lspdlog -lfmt -pthread

@@ -8,7 +8,7 @@ ifneq ($(wildcard $(CUDA_INCLUDE)/cuda.h),)
 CUHOOK_SRCS := cuhooks/hooks.cc cuhooks/runtime.cc cuhooks/nvtx.cc cuhooks/profile.cc cuhooks/chunker.cc \
 	cuhooks/config.cc cuhooks/counters.cc cuhooks/boundaries.cc cuhooks/learning.cc cuhooks/gate.cc \
 	cuhooks/grant_timer.cc cuhooks/pass_learner.cc \
-	agent/engine/protocol.cc agent/engine/client.cc
+	$(PROTOCOL_SRCS)
 CUHOOK_PIC_OBJS := $(patsubst %.cc,$(O)/pic/%.o,$(CUHOOK_SRCS)) $(O)/pic/cuhooks/dlsym_trampoline.o
 CUHOOK_CXXFLAGS := $(RIPPLE_CXXFLAGS) -fPIC -fvisibility=hidden -fvisibility-inlines-hidden -isystem $(CUDA_INCLUDE)
 

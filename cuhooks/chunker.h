@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "agent/engine/protocol.h"
+#include "ripple/protocol.h"
 
 namespace ripple::cuhook {
 

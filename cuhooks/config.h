@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "agent/engine/protocol.h"
+#include "ripple/protocol.h"
 #include "cuhooks/profile.h"
 
 namespace ripple::cuhook {

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/common/status.h"
-#include "agent/engine/protocol.h"
+#include "ripple/protocol.h"
+#include "ripple/status.h"
 
 namespace ripple::cuhook {
 

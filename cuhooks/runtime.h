@@ -1,7 +1,7 @@
 // The interposer's runtime (Documentation/cuhook.md): configuration (cuhooks/config.h),
 // counters (cuhooks/counters.h), unit boundaries (NVTX ranges, the kernel-sequence profile,
 // bare host<->device copies, CUDA graph launches, the explicit C API), the gate (one engine
-// session with the agent through the engine client library, agent/engine/client.h), grant
+// session with the agent through the engine client library, include/ripple/client.h), grant
 // timing (event pairs read by a watcher thread) and fork/exit handling. One class, its
 // members defined by concern:
 //   runtime.cc      construction, the hot path, NVTX and the C API, fork and exit
@@ -28,7 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/engine/client.h"
+#include "ripple/client.h"
 #include "cuhooks/config.h"
 #include "cuhooks/hooks.h"
 #include "cuhooks/pass_learner.h"

@@ -1,5 +1,6 @@
 # tests/: test programs and suites of the tracer and foundation.
-# (Other modules register their suites in their own Build.mk.)
+# (Other modules register their suites in their own Build.mk: the tracer's unit and
+# integration tests are in agent/tracer/Build.mk.)
 
 # An ordinary periodic program that logs its own ground truth (no Ripple link).
 $(O)/tests/progs/periodic: $(call objs,tests/progs/periodic.c)
@@ -16,21 +17,7 @@ $(O)/tests/bpf/tracer_test: ; $(link_c)
 TEST_BINS += $(O)/tests/bpf/tracer_test
 TAP_SUITES += $(O)/tests/bpf/tracer_test
 
-# Integration tests of the tracer library with the real BPF program.
-$(O)/tests/integration/tracer_test: $(call objs,tests/integration/tracer_test.cc) \
-	$(GROUNDTRUTH_OBJS) $(TRACER_LIBS)
-$(O)/tests/integration/tracer_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_TRACER)
-$(O)/tests/integration/tracer_test: ; $(link_cxx)
-TEST_BINS += $(O)/tests/integration/tracer_test
-GTEST_SUITES += $(O)/tests/integration/tracer_test
-
 # ripplectl trace end to end (TAP, bash).
 TAP_SUITES += tests/integration/ripplectl_trace.sh
 
-# Unit tests of the tracer's BPF-free pieces.
-$(O)/tests/unit/tracer_test: $(call objs,tests/unit/tracer_test.cc) $(TRACER_LIBS)
-$(O)/tests/unit/tracer_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_TRACER)
-$(O)/tests/unit/tracer_test: ; $(link_cxx)
-TEST_BINS += $(O)/tests/unit/tracer_test
-GTEST_SUITES += $(O)/tests/unit/tracer_test
 CFLAGS_tests_bpf_tracer_test := -Wno-sign-compare -Wno-unused-parameter  # the kselftest harness compares mixed types by design

@@ -19,7 +19,7 @@
 
 #include "agent/admission/policy.h"
 #include "agent/admission/types.h"
-#include "agent/common/status.h"
+#include "ripple/status.h"
 #include "agent/pricing/ledger.h"
 
 namespace ripple::admission {

@@ -1,10 +1,7 @@
-#include "agent/common/log.h"
+#include "ripple/log.h"
 
-#include <bpf/libbpf.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
-#include <cstdarg>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -20,16 +17,6 @@ std::shared_ptr<spdlog::logger>& instance() {
     return lg;
   }();
   return l;
-}
-
-int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
-  char buf[1024];
-  int n = std::vsnprintf(buf, sizeof(buf), fmt, args);
-  std::string_view line(buf, n > 0 ? std::min<size_t>(n, sizeof(buf) - 1) : 0);
-  while (!line.empty() && line.back() == '\n') line.remove_suffix(1);
-  auto lvl = level == LIBBPF_WARN ? spdlog::level::warn : spdlog::level::debug;
-  instance()->log(lvl, "libbpf: {}", line);
-  return n;
 }
 
 }  // namespace
@@ -49,7 +36,5 @@ void set_sink(std::shared_ptr<spdlog::sinks::sink> sink) {
 }
 
 spdlog::logger& logger() { return *instance(); }
-
-void route_libbpf() { libbpf_set_print(libbpf_print); }
 
 }  // namespace ripple::log

@@ -20,7 +20,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
-#include "agent/common/toml.h"
+#include "ripple/toml.h"
 
 #include "agent/policy/registry.h"
 #include "agent/pricing/config.h"
@@ -561,7 +561,7 @@ Result<Config> parse(std::string_view text, const std::string& source, const std
     doc = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
     return make_error("{}:{}: {}", source, e.source().begin.line, e.description());
-  } catch (const std::logic_error& e) {  // a toml++ check that failed (agent/common/toml.h)
+  } catch (const std::logic_error& e) {  // a toml++ check that failed (include/ripple/toml.h)
     return make_error("{}: not valid TOML ({})", source, e.what());
   }
   Config c;

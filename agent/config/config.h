@@ -29,11 +29,11 @@
 #include <vector>
 
 #include "agent/admission/admission.h"
-#include "agent/common/status.h"
-#include "agent/engine/protocol.h"
-#include "agent/policy/baselines.h"
+#include "ripple/status.h"
+#include "ripple/protocol.h"
+#include "agent/policy/sereno.h"
 #include "agent/pricing/params.h"
-#include "agent/tracer/tracer.h"
+#include "agent/tracer/spec.h"
 
 namespace ripple::config {
 

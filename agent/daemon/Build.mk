@@ -1,8 +1,11 @@
-# agent/daemon: ripple-agent, the daemon (liburing loop, engine sessions, control
-# socket) around the admission, policy, pricing, tracer, engine and config libraries.
+# agent/daemon: ripple-agent, the daemon around the admission, policy, pricing, tracer,
+# protocol and config libraries. agent.cc is the wiring; the event loop, the engine
+# sessions, the task statistics and the reports are pieces of their own, each with its
+# unit test (agent/daemon/agent.h lists them).
 
-DAEMON_SRCS := agent/daemon/agent.cc agent/daemon/identity.cc agent/daemon/limits.cc agent/daemon/notify.cc
-$(foreach s,$(DAEMON_SRCS:.cc=) agent/daemon/main,$(eval CXXFLAGS_$(subst /,_,$(s)) += -I/usr/include/eigen3))
+DAEMON_SRCS := agent/daemon/agent.cc agent/daemon/event_loop.cc agent/daemon/engine_session.cc \
+	agent/daemon/task_stats.cc agent/daemon/reports.cc agent/daemon/socket.cc agent/daemon/identity.cc \
+	agent/daemon/limits.cc agent/daemon/notify.cc
 $(O)/lib/libripple_daemon.a: $(call objs,$(DAEMON_SRCS))
 LIBS += $(O)/lib/libripple_daemon.a
 # The Prometheus exposition of status_json (agent/daemon/metrics.h): the agent's textfile
@@ -10,10 +13,6 @@ LIBS += $(O)/lib/libripple_daemon.a
 $(O)/lib/libripple_metrics.a: $(call objs,agent/daemon/metrics.cc)
 LIBS += $(O)/lib/libripple_metrics.a
 
-# Link order for programs embedding the agent.
-AGENT_LIBS := $(O)/lib/libripple_daemon.a $(O)/lib/libripple_metrics.a $(O)/lib/libripple_config.a $(O)/lib/libripple_engine.a \
-	$(O)/lib/libripple_policy.a $(O)/lib/libripple_admission.a $(O)/lib/libripple_pricing.a $(TRACER_LIBS)
-LDLIBS_AGENT := -luring $(LDLIBS_TRACER)
 # sd_notify(3) through libsystemd where its headers are installed; without them notify.cc
 # writes the same datagram itself (agent/daemon/notify.h).
 ifeq ($(shell $(PKG_CONFIG) --exists libsystemd 2>/dev/null && echo y),y)
@@ -28,7 +27,7 @@ BINS += $(O)/bin/ripple-agent
 
 # Stand-in engine (a TEST DOUBLE) speaking the real protocol, for the integration
 # test and the grant round-trip benchmark.
-$(O)/tests/integration/agent_engine: $(call objs,tests/integration/agent_engine.cc) $(O)/lib/libripple_engine.a
+$(O)/tests/integration/agent_engine: $(call objs,tests/integration/agent_engine.cc) $(PROTOCOL_LIBS)
 $(O)/tests/integration/agent_engine: LDLIBS := -lfmt -lrt
 $(O)/tests/integration/agent_engine: ; $(link_cxx)
 TEST_BINS += $(O)/tests/integration/agent_engine
@@ -56,7 +55,6 @@ $(O)/tests/unit/metrics_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_AGENT)
 $(O)/tests/unit/metrics_test: ; $(link_cxx)
 TEST_BINS += $(O)/tests/unit/metrics_test
 GTEST_SUITES += $(O)/tests/unit/metrics_test
-CXXFLAGS_tests_unit_metrics_test += -I/usr/include/eigen3
 
 # The sd_notify datagram written without libsystemd (GoogleTest; compiles notify.cc itself).
 $(O)/tests/unit/notify_test: $(call objs,tests/unit/notify_test.cc)
@@ -71,4 +69,13 @@ $(O)/tests/unit/agent_identity_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_AGENT)
 $(O)/tests/unit/agent_identity_test: ; $(link_cxx)
 TEST_BINS += $(O)/tests/unit/agent_identity_test
 GTEST_SUITES += $(O)/tests/unit/agent_identity_test
-CXXFLAGS_tests_unit_agent_identity_test += -I/usr/include/eigen3
+
+# The daemon's pieces without sockets or BPF: the event loop on eventfds, the engine
+# sessions, the task statistics, status and explain (GoogleTest).
+AGENT_DAEMON_TESTS := tests/unit/agent_event_loop_test.cc tests/unit/agent_engine_session_test.cc \
+	tests/unit/agent_task_stats_test.cc tests/unit/agent_reports_test.cc
+$(O)/tests/unit/agent_daemon_test: $(call objs,$(AGENT_DAEMON_TESTS)) $(AGENT_LIBS)
+$(O)/tests/unit/agent_daemon_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_AGENT)
+$(O)/tests/unit/agent_daemon_test: ; $(link_cxx)
+TEST_BINS += $(O)/tests/unit/agent_daemon_test
+GTEST_SUITES += $(O)/tests/unit/agent_daemon_test

@@ -8,6 +8,12 @@
 //   control     control socket   -> status | top | explain  (JSON)
 //   timers      wait timeout     -> budget accrual (decide's wake_at), ring drain
 //   SIGTERM     signalfd         -> Bye(shutdown) to every engine, BPF detached
+//
+// This file is the wiring. The pieces it wires are libraries of their own, each with
+// its unit test: event_loop.h (io_uring), engine_session.h (protocol messages ->
+// admission calls), task_stats.h (job events -> admission calls, per-task counts),
+// reports.h (status, explain), socket.h (the owned listening sockets), identity.h and
+// limits.h (who may connect, how much).
 #pragma once
 
 #include <sys/types.h>
@@ -20,40 +26,13 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "agent/admission/admission.h"
-#include "agent/common/status.h"
 #include "agent/config/config.h"
-#include "agent/engine/protocol.h"
-#include "agent/pricing/ledger.h"
-#include "agent/tracer/tracer.h"
+#include "agent/daemon/event_loop.h"
+#include "ripple/status.h"
 
 namespace ripple::daemon {
 
 using admission::Nanos;
-
-// A sample store for latency percentiles (last kCapacity samples).
-class Samples {
- public:
-  static constexpr std::size_t kCapacity = 1 << 16;
-  void add(Nanos v);
-  std::size_t count() const { return total_; }
-  // Nearest-rank percentile over the retained samples; 0 when empty.
-  Nanos percentile(double p) const;
-
- private:
-  std::vector<Nanos> v_;
-  std::size_t next_ = 0, total_ = 0;
-};
-
-// Per protected task, what status shows besides the estimator's own state.
-struct TaskStats {
-  std::uint64_t releases = 0, jobs = 0, misses = 0, unfinished = 0;
-  // The current contract window (L = 100 s, App. C) and the one before it.
-  std::int64_t window = -1;
-  std::uint64_t window_jobs = 0, window_misses = 0, prev_window_jobs = 0, prev_window_misses = 0;
-  pricing::Bytes last_allowance = 0;
-  Nanos last_response = 0;
-};
 
 class Agent {
  public:
@@ -85,7 +64,5 @@ class Agent {
   config::Config cfg_;
   std::unique_ptr<Impl> impl_;
 };
-
-Nanos monotonic_now();
 
 }  // namespace ripple::daemon

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/common/status.h"
+#include "ripple/status.h"
 #include "agent/config/config.h"
 
 namespace ripple::daemon {

@@ -11,12 +11,13 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "agent/common/log.h"
+#include "ripple/log.h"
 #include "agent/config/config.h"
 #include "agent/daemon/agent.h"
 #include "agent/daemon/metrics.h"
 #include "agent/daemon/notify.h"
 #include "agent/policy/registry.h"
+#include "agent/tracer/tracer.h"
 
 int main(int argc, char** argv) {
   // A closed log pipe must not kill the agent (it would leave its sockets behind and its
@@ -80,7 +81,7 @@ int main(int argc, char** argv) {
   const std::string metrics_file = cfg->agent.metrics_file;
   const auto metrics_interval = cfg->agent.metrics_interval;
   ripple::log::init(cfg->agent.log_level);
-  ripple::log::route_libbpf();
+  ripple::tracer::route_libbpf_log();
   auto agent = ripple::daemon::Agent::create(std::move(*cfg));
   if (!agent) {
     std::fprintf(stderr, "ripple-agent: %s\n", agent.error().message.c_str());

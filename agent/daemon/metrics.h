@@ -14,7 +14,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "agent/common/status.h"
+#include "ripple/status.h"
 
 namespace ripple::daemon::metrics {
 

@@ -2,7 +2,13 @@
 
 #include <charconv>
 
-#include "agent/admission/ripple_policy.h"
+#include "agent/policy/cap.h"
+#include "agent/policy/pace.h"
+#include "agent/policy/pause.h"
+#include "agent/policy/ripple.h"
+#include "agent/policy/sereno.h"
+#include "agent/policy/sigamma.h"
+#include "agent/policy/unmanaged.h"
 
 namespace ripple::policy {
 
@@ -33,7 +39,7 @@ std::optional<double> parse_fraction(std::string_view s) {
 
 Result<std::unique_ptr<admission::Policy>> make_policy(std::string_view name, const SerenoParams* sereno) {
   using P = std::unique_ptr<admission::Policy>;
-  if (name == "ripple") return P(std::make_unique<admission::RipplePolicy>());
+  if (name == "ripple") return P(std::make_unique<RipplePolicy>());
   if (name == "unmanaged") return P(std::make_unique<UnmanagedPolicy>());
   if (name == "pause") return P(std::make_unique<PausePolicy>());
   if (name == "sigamma") return P(std::make_unique<SigammaPolicy>());

@@ -6,8 +6,8 @@
 #include <string_view>
 
 #include "agent/admission/policy.h"
-#include "agent/common/status.h"
-#include "agent/policy/baselines.h"
+#include "ripple/status.h"
+#include "agent/policy/sereno.h"
 
 namespace ripple::policy {
 

@@ -5,6 +5,8 @@
 #include <bit>
 #include <vector>
 
+#include "agent/pricing/ledger.h"
+
 namespace ripple::pricing {
 
 Bytes suggest_chunk_bytes(std::span<const Bytes> allowances) {
@@ -16,6 +18,13 @@ Bytes suggest_chunk_bytes(std::span<const Bytes> allowances) {
   const Bytes typical = a[a.size() / 2];
   const auto per = static_cast<std::uint64_t>(std::max<Bytes>(1, typical / static_cast<Bytes>(kChunksPerAllowance)));
   return std::clamp(static_cast<Bytes>(std::bit_floor(per)), kMinSuggestedChunk, kMaxSuggestedChunk);
+}
+
+Bytes suggest_chunk_bytes(const Ledger& ledger) {
+  std::vector<Bytes> allowances;
+  for (TaskId k = 0; k < ledger.task_count(); ++k)
+    if (const Estimator& e = ledger.task(k); e.has_priced() && !e.exempt()) allowances.push_back(e.base_allowance());
+  return suggest_chunk_bytes(allowances);
 }
 
 }  // namespace ripple::pricing

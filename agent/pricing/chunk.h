@@ -29,4 +29,9 @@ inline constexpr Bytes kMaxSuggestedChunk = Bytes{256} << 20;
 // The suggestion for these allowances (0: none), a power of two.
 Bytes suggest_chunk_bytes(std::span<const Bytes> allowances);
 
+class Ledger;
+// The suggestion over the ledger's tasks: the base allowances of those priced so far and
+// not exempt (what the agent's Welcome and every Grant carry).
+Bytes suggest_chunk_bytes(const Ledger& ledger);
+
 }  // namespace ripple::pricing

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "agent/common/toml.h"
+#include "ripple/toml.h"
 
 #include "agent/pricing/params.h"
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "agent/common/status.h"
+#include "ripple/status.h"
 
 namespace ripple::tracer {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "agent/common/status.h"
+#include "ripple/status.h"
 
 namespace ripple::tracer {
 

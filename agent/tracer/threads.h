@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "agent/common/status.h"
+#include "ripple/status.h"
 
 namespace ripple::tracer {
 

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdarg>
+#include <cstdio>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -17,7 +19,7 @@
 #include <set>
 #include <sstream>
 
-#include "agent/common/log.h"
+#include "ripple/log.h"
 #include "agent/tracer/elf_symbols.h"
 #include "agent/tracer/features.h"
 #include "agent/tracer/threads.h"
@@ -73,23 +75,6 @@ const WaitSyscall kWaitSyscalls[] = {
 #endif
 };
 
-const std::map<std::string, uint32_t> kWaitNames = {
-    {"clock_nanosleep", RIPPLE_WAIT_CLOCK_NANOSLEEP},
-    {"nanosleep", RIPPLE_WAIT_NANOSLEEP},
-    {"epoll", RIPPLE_WAIT_EPOLL},
-    {"epoll_wait", RIPPLE_WAIT_EPOLL},
-    {"poll", RIPPLE_WAIT_POLL},
-    {"ppoll", RIPPLE_WAIT_POLL},
-    {"select", RIPPLE_WAIT_SELECT},
-    {"pselect", RIPPLE_WAIT_SELECT},
-    {"futex", RIPPLE_WAIT_FUTEX},
-};
-
-std::string basename_of(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 // The syscall a sleeping thread is in (first field of /proc/TID/syscall).
 long current_syscall(pid_t tgid, pid_t tid) {
   std::ifstream in("/proc/" + std::to_string(tgid) + "/task/" + std::to_string(tid) +
@@ -108,87 +93,21 @@ size_t round_ring_size(size_t bytes) {
 
 }  // namespace
 
-Result<uint32_t> parse_wait_list(const std::string& list) {
-  uint32_t mask = 0;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    auto it = kWaitNames.find(item);
-    if (it == kWaitNames.end())
-      return make_error(
-          "unknown period-wait syscall '{}' (known: clock_nanosleep, nanosleep, epoll, poll, "
-          "select, futex)",
-          item);
-    mask |= it->second;
-  }
-  if (mask == 0) return make_error("empty period-wait syscall list");
-  return mask;
+namespace {
+
+int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
+  char buf[1024];
+  int n = std::vsnprintf(buf, sizeof(buf), fmt, args);
+  std::string_view line(buf, n > 0 ? std::min<size_t>(n, sizeof(buf) - 1) : 0);
+  while (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+  auto lvl = level == LIBBPF_WARN ? spdlog::level::warn : spdlog::level::debug;
+  log::logger().log(lvl, "libbpf: {}", line);
+  return n;
 }
 
-Status validate_spec(PtSpec& spec) {
-  std::string who;
-  switch (spec.match) {
-    case MatchKind::kPid:
-      if (spec.pid <= 0 || !process_exists(spec.pid))
-        return make_error("no such process: pid {}", spec.pid);
-      who = "pid " + std::to_string(spec.pid);
-      if (spec.name.empty()) spec.name = "pid" + std::to_string(spec.pid);
-      break;
-    case MatchKind::kExe: {
-      char real[PATH_MAX];
-      if (!realpath(spec.exe.c_str(), real))
-        return make_errno_error(-errno, "executable {}: {}", spec.exe, std::strerror(errno));
-      auto id = executable_id(real);
-      if (!id) return id.error();
-      spec.exe = real;
-      who = spec.exe;
-      if (spec.name.empty()) spec.name = basename_of(spec.exe);
-      break;
-    }
-    case MatchKind::kComm:
-      if (spec.comm.empty()) return make_error("empty comm");
-      if (spec.comm.size() >= RIPPLE_COMM_LEN)
-        return make_error("comm '{}' is longer than {} characters (the kernel keeps {})",
-                          spec.comm, RIPPLE_COMM_LEN - 1, RIPPLE_COMM_LEN - 1);
-      who = "comm " + spec.comm;
-      if (spec.name.empty()) spec.name = spec.comm;
-      break;
-  }
-  if (spec.mode == Mode::kPeriodWait) {
-    if (spec.wait_mask == 0) return make_error("{}: empty period-wait syscall list", who);
-    if (!spec.release_symbol.empty() || !spec.complete_symbol.empty())
-      return make_error("{}: release/complete symbols need uprobe mode", who);
-    return Status::Ok();
-  }
-  // Uprobe mode: resolve "SYM" or "PATH:SYM" against a binary.
-  if (spec.release_symbol.empty()) return make_error("{}: uprobe mode needs a release symbol", who);
-  auto resolve = [&](std::string& sym) -> Status {
-    std::string path, name = sym;
-    auto colon = sym.rfind(':');
-    if (colon != std::string::npos && sym.find('/') == 0) {
-      path = sym.substr(0, colon);
-      name = sym.substr(colon + 1);
-    } else if (spec.match == MatchKind::kExe) {
-      path = spec.exe;
-    } else if (spec.match == MatchKind::kPid) {
-      auto p = process_exe_path(spec.pid);
-      if (!p) return make_error("pid {}: cannot read /proc/{}/exe", spec.pid, spec.pid);
-      path = *p;
-    } else {
-      return make_error("{}: a uprobe for comm-matched threads needs /path/to/binary:{}", who,
-                        sym);
-    }
-    auto fn = find_function(path, name);
-    if (!fn) return fn.error();
-    sym = fn->path + ":" + fn->symbol;
-    return Status::Ok();
-  };
-  if (auto s = resolve(spec.release_symbol); !s) return s;
-  if (!spec.complete_symbol.empty())
-    if (auto s = resolve(spec.complete_symbol); !s) return s;
-  return Status::Ok();
-}
+}  // namespace
+
+void route_libbpf_log() { libbpf_set_print(libbpf_print); }
 
 struct Tracer::Impl {
   struct SkelDeleter {
@@ -302,7 +221,7 @@ Result<std::unique_ptr<Tracer>> Tracer::create(Options opts, Callback cb) {
   }
   for (const auto& pt : opts.pts) {
     if (pt.mode != Mode::kPeriodWait) continue;
-    for (const auto& [name, bit] : kWaitNames) {
+    for (const auto& [name, bit] : wait_names()) {
       if (!(pt.wait_mask & bit)) continue;
       bool any = false;
       for (const auto& w : kWaitSyscalls)
@@ -311,7 +230,7 @@ Result<std::unique_ptr<Tracer>> Tracer::create(Options opts, Callback cb) {
     }
   }
 
-  log::route_libbpf();
+  route_libbpf_log();
   std::unique_ptr<Tracer> t(new Tracer(std::move(opts), std::move(cb)));
   Impl& im = *t->impl_;
   const Options& o = t->opts_;

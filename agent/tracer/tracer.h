@@ -15,34 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "agent/common/status.h"
+#include "agent/tracer/spec.h"
 #include "ripple/bpf/tracer.h"
+#include "ripple/status.h"
 
 namespace ripple::tracer {
-
-enum class Mode { kPeriodWait, kUprobe };
-enum class MatchKind { kPid, kExe, kComm };
-
-// Default period waits: the absolute- and relative-time sleeps.
-inline constexpr uint32_t kDefaultWaitMask = RIPPLE_WAIT_CLOCK_NANOSLEEP | RIPPLE_WAIT_NANOSLEEP;
-
-struct PtSpec {
-  std::string name;  // label (defaults to the comm / exe basename / pid)
-  MatchKind match = MatchKind::kPid;
-  pid_t pid = 0;     // kPid
-  std::string exe;   // kExe: path of the executable
-  std::string comm;  // kComm: thread name (at most 15 characters)
-  Mode mode = Mode::kPeriodWait;
-  uint32_t wait_mask = kDefaultWaitMask;  // kPeriodWait: RIPPLE_WAIT_* bits
-  // kUprobe: "SYM" (in the PT's executable) or "/path/to/lib.so:SYM".
-  std::string release_symbol;
-  std::string complete_symbol;  // empty: the release function's return
-  uint64_t deadline_ns = 0;     // 0: none (no misses counted)
-  // kExe / kComm: only threads running as this effective uid belong to the PT (a name or
-  // a file alone can be forged by any user). nullopt: any user (ripplectl trace's default;
-  // the agent's configuration defaults to root). kPid ignores it.
-  std::optional<uid_t> uid;
-};
 
 struct Options {
   std::vector<PtSpec> pts;
@@ -90,13 +67,9 @@ struct ProgramStats {
   uint64_t run_count = 0;
 };
 
-// Checks a spec without loading anything: the pid exists, the exe is an ELF
-// file, the comm fits, uprobe symbols exist in their binary. On success fills
-// in the defaults (name, resolved uprobe binary).
-Status validate_spec(PtSpec& spec);
-
-// Parses "clock_nanosleep,nanosleep,epoll,poll,select,futex" into RIPPLE_WAIT_* bits.
-Result<uint32_t> parse_wait_list(const std::string& list);
+// Sends libbpf's messages through the logger (include/ripple/log.h): warnings at warn,
+// the rest at debug. Tracer::create() calls it; a program may call it earlier.
+void route_libbpf_log();
 
 class Tracer {
  public:

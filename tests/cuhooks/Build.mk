@@ -25,7 +25,7 @@ $(O)/tests/cuhooks/dlsym_next: tests/cuhooks/dlsym_next.c
 
 CXXFLAGS_tests_cuhooks_cuhook_test += -isystem $(CUDA_INCLUDE)
 $(O)/tests/cuhooks/cuhook_test: $(call objs,tests/cuhooks/cuhook_test.cc tests/cuhooks/grant_server.cc) \
-	$(O)/lib/libripple_cuprofile.a $(O)/lib/libripple_engine.a $(O)/lib/libripple_common.a \
+	$(O)/lib/libripple_cuprofile.a $(PROTOCOL_LIBS) $(COMMON_LIBS) \
 	| $(O)/lib/libripple-cuhook.so $(O)/tests/cuhooks/driver_app $(O)/tests/cuhooks/driver_app_ptds \
 	  $(O)/tests/cuhooks/dlsym_next $(O)/bin/ripple-run $(O)/bin/ripple-profile
 $(O)/tests/cuhooks/cuhook_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_LOG)

@@ -29,7 +29,7 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 
-#include "agent/engine/client.h"
+#include "ripple/client.h"
 #include "cuhooks/hook_list.h"
 #include "cuhooks/op_info.h"
 #include "tests/cuhooks/grant_server.h"

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "agent/engine/client.h"
+#include "ripple/client.h"
 
 namespace ripple::testing {
 

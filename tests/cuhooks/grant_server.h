@@ -1,5 +1,5 @@
 // A test-only grant server — a TEST DOUBLE of ripple-agent's engine side, not a
-// scheduler. It speaks the real engine protocol (agent/engine/protocol.h encode/decode)
+// scheduler. It speaks the real engine protocol (include/ripple/protocol.h encode/decode)
 // on a SOCK_SEQPACKET socket and grants every announced work whole, at once ("auto") or
 // only after release() ("hold"), recording what each engine said so the interposer's
 // tests can check it. A discarded grant is granted again at once, as the real agent does
@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/engine/protocol.h"
+#include "ripple/protocol.h"
 
 namespace ripple::testing {
 

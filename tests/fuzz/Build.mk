@@ -15,7 +15,7 @@ ifeq ($(wildcard $(FUZZ_RT))$(SANITIZE)$(filter-out $(UNAME_M),$(FUZZ_BUILD_ARCH
 
 FUZZ_SAN := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_CXXFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -std=gnu++20 -O1 -g -fno-omit-frame-pointer -I. -Iinclude -I$(O)/include -MMD -MP \
-	-isystem /usr/include/eigen3
+	$(EIGEN_CFLAGS)
 # Objects instrumented for the fuzzer (coverage + sanitizers).
 fuzz_objs = $(patsubst %.cc,$(O)/fuzz/obj/%.o,$(1))
 
@@ -28,7 +28,7 @@ define link_fuzz
 	$(call msg,FUZZ-LD,$@)$(FUZZ_CXX) $(FUZZ_SAN) -o $@ $(filter %.o %.a,$^) $(LDLIBS)
 endef
 
-$(O)/fuzz/fuzz_protocol: $(call fuzz_objs,tests/fuzz/fuzz_protocol.cc agent/engine/protocol.cc)
+$(O)/fuzz/fuzz_protocol: $(call fuzz_objs,tests/fuzz/fuzz_protocol.cc agent/protocol/protocol.cc)
 $(O)/fuzz/fuzz_protocol: LDLIBS := -lfmt
 $(O)/fuzz/fuzz_protocol: ; $(link_fuzz)
 
@@ -37,8 +37,8 @@ $(O)/fuzz/fuzz_profile: LDLIBS := -lfmt
 $(O)/fuzz/fuzz_profile: ; $(link_fuzz)
 
 $(O)/fuzz/fuzz_config: $(call fuzz_objs,tests/fuzz/fuzz_config.cc agent/config/config.cc) \
-	$(O)/lib/libripple_policy.a $(O)/lib/libripple_admission.a $(O)/lib/libripple_pricing.a $(TRACER_LIBS)
-$(O)/fuzz/fuzz_config: LDLIBS := $(LDLIBS_TRACER)
+	$(filter-out $(O)/lib/libripple_config.a,$(CONFIG_LIBS))
+$(O)/fuzz/fuzz_config: LDLIBS := $(LDLIBS_CONFIG)
 $(O)/fuzz/fuzz_config: ; $(link_fuzz)
 
 FUZZ_BINS := $(O)/fuzz/fuzz_protocol $(O)/fuzz/fuzz_profile $(O)/fuzz/fuzz_config

@@ -1,4 +1,4 @@
-// libFuzzer harness: the engine-protocol decoder (agent/engine/protocol.h), which reads
+// libFuzzer harness: the engine-protocol decoder (include/ripple/protocol.h), which reads
 // datagrams from any allowed peer. decode() must never crash, hang or leak, whatever
 // the bytes; what it accepts must survive a round trip: encode(decoded) is accepted by
 // decode() again, and encoding that gives the same bytes.
@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "agent/engine/protocol.h"
+#include "ripple/protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace ripple::engine;

@@ -1,6 +1,6 @@
 // agent_engine: a stand-in GPU engine — a TEST DOUBLE, not a model of a GPU — that
 // speaks the real engine protocol through the engine client library
-// (agent/engine/client.h) and "executes" each granted unit for unit_bytes / rate,
+// (include/ripple/client.h) and "executes" each granted unit for unit_bytes / rate,
 // sleeping in ticks and publishing the executed bytes to the emulated interference
 // plant (include/ripple/plant.h), so plant-mode tasks slow down by kappa x bytes.
 //
@@ -32,7 +32,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "agent/engine/client.h"
+#include "ripple/client.h"
 #include "include/ripple/plant.h"
 #include "tests/plant/pipe_gpu.h"
 

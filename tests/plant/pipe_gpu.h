@@ -24,7 +24,7 @@
 #include <optional>
 #include <thread>
 
-#include "agent/engine/protocol.h"
+#include "ripple/protocol.h"
 #include "include/ripple/plant.h"
 
 namespace ripple::test {

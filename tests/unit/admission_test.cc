@@ -8,10 +8,12 @@
 #include <memory>
 
 #include "agent/admission/admission.h"
-#include "agent/admission/ripple_policy.h"
+#include "agent/policy/ripple.h"
 
 namespace ripple::admission {
 namespace {
+
+using policy::RipplePolicy;
 
 constexpr Nanos kMs = kNsPerMs;
 constexpr Bytes kMB = 1'000'000;

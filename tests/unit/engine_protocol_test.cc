@@ -1,4 +1,4 @@
-// Unit tests of the engine protocol (agent/engine/protocol.h): every message round-trips;
+// Unit tests of the engine protocol (include/ripple/protocol.h): every message round-trips;
 // malformed datagrams are refused with a reason naming the field; the client's
 // pipelining check hands a stale successor back (Discard) and takes the fresh one.
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include <cstring>
 #include <thread>
 
-#include "agent/engine/client.h"
-#include "agent/engine/protocol.h"
+#include "ripple/client.h"
+#include "ripple/protocol.h"
 
 namespace ripple::engine {
 namespace {

@@ -12,7 +12,10 @@
 #include <fmt/format.h>
 
 #include "agent/admission/admission.h"
+#include "agent/policy/cap.h"
+#include "agent/policy/pace.h"
 #include "agent/policy/registry.h"
+#include "agent/policy/sereno.h"
 
 namespace ripple::policy {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "agent/common/status.h"
+#include "ripple/status.h"
 #include "cuhooks/profile.h"
 
 namespace ripple::cuhook {

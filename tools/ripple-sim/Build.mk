@@ -4,7 +4,6 @@
 SIM_SRCS := tools/ripple-sim/platform.cc tools/ripple-sim/tasks.cc tools/ripple-sim/engines.cc \
 	tools/ripple-sim/runner.cc tools/ripple-sim/preset.cc tools/ripple-sim/sweep.cc tools/ripple-sim/report.cc \
 	tools/ripple-sim/calibrate.cc
-$(foreach s,$(SIM_SRCS:.cc=) tools/ripple-sim/main,$(eval CXXFLAGS_$(subst /,_,$(s)) += $(AGENT_EIGEN_CFLAGS)))
 
 # cuhooks/chunker.cc: the interposer's chunk planner (pure), for sub-layer engines.
 $(O)/lib/libripple_sim.a: $(call objs,$(SIM_SRCS) cuhooks/chunker.cc)
@@ -17,7 +16,6 @@ $(O)/bin/ripple-sim: ; $(link_cxx)
 BINS += $(O)/bin/ripple-sim
 
 SIM_TESTS := $(wildcard tests/unit/sim_*_test.cc)
-$(foreach s,$(SIM_TESTS:.cc=),$(eval CXXFLAGS_$(subst /,_,$(s)) += $(AGENT_EIGEN_CFLAGS)))
 $(O)/tests/unit/sim_test: $(call objs,$(SIM_TESTS)) $(SIM_LIBS)
 $(O)/tests/unit/sim_test: LDLIBS := -lfmt $(LDLIBS_GTEST)
 $(O)/tests/unit/sim_test: ; $(link_cxx)

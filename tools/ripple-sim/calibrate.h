@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/common/status.h"
+#include "ripple/status.h"
 
 namespace ripple::sim {
 

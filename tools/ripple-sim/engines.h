@@ -1,5 +1,5 @@
 // ripple-sim engines: GPU inference engines as unit sequences, and the engine side of
-// the grant protocol (agent/engine/client.cc's acquire(), in virtual time).
+// the grant protocol (agent/protocol/client.cc's acquire(), in virtual time).
 //
 // An engine has a unit catalog (bytes and solo GPU time of each unit) and a pass: the
 // units of one forward pass in order. A best-effort engine (the LLM) runs passes back to
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "agent/admission/types.h"
-#include "agent/common/status.h"
+#include "ripple/status.h"
 
 namespace ripple::sim {
 
@@ -64,7 +64,7 @@ Result<EngineModel> engine_from_profile_json(const std::string& json_text, const
 Result<EngineModel> engine_from_profile(const std::string& path, std::string name, admission::EngineKind kind,
                                         double rate_gbps);
 
-// What the agent delivers: agent/engine/protocol.h's GrantMsg, the fields the engine reads.
+// What the agent delivers: include/ripple/protocol.h's GrantMsg, the fields the engine reads.
 struct GrantMsg {
   admission::GrantId id = 0;
   std::uint64_t work = 0;

@@ -17,7 +17,7 @@
 
 #include <string>
 
-#include "agent/common/status.h"
+#include "ripple/status.h"
 
 namespace ripple::sim {
 

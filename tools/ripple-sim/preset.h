@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "agent/common/toml.h"
+#include "ripple/toml.h"
 
 #include "agent/admission/admission.h"
-#include "agent/common/status.h"
+#include "ripple/status.h"
 #include "agent/pricing/params.h"
 #include "tools/ripple-sim/engines.h"
 #include "tools/ripple-sim/platform.h"

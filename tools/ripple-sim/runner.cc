@@ -227,7 +227,7 @@ class Sim {
     return 0;
   }
 
-  // --- the engines (agent/engine/client.cc, tests/integration/agent_engine.cc) --------
+  // --- the engines (agent/protocol/client.cc, tests/integration/agent_engine.cc) --------
   void to_agent(std::uint32_t type, std::uint32_t e, std::uint64_t b, std::uint64_t gen = 0) {
     q_.post(now_ + cfg_.delays.report, type, e, b, gen);
   }

@@ -11,7 +11,7 @@
 //                           on_sent(now) for every grant; the engine has it after the
 //                           delivery delay; decide()'s wake_at is the next time-driven point
 //
-// The engine side follows agent/engine/client.cc (GrantCache); the GPU executes one unit
+// The engine side follows agent/protocol/client.cc (GrantCache); the GPU executes one unit
 // at a time at its byte rate; CPU jobs progress at the platform's rate for the engines'
 // current combined byte rate. Deterministic for a seed.
 #pragma once

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/common/status.h"
+#include "ripple/status.h"
 #include "tools/ripple-sim/preset.h"
 #include "tools/ripple-sim/runner.h"
 

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "agent/common/toml.h"
+#include "ripple/toml.h"
 
 namespace ripple::sim {
 

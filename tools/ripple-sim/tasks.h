@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/common/status.h"
+#include "ripple/status.h"
 #include "agent/pricing/types.h"
 #include "tools/ripple-sim/rng.h"
 

@@ -11,7 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "agent/common/log.h"
+#include "ripple/log.h"
 #include "tools/ripplectl/doctor.h"
 #include "tools/ripplectl/status.h"
 #include "tools/ripplectl/trace.h"

@@ -16,7 +16,6 @@ endif
 CXXFLAGS_tools_workloads_sgm += $(OPENCV_CFLAGS)
 CXXFLAGS_tools_workloads_orb += $(OPENCV_CFLAGS)
 CXXFLAGS_tools_workloads_images += $(OPENCV_CFLAGS)
-CXXFLAGS_tools_workloads_control += -isystem /usr/include/eigen3
 
 $(O)/bin/ripple-costmap: $(call objs,tools/workloads/costmap.cc $(WORKLOADS_COMMON))
 $(O)/bin/ripple-costmap: LDLIBS := -pthread -lrt

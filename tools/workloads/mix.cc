@@ -3,7 +3,7 @@
 
 #include "tools/workloads/cores.h"
 
-#include "agent/common/toml.h"
+#include "ripple/toml.h"
 
 #include <set>
 #include <sstream>

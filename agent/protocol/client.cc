@@ -1,4 +1,4 @@
-#include "agent/engine/client.h"
+#include "ripple/client.h"
 
 #include <poll.h>
 #include <sys/socket.h>

@@ -1,10 +1,12 @@
-#include "agent/admission/ripple_policy.h"
+#include "agent/policy/ripple.h"
 
 #include <algorithm>
 #include <optional>
 
+namespace ripple::policy {
 
-namespace ripple::admission {
+using admission::kUnlimitedBytes;
+using admission::UnitSpec;
 
 namespace {
 
@@ -176,4 +178,4 @@ Pick RipplePolicy::pick(const Context& ctx) {
   return out;
 }
 
-}  // namespace ripple::admission
+}  // namespace ripple::policy

@@ -11,9 +11,9 @@
 // budget accrues to the smallest next unit (scheduling point 4).
 #pragma once
 
-#include "agent/admission/policy.h"
+#include "agent/policy/base.h"
 
-namespace ripple::admission {
+namespace ripple::policy {
 
 class RipplePolicy final : public Policy {
  public:
@@ -22,4 +22,4 @@ class RipplePolicy final : public Policy {
   Pick pick(const Context& ctx) override;
 };
 
-}  // namespace ripple::admission
+}  // namespace ripple::policy

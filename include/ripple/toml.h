@@ -14,7 +14,7 @@
 #include <string>
 
 #ifdef NDEBUG
-#error "toml++'s checks become assumptions under NDEBUG; see agent/common/toml.h"
+#error "toml++'s checks become assumptions under NDEBUG; see include/ripple/toml.h"
 #endif
 
 namespace ripple {

@@ -1,7 +1,7 @@
 // The engine protocol: versioned, length-checked messages between ripple-agent and
 // the GPU engines (one session per inference process) over a local SOCK_SEQPACKET
 // socket (default /run/ripple/engine.sock). Shared by the agent, the engine client
-// library (client.h) and, later, the LD_PRELOAD interposer.
+// library (client.h) and the LD_PRELOAD interposer (cuhooks/).
 //
 // Each datagram is one message: a 16-byte header, then a fixed body per type (Hello
 // and Work end with a counted array). Fixed-width little-endian integers (the peers
@@ -28,7 +28,7 @@
 #include <variant>
 #include <vector>
 
-#include "agent/common/status.h"
+#include "ripple/status.h"
 
 namespace ripple::engine {
 

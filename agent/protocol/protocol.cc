@@ -1,4 +1,4 @@
-#include "agent/engine/protocol.h"
+#include "ripple/protocol.h"
 
 #include <bit>
 #include <cstring>

@@ -1,5 +1,5 @@
 // Engine side of the engine protocol (protocol.h): what an inference process links (the
-// stand-in test engine now, the LD_PRELOAD interposer of issue 6 later). Blocking,
+// stand-in test engine, the LD_PRELOAD interposer in cuhooks/). Blocking,
 // single-threaded, one session per process; no threads of its own.
 //
 //   auto c = Client::connect(path, hello, 1000);   // hello -> welcome
@@ -22,8 +22,8 @@
 #include <memory>
 #include <string>
 
-#include "agent/common/status.h"
-#include "agent/engine/protocol.h"
+#include "ripple/status.h"
+#include "ripple/protocol.h"
 
 namespace ripple::engine {
 

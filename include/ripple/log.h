@@ -3,7 +3,7 @@
 // RIPPLE_LOG_{DEBUG,INFO,WARN,ERROR}(fmt, args...) log with file:line through
 // the "ripple" logger. init() reads the level once (config or RIPPLE_LOG_LEVEL);
 // tests inject their own sink with set_sink(). libbpf's own messages are routed
-// here by route_libbpf().
+// here by the tracer (tracer::route_libbpf_log(), agent/tracer/tracer.h).
 #pragma once
 
 #include <memory>
@@ -19,8 +19,6 @@ void init(std::string_view level = {});
 // Replaces the logger's sink (tests capture output this way).
 void set_sink(std::shared_ptr<spdlog::sinks::sink> sink);
 spdlog::logger& logger();
-// Sends libbpf's messages through the logger (warnings at warn, the rest at debug).
-void route_libbpf();
 
 }  // namespace ripple::log
 
