@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ripple-bench --quick on the emulated interference plant — a TEST DOUBLE
-# (include/ripple/plant.h): stand-in engines publish the bytes they "execute" and the
+# (tests/plant/plant.h): stand-in engines publish the bytes they "execute" and the
 # plant-mode robot tasks stretch each job by kappa x those bytes (CI machines have no real
 # CPU/GPU memory contention). The real agent, BPF tracer and unmodified tasks run end to end.
 # TAP:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ripple-agent end to end, no GPU (TAP): the real agent, the real BPF tracer, a real
 # periodic task (ripple-kdnn, unmodified) and a stand-in engine over the real engine
-# socket, on the emulated interference plant — a TEST DOUBLE (include/ripple/plant.h):
+# socket, on the emulated interference plant — a TEST DOUBLE (tests/plant/plant.h):
 # the engine publishes the bytes it "executes" and the plant-mode task stretches each
 # job by kappa x those bytes, since CI machines show no real memory contention.
 #

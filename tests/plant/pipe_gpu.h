@@ -25,7 +25,7 @@
 #include <thread>
 
 #include "agent/engine/protocol.h"
-#include "include/ripple/plant.h"
+#include "tests/plant/plant.h"
 
 namespace ripple::test {
 

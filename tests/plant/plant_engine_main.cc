@@ -1,5 +1,5 @@
 // ripple-plant-engine: the stand-in engine of the emulated interference plant, a TEST
-// DOUBLE for machines without real CPU/GPU memory contention (include/ripple/plant.h).
+// DOUBLE for machines without real CPU/GPU memory contention (tests/plant/plant.h).
 #include "tests/plant/plant_engine.h"
 
 #include <CLI/CLI.hpp>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak on the emulated interference plant (a TEST DOUBLE, include/ripple/plant.h): the
+# Soak on the emulated interference plant (a TEST DOUBLE, tests/plant/plant.h): the
 # real agent and BPF tracer, a real periodic task (ripple-kdnn in plant mode, 20 Hz,
 # D = 45 ms, eps = 5 %) and two stand-in best-effort engines
 # (tests/integration/agent_engine) over the real engine socket, for DURATION seconds in
