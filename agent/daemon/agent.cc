@@ -23,6 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/common/log.h"
+#include "agent/pricing/percentile.h"
+#include "ripple/clock.h"
 #include "agent/daemon/identity.h"
 #include "agent/daemon/limits.h"
 #include "agent/policy/registry.h"
@@ -33,11 +35,7 @@ using admission::EngineId;
 using admission::kNever;
 using nlohmann::json;
 
-Nanos monotonic_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<Nanos>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+Nanos monotonic_now() { return static_cast<Nanos>(monotonic_ns()); }
 
 void Samples::add(Nanos v) {
   if (v_.size() < kCapacity) {
@@ -49,14 +47,7 @@ void Samples::add(Nanos v) {
   ++total_;
 }
 
-Nanos Samples::percentile(double p) const {
-  if (v_.empty()) return 0;
-  std::vector<Nanos> s = v_;
-  const std::size_t rank =
-      std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(s.size()))), 1, s.size());
-  std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(rank - 1), s.end());
-  return s[rank - 1];
-}
+Nanos Samples::percentile(double p) const { return pricing::percentile(v_, p); }
 
 namespace {
 

@@ -86,6 +86,7 @@ class Agent {
   std::unique_ptr<Impl> impl_;
 };
 
+// ripple::monotonic_ns as the daemon's signed Nanos.
 Nanos monotonic_now();
 
 }  // namespace ripple::daemon

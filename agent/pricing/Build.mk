@@ -15,7 +15,7 @@ LDLIBS_PRICING := -lfmt
 PRICING_TESTS := tests/unit/pricing_fit_test.cc tests/unit/pricing_margin_test.cc \
 	tests/unit/pricing_estimator_test.cc tests/unit/pricing_ledger_test.cc \
 	tests/unit/pricing_config_test.cc tests/unit/pricing_stats_test.cc \
-	tests/unit/pricing_closed_loop_test.cc
+	tests/unit/pricing_closed_loop_test.cc tests/unit/pricing_percentile_test.cc
 $(foreach s,$(PRICING_TESTS:.cc=),$(eval CXXFLAGS_$(subst /,_,$(s)) += $(EIGEN_CFLAGS)))
 
 $(O)/tests/unit/pricing_test: $(call objs,$(PRICING_TESTS)) $(O)/lib/libripple_pricing.a

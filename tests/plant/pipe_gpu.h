@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "agent/engine/protocol.h"
+#include "ripple/clock.h"
 #include "tests/plant/plant.h"
 
 namespace ripple::test {
@@ -94,22 +95,16 @@ class PipeGpu {
     bool in_started = false;
   };
 
-  static std::uint64_t now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
-  }
-
   void loop() {
     std::unique_lock<std::mutex> l(m_);
-    std::uint64_t t = now_ns();
+    std::uint64_t t = monotonic_ns();
     for (;;) {
       if (units_.empty()) {
         cv_.wait(l, [&] { return stop_ || !units_.empty(); });
-        t = now_ns();  // idle until now: nothing streamed meanwhile
+        t = monotonic_ns();  // idle until now: nothing streamed meanwhile
       }
       if (stop_) return;
-      const std::uint64_t now = now_ns();
+      const std::uint64_t now = monotonic_ns();
       const double budget = static_cast<double>(now - t) / ns_per_byte_;
       const std::uint64_t from = t;  // this tick streams the bytes of [from, now]
       t = now;

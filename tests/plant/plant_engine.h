@@ -6,6 +6,7 @@
 // `tick` so readers see progress inside a unit, as a real device's traffic would be.
 #pragma once
 
+#include "ripple/clock.h"
 #include "tests/plant/plant.h"
 
 #include <cstdint>
@@ -41,7 +42,5 @@ class Engine {
   EngineConfig cfg_;
   PlantMap map_;
 };
-
-int64_t monotonic_ns();
 
 }  // namespace ripple::plant
