@@ -16,6 +16,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "agent/common/log.h"
 #include "agent/tracer/elf_symbols.h"
@@ -40,50 +42,43 @@ struct WaitSyscall {
   long nr;  // -1 where this architecture lacks the syscall
 };
 
-constexpr long nr_or_none(long nr) { return nr; }
-#define RIPPLE_NR(x) nr_or_none(__NR_##x)
+// The legacy waits aarch64 lacks (it has only epoll_pwait, ppoll, pselect6), and
+// futex_wait, which headers older than Linux 6.7 lack: no number, never found asleep in.
+#ifndef __NR_epoll_wait
+#define __NR_epoll_wait (-1)
+#endif
+#ifndef __NR_poll
+#define __NR_poll (-1)
+#endif
+#ifndef __NR_select
+#define __NR_select (-1)
+#endif
+#ifndef __NR_futex_wait
+#define __NR_futex_wait (-1)
+#endif
 
-const WaitSyscall kWaitSyscalls[] = {
-    {"clock_nanosleep", RIPPLE_WAIT_CLOCK_NANOSLEEP, RIPPLE_NR(clock_nanosleep)},
-    {"nanosleep", RIPPLE_WAIT_NANOSLEEP, RIPPLE_NR(nanosleep)},
-#ifdef __NR_epoll_wait
-    {"epoll_wait", RIPPLE_WAIT_EPOLL, RIPPLE_NR(epoll_wait)},
-#else
-    {"epoll_wait", RIPPLE_WAIT_EPOLL, -1},
-#endif
-    {"epoll_pwait", RIPPLE_WAIT_EPOLL, RIPPLE_NR(epoll_pwait)},
-    {"epoll_pwait2", RIPPLE_WAIT_EPOLL, RIPPLE_NR(epoll_pwait2)},
-#ifdef __NR_poll
-    {"poll", RIPPLE_WAIT_POLL, RIPPLE_NR(poll)},
-#else
-    {"poll", RIPPLE_WAIT_POLL, -1},
-#endif
-    {"ppoll", RIPPLE_WAIT_POLL, RIPPLE_NR(ppoll)},
-#ifdef __NR_select
-    {"select", RIPPLE_WAIT_SELECT, RIPPLE_NR(select)},
-#else
-    {"select", RIPPLE_WAIT_SELECT, -1},
-#endif
-    {"pselect6", RIPPLE_WAIT_SELECT, RIPPLE_NR(pselect6)},
-    {"futex", RIPPLE_WAIT_FUTEX, RIPPLE_NR(futex)},
-#ifdef __NR_futex_wait
-    {"futex_wait", RIPPLE_WAIT_FUTEX, RIPPLE_NR(futex_wait)},
-#else
-    {"futex_wait", RIPPLE_WAIT_FUTEX, -1},
-#endif
-};
+// RIPPLE_WAIT_SYSCALLS (include/ripple/bpf/tracer.h), the list the BPF program hooks.
+#define RIPPLE_WAIT_SYSCALL_ENTRY(name, bit) {#name, bit, __NR_##name},
+const WaitSyscall kWaitSyscalls[] = {RIPPLE_WAIT_SYSCALLS(RIPPLE_WAIT_SYSCALL_ENTRY, RIPPLE_WAIT_SYSCALL_ENTRY)};
+#undef RIPPLE_WAIT_SYSCALL_ENTRY
 
-const std::map<std::string, uint32_t> kWaitNames = {
-    {"clock_nanosleep", RIPPLE_WAIT_CLOCK_NANOSLEEP},
-    {"nanosleep", RIPPLE_WAIT_NANOSLEEP},
-    {"epoll", RIPPLE_WAIT_EPOLL},
-    {"epoll_wait", RIPPLE_WAIT_EPOLL},
-    {"poll", RIPPLE_WAIT_POLL},
-    {"ppoll", RIPPLE_WAIT_POLL},
-    {"select", RIPPLE_WAIT_SELECT},
-    {"pselect", RIPPLE_WAIT_SELECT},
-    {"futex", RIPPLE_WAIT_FUTEX},
-};
+// The kinds a wait list names (RIPPLE_WAIT_KINDS), first in the order of the bits.
+#define RIPPLE_WAIT_KIND_ENTRY(name, NAME, bit) {#name, RIPPLE_WAIT_##NAME},
+const std::vector<std::pair<std::string, uint32_t>> kWaitKinds = {RIPPLE_WAIT_KINDS(RIPPLE_WAIT_KIND_ENTRY)};
+#undef RIPPLE_WAIT_KIND_ENTRY
+
+// The kinds, and the syscall names a wait list also accepts for them.
+const std::map<std::string, uint32_t> kWaitNames = [] {
+  std::map<std::string, uint32_t> m(kWaitKinds.begin(), kWaitKinds.end());
+  m.insert({{"epoll_wait", RIPPLE_WAIT_EPOLL}, {"ppoll", RIPPLE_WAIT_POLL}, {"pselect", RIPPLE_WAIT_SELECT}});
+  return m;
+}();
+
+std::string known_wait_kinds() {
+  std::string s;
+  for (const auto& [name, bit] : kWaitKinds) s += (s.empty() ? "" : ", ") + name;
+  return s;
+}
 
 std::string basename_of(const std::string& path) {
   auto slash = path.rfind('/');
@@ -116,10 +111,7 @@ Result<uint32_t> parse_wait_list(const std::string& list) {
     if (item.empty()) continue;
     auto it = kWaitNames.find(item);
     if (it == kWaitNames.end())
-      return make_error(
-          "unknown period-wait syscall '{}' (known: clock_nanosleep, nanosleep, epoll, poll, "
-          "select, futex)",
-          item);
+      return make_error("unknown period-wait syscall '{}' (known: {})", item, known_wait_kinds());
     mask |= it->second;
   }
   if (mask == 0) return make_error("empty period-wait syscall list");
@@ -302,7 +294,7 @@ Result<std::unique_ptr<Tracer>> Tracer::create(Options opts, Callback cb) {
   }
   for (const auto& pt : opts.pts) {
     if (pt.mode != Mode::kPeriodWait) continue;
-    for (const auto& [name, bit] : kWaitNames) {
+    for (const auto& [name, bit] : kWaitKinds) {
       if (!(pt.wait_mask & bit)) continue;
       bool any = false;
       for (const auto& w : kWaitSyscalls)
