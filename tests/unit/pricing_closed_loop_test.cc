@@ -341,12 +341,16 @@ TEST(PricingClosedLoop, IsDeterministic) {
   EXPECT_EQ(a.ripple.misses, b.ripple.misses);
 }
 
-// Tests that with two binding tasks the miss target still holds (the bytes ratio is
-// reported, not asserted: see Documentation/results/pricing.md).
+// Tests that with two binding tasks the miss target still holds, and not by granting
+// little: the engine executes >= 70 % of the oracle's bytes (0.877 and 0.839 at seeds 7
+// and 8, min 0.772 over seeds 1-12: Documentation/results/pricing.md), so an estimator
+// that grants nothing, or half, fails it.
 TEST(PricingClosedLoop, TightPlantMeetsMissTarget) {
   for (std::uint64_t seed : {7u, 8u}) {
     const LoopResult res = closed_loop("tight", kTight, seed);
     expect_miss_rates(kTight, res.ripple, seed);
+    RecordProperty("tight_bytes_ratio_seed" + std::to_string(seed), std::to_string(res.ratio));
+    EXPECT_GE(res.ratio, 0.70) << "seed " << seed;
   }
 }
 
