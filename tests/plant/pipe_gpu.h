@@ -1,6 +1,6 @@
 // PipeGpu: the stand-in engine's pipelined "GPU" — a TEST DOUBLE, not a model of a GPU's
 // execution — for agent_engine --copy-in F. It has the one property of the offloaded LLM
-// on the H200 that matters to admission (Documentation/results/e2e.md §0a, cause 3): a
+// on the H200 that matters to admission (Documentation/results/e2e.md at e2f8dc4, §0a, cause 3): a
 // unit is a copy-in (F of its bytes) then a copy-out (the rest), each stage FIFO at the
 // engine's rate, and a unit's copy-in overlaps the previous unit's copy-out only if the
 // engine submitted it before that copy-out ended, i.e. only if it held the unit's grant

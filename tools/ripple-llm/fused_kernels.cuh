@@ -10,7 +10,7 @@
 namespace ripple::llm {
 
 // ---------------------------------------------------------------------------------------
-// Fused decode kernels (T = 1, the default; --no-fuse keeps the kernels above). Five kernels
+// Fused decode kernels (T = 1, the default; --no-fuse keeps the unfused ones of kernels.cu). Five kernels
 // per layer instead of ten where the weights are read in place (six with --stream copy).
 // Each computes exactly what the unfused kernels compute: the same arithmetic in the same
 // order with the same bf16 rounding points, so the greedy fingerprint is unchanged (--check
