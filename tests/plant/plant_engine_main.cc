@@ -17,6 +17,7 @@ void on_signal(int) {
 
 int main(int argc, char** argv) {
   using namespace ripple::plant;
+  using ripple::monotonic_ns;
   EngineConfig cfg;
   double rate_gbps = cfg.rate_bytes_per_s / 1e9, unit_mb = static_cast<double>(cfg.unit_bytes) / 1e6;
   bool quiet = false;
