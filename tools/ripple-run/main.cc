@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "cuhooks/profile.h"
 #include "tools/ripple-profile/hook_path.h"
 
@@ -32,31 +34,35 @@ int usage(const char* why) {
 
 int main(int argc, char** argv) {
   std::string engine, kind = "best-effort", socket, profile, fail, pattern, period, deadline;
+  // The options end at "--"; the command follows it untouched (its own options included).
   int i = 1;
-  for (; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a == "-h" || a == "--help") return usage(nullptr), 0;
-    auto val = [&](std::string& dst) {
-      if (i + 1 >= argc) return false;
-      dst = argv[++i];
-      return true;
-    };
-    bool ok = true;
-    if (a == "--engine") ok = val(engine);
-    else if (a == "--kind") ok = val(kind);
-    else if (a == "--socket") ok = val(socket);
-    else if (a == "--profile") ok = val(profile);
-    else if (a == "--fail") ok = val(fail);
-    else if (a == "--nvtx-pattern") ok = val(pattern);
-    else if (a == "--period-ms") ok = val(period);
-    else if (a == "--deadline-ms") ok = val(deadline);
-    else return usage(("unknown option '" + a + "'").c_str());
-    if (!ok) return usage(("option '" + a + "' needs a value").c_str());
+  while (i < argc && std::strcmp(argv[i], "--") != 0) ++i;
+  const int options_end = i;
+  if (i < argc) ++i;
+  CLI::App app{"ripple-run", "ripple-run"};
+  app.set_help_flag();
+  app.allow_extras();
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  bool help = false;
+  app.add_flag("-h,--help", help);
+  app.add_option("--engine", engine);
+  app.add_option("--kind", kind);
+  app.add_option("--socket", socket);
+  app.add_option("--profile", profile);
+  app.add_option("--fail", fail);
+  app.add_option("--nvtx-pattern", pattern);
+  app.add_option("--period-ms", period);
+  app.add_option("--deadline-ms", deadline);
+  try {
+    app.parse(options_end, argv);
+  } catch (const CLI::ArgumentMismatch& e) {  // "--engine: 1 required TEXT missing"
+    const std::string what = e.what();
+    return usage(("option '" + what.substr(0, what.find(':')) + "' needs a value").c_str());
+  } catch (const CLI::ParseError& e) {
+    return usage(e.what());
   }
+  if (help) return usage(nullptr), 0;
+  if (!app.remaining().empty()) return usage(("unknown option '" + app.remaining().front() + "'").c_str());
   if (engine.empty()) return usage("--engine NAME is required");
   if (engine.size() >= 32) return usage("--engine: the name is longer than 31 bytes");
   if (kind != "best-effort" && kind != "deadline-bound")
