@@ -28,7 +28,7 @@
 // are in engine.cu; model.h the shapes and the analytic byte model.
 #include "tools/ripple-llm/engine.h"
 
-#include <CLI/CLI.hpp>
+#include "ripple/cli.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -132,9 +132,7 @@ int main_impl(int argc, char** argv) {
   // CLI11 reads the command line; each value is checked by the callbacks below with the
   // messages the tool has always given (usage() is the --help text).
   CLI::App app{"ripple-llm", "ripple-llm"};
-  app.set_help_flag();
-  app.allow_extras();
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cli::configure(app);
   bool help = false;
   app.add_flag("-h,--help", help);
   auto number = [&](const char* flag, double lo, double hi, auto set) {
@@ -176,14 +174,8 @@ int main_impl(int argc, char** argv) {
   number("--warmup", 0, 1000, [&o](double d) { o.warmup = int(d); });
   app.add_flag("--per-unit", o.per_unit);
   app.add_flag("--no-probe", no_probe);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ArgumentMismatch& e) {  // "--preset: 1 required TEXT missing"
-    const std::string what = e.what();
-    usage_error(what.substr(0, what.find(':')) + " needs a value");
-  } catch (const CLI::ParseError& e) {
-    usage_error(e.what());
-  }
+  if (auto bad = cli::parse(app, argv, 1, argc))
+    usage_error(bad->needs_value.empty() ? bad->message : bad->needs_value + " needs a value");
   if (help) {
     usage();
     return 0;

@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cuhooks/profile.h"
+#include "ripple/cli.h"
 #include "tools/ripple-profile/hook_path.h"
 #include "tools/ripple-profile/model_catalog.h"
 
@@ -57,25 +57,14 @@ int emit(const Profile& p, const std::string& out) {
   return 0;
 }
 
-// Parses a subcommand's options (argv[first, end)) with CLI11: false, the usage said, when
-// one is unknown or lacks its value (*rc: the exit status).
+// Parses a subcommand's options (argv[first, end)): false, the usage said, when one is
+// unknown or lacks its value (*rc: the exit status).
 bool parse_options(CLI::App& app, const char* cmd, int first, int end, char** argv, int* rc) {
-  app.set_help_flag();
-  app.allow_extras();
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  std::vector<std::string> args(argv + first, argv + end);
-  std::reverse(args.begin(), args.end());  // CLI11 takes them last first
-  try {
-    app.parse(args);
-  } catch (const CLI::ArgumentMismatch& e) {  // "-o: 1 required TEXT missing"
-    const std::string what = e.what();
-    *rc = usage((std::string(cmd) + ": option '" + what.substr(0, what.find(':')) + "' needs a value").c_str());
-    return false;
-  } catch (const CLI::ParseError& e) {
-    *rc = usage((std::string(cmd) + ": " + e.what()).c_str());
-    return false;
-  }
-  return true;
+  auto bad = ripple::cli::parse(app, argv, first, end);
+  if (!bad) return true;
+  const std::string why = bad->needs_value.empty() ? bad->message : "option '" + bad->needs_value + "' needs a value";
+  *rc = usage((std::string(cmd) + ": " + why).c_str());
+  return false;
 }
 
 int record(int argc, char** argv, int i) {
@@ -83,6 +72,7 @@ int record(int argc, char** argv, int i) {
   int end = i;  // the options end at "--"; the command follows it
   while (end < argc && std::strcmp(argv[end], "--") != 0) ++end;
   CLI::App app{"ripple-profile record", "record"};
+  ripple::cli::configure(app);
   app.add_option("-o", out);
   app.add_option("--catalog", catalog);
   app.add_option("--nvtx-pattern", pattern);
@@ -227,6 +217,7 @@ int main(int argc, char** argv) {
     if (argc < 3) return usage("model: DIR is required");
     std::string out;
     CLI::App app{"ripple-profile model", "model"};
+    ripple::cli::configure(app);
     app.add_option("-o", out);
     if (int rc = 0; !parse_options(app, "model", 3, argc, argv, &rc)) return rc;
     if (!app.remaining().empty()) return usage(("model: unknown argument '" + app.remaining().front() + "'").c_str());

@@ -14,9 +14,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "cuhooks/profile.h"
+#include "ripple/cli.h"
 #include "tools/ripple-profile/hook_path.h"
 
 namespace {
@@ -40,9 +39,7 @@ int main(int argc, char** argv) {
   const int options_end = i;
   if (i < argc) ++i;
   CLI::App app{"ripple-run", "ripple-run"};
-  app.set_help_flag();
-  app.allow_extras();
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  ripple::cli::configure(app);
   bool help = false;
   app.add_flag("-h,--help", help);
   app.add_option("--engine", engine);
@@ -53,14 +50,8 @@ int main(int argc, char** argv) {
   app.add_option("--nvtx-pattern", pattern);
   app.add_option("--period-ms", period);
   app.add_option("--deadline-ms", deadline);
-  try {
-    app.parse(options_end, argv);
-  } catch (const CLI::ArgumentMismatch& e) {  // "--engine: 1 required TEXT missing"
-    const std::string what = e.what();
-    return usage(("option '" + what.substr(0, what.find(':')) + "' needs a value").c_str());
-  } catch (const CLI::ParseError& e) {
-    return usage(e.what());
-  }
+  if (auto bad = ripple::cli::parse(app, argv, 1, options_end))
+    return usage(bad->needs_value.empty() ? bad->message.c_str() : ("option '" + bad->needs_value + "' needs a value").c_str());
   if (help) return usage(nullptr), 0;
   if (!app.remaining().empty()) return usage(("unknown option '" + app.remaining().front() + "'").c_str());
   if (engine.empty()) return usage("--engine NAME is required");
