@@ -16,6 +16,8 @@
 # Test suites register themselves for `make check`:
 #   GTEST_SUITES  GoogleTest binaries
 #   TAP_SUITES    programs or scripts that print TAP (kselftest harness, shell)
+#   SKIPPED_SUITES  suites this machine cannot build, by name (SKIP_WHY_<name> says why):
+#                 make check counts each as skipped rather than dropping it silently
 
 # --- target architecture ----------------------------------------------------
 # ARCH is the kernel's name of the target (x86, arm64): it picks the BPF target
@@ -114,6 +116,7 @@ BINS :=
 TEST_BINS :=
 GTEST_SUITES :=
 TAP_SUITES :=
+SKIPPED_SUITES :=
 # Foreign architectures make check also builds (into $(O)/ARCH) and the suites
 # it runs for them, as tests/run-suites specs (tests/cross/Build.mk).
 CHECK_ARCHS :=
@@ -146,7 +149,8 @@ check: deps
 		{ tools/deps/binfmt.sh $(a) || true; } &&) true
 	@tools/deps/mount-fs.sh
 	@O=$(abs_O) tests/run-suites $(foreach s,$(GTEST_SUITES),gtest:$(s)) \
-		$(foreach s,$(TAP_SUITES),tap:$(s)) $(CHECK_SUITES)
+		$(foreach s,$(TAP_SUITES),tap:$(s)) $(foreach s,$(SKIPPED_SUITES),'skip:$(s):$(SKIP_WHY_$(s))') \
+		$(CHECK_SUITES)
 
 demo: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) build

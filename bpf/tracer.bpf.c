@@ -295,47 +295,33 @@ static __always_inline int wait_exit(__u32 bit, long ret)
 	return 0;
 }
 
-#define WAIT_SYSCALL(name, bit)                                               \
+/* futex(2) multiplexes: only FUTEX_WAIT and FUTEX_WAIT_BITSET are waits. */
+static __always_inline bool futex_waits(struct syscall_trace_enter *ctx)
+{
+	unsigned long op = 0;
+
+	bpf_probe_read_kernel(&op, sizeof(op), &ctx->args[1]);
+	op &= FUTEX_CMD_MASK;
+	return op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET;
+}
+
+/* A tracepoint pair per wait syscall of RIPPLE_WAIT_SYSCALLS (include/ripple/bpf/tracer.h);
+ * the loader loads those of the waits some PT uses. */
+#define WAIT_SYSCALL_IF(name, bit, cond)                                      \
 	SEC("tracepoint/syscalls/sys_enter_" #name)                           \
 	int enter_##name(struct syscall_trace_enter *ctx)                     \
 	{                                                                     \
-		return wait_enter(bit);                                       \
+		return (cond) ? wait_enter(bit) : 0;                          \
 	}                                                                     \
 	SEC("tracepoint/syscalls/sys_exit_" #name)                            \
 	int exit_##name(struct syscall_trace_exit *ctx)                       \
 	{                                                                     \
 		return wait_exit(bit, ctx->ret);                              \
 	}
+#define WAIT_SYSCALL(name, bit) WAIT_SYSCALL_IF(name, bit, true)
+#define WAIT_SYSCALL_FUTEX(name, bit) WAIT_SYSCALL_IF(name, bit, futex_waits(ctx))
 
-WAIT_SYSCALL(clock_nanosleep, RIPPLE_WAIT_CLOCK_NANOSLEEP)
-WAIT_SYSCALL(nanosleep, RIPPLE_WAIT_NANOSLEEP)
-WAIT_SYSCALL(epoll_wait, RIPPLE_WAIT_EPOLL)
-WAIT_SYSCALL(epoll_pwait, RIPPLE_WAIT_EPOLL)
-WAIT_SYSCALL(epoll_pwait2, RIPPLE_WAIT_EPOLL)
-WAIT_SYSCALL(poll, RIPPLE_WAIT_POLL)
-WAIT_SYSCALL(ppoll, RIPPLE_WAIT_POLL)
-WAIT_SYSCALL(select, RIPPLE_WAIT_SELECT)
-WAIT_SYSCALL(pselect6, RIPPLE_WAIT_SELECT)
-WAIT_SYSCALL(futex_wait, RIPPLE_WAIT_FUTEX)
-
-/* futex(2) multiplexes: only FUTEX_WAIT and FUTEX_WAIT_BITSET are waits. */
-SEC("tracepoint/syscalls/sys_enter_futex")
-int enter_futex(struct syscall_trace_enter *ctx)
-{
-	unsigned long op = 0;
-
-	bpf_probe_read_kernel(&op, sizeof(op), &ctx->args[1]);
-	op &= FUTEX_CMD_MASK;
-	if (op != FUTEX_WAIT && op != FUTEX_WAIT_BITSET)
-		return 0;
-	return wait_enter(RIPPLE_WAIT_FUTEX);
-}
-
-SEC("tracepoint/syscalls/sys_exit_futex")
-int exit_futex(struct syscall_trace_exit *ctx)
-{
-	return wait_exit(RIPPLE_WAIT_FUTEX, ctx->ret);
-}
+RIPPLE_WAIT_SYSCALLS(WAIT_SYSCALL, WAIT_SYSCALL_FUTEX)
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(handle_wakeup, struct task_struct *p)

@@ -24,6 +24,7 @@
 
 #include "agent/policy/registry.h"
 #include "agent/pricing/config.h"
+#include "agent/pricing/percentile.h"
 
 namespace ripple::config {
 
@@ -443,13 +444,7 @@ Status parse_sereno(const Where& w, const toml::table& t, policy::SerenoParams& 
 
 }  // namespace
 
-Nanos profile_p99(std::vector<Nanos> solo) {
-  if (solo.empty()) return 0;
-  std::sort(solo.begin(), solo.end());
-  const std::size_t n = solo.size();
-  const std::size_t rank = std::clamp<std::size_t>((99 * n + 99) / 100, 1, n);  // ceil(0.99 n)
-  return solo[rank - 1];
-}
+Nanos profile_p99(std::vector<Nanos> solo) { return pricing::percentile(std::move(solo), 99); }
 
 const EngineSection* Config::engine(std::string_view name) const {
   for (const auto& e : engines)

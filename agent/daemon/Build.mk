@@ -25,13 +25,6 @@ $(O)/bin/ripple-agent: LDLIBS := $(LDLIBS_AGENT)
 $(O)/bin/ripple-agent: ; $(link_cxx)
 BINS += $(O)/bin/ripple-agent
 
-# Stand-in engine (a TEST DOUBLE) speaking the real protocol, for the integration
-# test and the grant round-trip benchmark.
-$(O)/tests/integration/agent_engine: $(call objs,tests/integration/agent_engine.cc) $(PROTOCOL_LIBS)
-$(O)/tests/integration/agent_engine: LDLIBS := -lfmt -lrt
-$(O)/tests/integration/agent_engine: ; $(link_cxx)
-TEST_BINS += $(O)/tests/integration/agent_engine
-
 # Closed loop on the emulated interference plant (TAP, bash; needs root for BPF).
 TAP_SUITES += tests/integration/agent_closed_loop.sh
 

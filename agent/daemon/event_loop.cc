@@ -2,20 +2,17 @@
 
 #include <liburing.h>
 #include <poll.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstring>
+
+#include "ripple/clock.h"
 
 namespace ripple::daemon {
 
 using admission::kNever;
 
-Nanos monotonic_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<Nanos>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+Nanos monotonic_now() { return static_cast<Nanos>(monotonic_ns()); }
 
 Result<std::unique_ptr<EventLoop>> EventLoop::create(unsigned entries, Nanos spin) {
   std::unique_ptr<EventLoop> loop(new EventLoop(spin));

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/pricing/percentile.h"
+
 namespace ripple::daemon {
 
 using admission::kNever;
@@ -27,15 +29,7 @@ void Samples::add(Nanos v) {
   ++total_;
 }
 
-Nanos Samples::percentile(double p) const {
-  if (v_.empty()) return 0;
-  std::vector<Nanos> s = v_;
-  const std::size_t rank =
-      std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(s.size()))), 1, s.size());
-  std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(rank - 1), s.end());
-  return s[rank - 1];
-}
-
+Nanos Samples::percentile(double p) const { return pricing::percentile(v_, p); }
 
 json status_json(const StatusInputs& in, Nanos now) {
   json j;

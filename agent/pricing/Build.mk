@@ -12,7 +12,8 @@ LDLIBS_PRICING := -lfmt
 PRICING_TESTS := tests/unit/pricing_fit_test.cc tests/unit/pricing_margin_test.cc \
 	tests/unit/pricing_estimator_test.cc tests/unit/pricing_ledger_test.cc \
 	tests/unit/pricing_config_test.cc tests/unit/pricing_stats_test.cc \
-	tests/unit/pricing_closed_loop_test.cc tests/unit/pricing_chunk_test.cc
+	tests/unit/pricing_closed_loop_test.cc tests/unit/pricing_chunk_test.cc \
+	tests/unit/pricing_percentile_test.cc
 
 $(O)/tests/unit/pricing_test: $(call objs,$(PRICING_TESTS)) $(PRICING_LIBS)
 $(O)/tests/unit/pricing_test: LDLIBS := $(LDLIBS_PRICING) $(LDLIBS_GTEST)

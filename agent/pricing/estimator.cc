@@ -1,4 +1,5 @@
 #include "agent/pricing/estimator.h"
+#include "agent/pricing/percentile.h"
 
 #include <algorithm>
 #include <cmath>
@@ -61,13 +62,7 @@ Estimator::Estimator(TaskSpec spec, const Params& params)
       margin_.seed(static_cast<double>(profile[k]) - a0);
   }
   solo_p99_ = spec_.solo_p99;
-  if (solo_p99_ == 0 && !profile.empty()) {
-    std::vector<Nanos> sorted = profile;
-    std::sort(sorted.begin(), sorted.end());
-    const auto n = static_cast<std::int64_t>(sorted.size());
-    const std::int64_t m = std::clamp<std::int64_t>((99 * n + 99) / 100, 1, n);  // ceil(0.99 n)
-    solo_p99_ = sorted[static_cast<std::size_t>(m - 1)];
-  }
+  if (solo_p99_ == 0) solo_p99_ = percentile(profile, 99);  // the config's "K x p99" too
 }
 
 std::optional<double> Estimator::slope_upper() const {

@@ -12,12 +12,6 @@
 
 namespace ripple::engine {
 
-std::uint64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
 Result<std::unique_ptr<Client>> Client::connect(const std::string& path, const Hello& hello, int timeout_ms,
                                                 const AgentCheck& agent) {
   sockaddr_un addr{};

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include "agent/tracer/elf_symbols.h"
 #include "agent/tracer/threads.h"
@@ -12,17 +13,23 @@
 namespace ripple::tracer {
 namespace {
 
-const std::map<std::string, uint32_t> kWaitNames = {
-    {"clock_nanosleep", RIPPLE_WAIT_CLOCK_NANOSLEEP},
-    {"nanosleep", RIPPLE_WAIT_NANOSLEEP},
-    {"epoll", RIPPLE_WAIT_EPOLL},
-    {"epoll_wait", RIPPLE_WAIT_EPOLL},
-    {"poll", RIPPLE_WAIT_POLL},
-    {"ppoll", RIPPLE_WAIT_POLL},
-    {"select", RIPPLE_WAIT_SELECT},
-    {"pselect", RIPPLE_WAIT_SELECT},
-    {"futex", RIPPLE_WAIT_FUTEX},
-};
+// The kinds a wait list names (RIPPLE_WAIT_KINDS), first in the order of the bits.
+#define RIPPLE_WAIT_KIND_ENTRY(name, NAME, bit) {#name, RIPPLE_WAIT_##NAME},
+const std::vector<std::pair<std::string, uint32_t>> kWaitKinds = {RIPPLE_WAIT_KINDS(RIPPLE_WAIT_KIND_ENTRY)};
+#undef RIPPLE_WAIT_KIND_ENTRY
+
+// The kinds, and the syscall names a wait list also accepts for them.
+const std::map<std::string, uint32_t> kWaitNames = [] {
+  std::map<std::string, uint32_t> m(kWaitKinds.begin(), kWaitKinds.end());
+  m.insert({{"epoll_wait", RIPPLE_WAIT_EPOLL}, {"ppoll", RIPPLE_WAIT_POLL}, {"pselect", RIPPLE_WAIT_SELECT}});
+  return m;
+}();
+
+std::string known_wait_kinds() {
+  std::string s;
+  for (const auto& [name, bit] : kWaitKinds) s += (s.empty() ? "" : ", ") + name;
+  return s;
+}
 
 std::string basename_of(const std::string& path) {
   auto slash = path.rfind('/');
@@ -32,6 +39,7 @@ std::string basename_of(const std::string& path) {
 }  // namespace
 
 const std::map<std::string, uint32_t>& wait_names() { return kWaitNames; }
+const std::vector<std::pair<std::string, uint32_t>>& wait_kinds() { return kWaitKinds; }
 
 Result<uint32_t> parse_wait_list(const std::string& list) {
   uint32_t mask = 0;
@@ -41,10 +49,7 @@ Result<uint32_t> parse_wait_list(const std::string& list) {
     if (item.empty()) continue;
     auto it = kWaitNames.find(item);
     if (it == kWaitNames.end())
-      return make_error(
-          "unknown period-wait syscall '{}' (known: clock_nanosleep, nanosleep, epoll, poll, "
-          "select, futex)",
-          item);
+      return make_error("unknown period-wait syscall '{}' (known: {})", item, known_wait_kinds());
     mask |= it->second;
   }
   if (mask == 0) return make_error("empty period-wait syscall list");

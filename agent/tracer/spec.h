@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ripple/bpf/tracer.h"
 #include "ripple/status.h"
@@ -47,6 +48,8 @@ Status validate_spec(PtSpec& spec);
 
 // The period-wait names parse_wait_list() accepts, each with its RIPPLE_WAIT_* bit.
 const std::map<std::string, uint32_t>& wait_names();
+// The kinds alone (RIPPLE_WAIT_KINDS), in the order of their bits.
+const std::vector<std::pair<std::string, uint32_t>>& wait_kinds();
 
 // Parses "clock_nanosleep,nanosleep,epoll,poll,select,futex" into RIPPLE_WAIT_* bits.
 Result<uint32_t> parse_wait_list(const std::string& list);

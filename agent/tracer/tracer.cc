@@ -18,6 +18,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "ripple/log.h"
 #include "agent/tracer/elf_symbols.h"
@@ -42,38 +44,25 @@ struct WaitSyscall {
   long nr;  // -1 where this architecture lacks the syscall
 };
 
-constexpr long nr_or_none(long nr) { return nr; }
-#define RIPPLE_NR(x) nr_or_none(__NR_##x)
+// The legacy waits aarch64 lacks (it has only epoll_pwait, ppoll, pselect6), and
+// futex_wait, which headers older than Linux 6.7 lack: no number, never found asleep in.
+#ifndef __NR_epoll_wait
+#define __NR_epoll_wait (-1)
+#endif
+#ifndef __NR_poll
+#define __NR_poll (-1)
+#endif
+#ifndef __NR_select
+#define __NR_select (-1)
+#endif
+#ifndef __NR_futex_wait
+#define __NR_futex_wait (-1)
+#endif
 
-const WaitSyscall kWaitSyscalls[] = {
-    {"clock_nanosleep", RIPPLE_WAIT_CLOCK_NANOSLEEP, RIPPLE_NR(clock_nanosleep)},
-    {"nanosleep", RIPPLE_WAIT_NANOSLEEP, RIPPLE_NR(nanosleep)},
-#ifdef __NR_epoll_wait
-    {"epoll_wait", RIPPLE_WAIT_EPOLL, RIPPLE_NR(epoll_wait)},
-#else
-    {"epoll_wait", RIPPLE_WAIT_EPOLL, -1},
-#endif
-    {"epoll_pwait", RIPPLE_WAIT_EPOLL, RIPPLE_NR(epoll_pwait)},
-    {"epoll_pwait2", RIPPLE_WAIT_EPOLL, RIPPLE_NR(epoll_pwait2)},
-#ifdef __NR_poll
-    {"poll", RIPPLE_WAIT_POLL, RIPPLE_NR(poll)},
-#else
-    {"poll", RIPPLE_WAIT_POLL, -1},
-#endif
-    {"ppoll", RIPPLE_WAIT_POLL, RIPPLE_NR(ppoll)},
-#ifdef __NR_select
-    {"select", RIPPLE_WAIT_SELECT, RIPPLE_NR(select)},
-#else
-    {"select", RIPPLE_WAIT_SELECT, -1},
-#endif
-    {"pselect6", RIPPLE_WAIT_SELECT, RIPPLE_NR(pselect6)},
-    {"futex", RIPPLE_WAIT_FUTEX, RIPPLE_NR(futex)},
-#ifdef __NR_futex_wait
-    {"futex_wait", RIPPLE_WAIT_FUTEX, RIPPLE_NR(futex_wait)},
-#else
-    {"futex_wait", RIPPLE_WAIT_FUTEX, -1},
-#endif
-};
+// RIPPLE_WAIT_SYSCALLS (include/ripple/bpf/tracer.h), the list the BPF program hooks.
+#define RIPPLE_WAIT_SYSCALL_ENTRY(name, bit) {#name, bit, __NR_##name},
+const WaitSyscall kWaitSyscalls[] = {RIPPLE_WAIT_SYSCALLS(RIPPLE_WAIT_SYSCALL_ENTRY, RIPPLE_WAIT_SYSCALL_ENTRY)};
+#undef RIPPLE_WAIT_SYSCALL_ENTRY
 
 // The syscall a sleeping thread is in (first field of /proc/TID/syscall).
 long current_syscall(pid_t tgid, pid_t tid) {
@@ -221,7 +210,7 @@ Result<std::unique_ptr<Tracer>> Tracer::create(Options opts, Callback cb) {
   }
   for (const auto& pt : opts.pts) {
     if (pt.mode != Mode::kPeriodWait) continue;
-    for (const auto& [name, bit] : wait_names()) {
+    for (const auto& [name, bit] : wait_kinds()) {
       if (!(pt.wait_mask & bit)) continue;
       bool any = false;
       for (const auto& w : kWaitSyscalls)

@@ -22,8 +22,9 @@
 #include <memory>
 #include <string>
 
-#include "ripple/status.h"
+#include "ripple/clock.h"
 #include "ripple/protocol.h"
+#include "ripple/status.h"
 
 namespace ripple::engine {
 
@@ -88,6 +89,7 @@ class Client {
   std::uint64_t last_delivery_ns_ = 0;
 };
 
-std::uint64_t monotonic_ns();
+// engine::monotonic_ns, as the interposer and the tests name it.
+using ripple::monotonic_ns;
 
 }  // namespace ripple::engine

@@ -34,6 +34,9 @@ TEST_BINS += $(O)/tests/cuhooks/fake/libcuda.so.1 $(O)/tests/cuhooks/driver_app 
 	$(O)/tests/cuhooks/dlsym_next $(O)/tests/cuhooks/cuhook_test
 GTEST_SUITES += $(O)/tests/cuhooks/cuhook_test
 
+else
+SKIPPED_SUITES += cuhooks/cuhook_test
+SKIP_WHY_cuhooks/cuhook_test := no CUDA 12+ headers at $(CUDA_INCLUDE)/cuda.h (CUDA_INCLUDE=; tools/deps/debian-packages.txt says why Debian cannot provide them)
 endif
 
 # Pure unit tests: unit catalog, sequence matcher, model catalogs (ripple-profile).

@@ -39,8 +39,8 @@ not_ok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#
 echo "1..8"
 
 eng_bin="$tmp/agent_engine"  # the configured engine executable
-cp "$B/tests/integration/agent_engine" "$eng_bin"
-cp "$B/tests/integration/agent_engine" "$tmp/other_engine"
+cp "$B/bin/ripple-standin-engine" "$eng_bin"
+cp "$B/bin/ripple-standin-engine" "$tmp/other_engine"
 chmod 755 "$eng_bin" "$tmp/other_engine"
 u65534=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 u65533=(setpriv --reuid=65533 --regid=65533 --clear-groups)

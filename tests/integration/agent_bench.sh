@@ -58,7 +58,7 @@ for spin in 0 "$SPIN_US"; do
   echo "== 1. grant round trip (no PT job), $N grants, agent on CPU $AGENT_CORE, engine on CPU $ENGINE_CORE, spin $spin us"
   config 0 false "$spin"
   start_agent
-  taskset -c "$ENGINE_CORE" "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name rtt --rtt "$N" \
+  taskset -c "$ENGINE_CORE" "$B/bin/ripple-standin-engine" --socket "$tmp/engine.sock" --name rtt --rtt "$N" \
     --spin-us "$spin" --quiet
   latency
   kill -TERM "$agent"; wait "$agent"
@@ -68,7 +68,7 @@ for wake in false true; do
   echo "== 2. agent CPU, ${secs} s at 1k events/s + engine grants (tracer_wakeup = $wake)"
   config 1 "$wake"
   start_agent
-  taskset -c "$ENGINE_CORE" "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name llm --unit-mb 0.2 --rate-gbps 1 --units 8 \
+  taskset -c "$ENGINE_CORE" "$B/bin/ripple-standin-engine" --socket "$tmp/engine.sock" --name llm --unit-mb 0.2 --rate-gbps 1 --units 8 \
     --duration-s $((secs + 4)) --quiet &
   "$task" --period-ms 2 --duration-s $((secs + 3)) --quiet > "$tmp/task.log" 2>&1 &
   sleep 1.5

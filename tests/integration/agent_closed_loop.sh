@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ripple-agent end to end, no GPU (TAP): the real agent, the real BPF tracer, a real
 # periodic task (ripple-kdnn, unmodified) and a stand-in engine over the real engine
-# socket, on the emulated interference plant — a TEST DOUBLE (include/ripple/plant.h):
+# socket, on the emulated interference plant — a TEST DOUBLE (tests/plant/plant.h):
 # the engine publishes the bytes it "executes" and the plant-mode task stretches each
 # job by kappa x those bytes, since CI machines show no real memory contention.
 #
@@ -84,7 +84,7 @@ stop_agent() {
   wait "$agent_pid"
 }
 engine() { # extra args...
-  "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --rate-gbps 1 --unit-mb 2 --units 8 "$@"
+  "$B/bin/ripple-standin-engine" --socket "$tmp/engine.sock" --rate-gbps 1 --unit-mb 2 --units 8 "$@"
 }
 # The engine creates the plant's shm; a plant-mode task refuses to start without it.
 wait_plant() { for _ in $(seq 100); do [ -e "/dev/shm/$plant" ] && return; sleep 0.05; done; }
@@ -130,7 +130,7 @@ run_bound() {
   local e=$!
   pids+=("$e")
   wait_plant
-  "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --rate-gbps 1 --unit-mb 2 --units 4 \
+  "$B/bin/ripple-standin-engine" --socket "$tmp/engine.sock" --rate-gbps 1 --unit-mb 2 --units 4 \
     --name vlm --kind deadline-bound --period-ms 250 --plant "$plant" --duration-s 7 > "$tmp/vlm.log" 2>&1 &
   local v=$!
   pids+=("$v")

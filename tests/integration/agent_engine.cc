@@ -2,7 +2,7 @@
 // speaks the real engine protocol through the engine client library
 // (include/ripple/client.h) and "executes" each granted unit for unit_bytes / rate,
 // sleeping in ticks and publishing the executed bytes to the emulated interference
-// plant (include/ripple/plant.h), so plant-mode tasks slow down by kappa x bytes.
+// plant (tests/plant/plant.h), so plant-mode tasks slow down by kappa x bytes.
 //
 // Modes:
 //   (default)   best-effort: announce a forward pass of --units units, run it grant by
@@ -33,7 +33,7 @@
 #include <CLI/CLI.hpp>
 
 #include "ripple/client.h"
-#include "include/ripple/plant.h"
+#include "tests/plant/plant.h"
 #include "tests/plant/pipe_gpu.h"
 
 namespace {

@@ -32,7 +32,7 @@
 #  15  H4: a task matched by comm: an unprivileged user's thread of that name is not
 #      accounted (uid_refused counts it, no job enters), root's thread is
 #
-# The engine is the stand-in (tests/integration/agent_engine, a TEST DOUBLE); the
+# The engine is the stand-in (ripple-standin-engine, tests/integration/agent_engine.cc, a TEST DOUBLE); the
 # tasks are tests/progs/periodic, an ordinary program that knows nothing of Ripple.
 set -uo pipefail
 O=${O:-build}
@@ -86,7 +86,7 @@ grants() { status_json | python3 -c 'import json,sys; d=json.load(sys.stdin); pr
 aborted() { status_json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tracer"]["jobs_aborted"])' 2>/dev/null || echo -1; }
 active() { status_json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(int(any(t["active"] for t in d["tasks"])))' 2>/dev/null || echo -1; }
 engine() { # unit_mb duration_s log
-  "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name be --rate-gbps 1 \
+  "$B/bin/ripple-standin-engine" --socket "$tmp/engine.sock" --name be --rate-gbps 1 \
     --unit-mb "$1" --units 8 --duration-s "$2" --quiet > "$3" 2>&1 &
   eng_pid=$!
   pids+=("$eng_pid")
@@ -223,7 +223,7 @@ fi
 for _ in $(seq 100); do [ -s "$tmp/agent7.pid" ] && status_json > /dev/null && break; sleep 0.1; done
 agent_pid=$(cat "$tmp/agent7.pid"); pids+=("$agent_pid")
 for _ in 1 2 3; do
-  timeout 10 "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name pipe --rate-gbps 1 \
+  timeout 10 "$B/bin/ripple-standin-engine" --socket "$tmp/engine.sock" --name pipe --rate-gbps 1 \
     --unit-mb 1 --units 2 --duration-s 0.3 --quiet > /dev/null 2>&1
 done
 sleep 0.2
@@ -311,7 +311,7 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 # 9: engine churn.
 start_lim "$tmp/agent9.log" || not_ok "agent did not start" "$(cat "$tmp/agent9.log")"
-timeout 120 "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name churn --churn 2000 \
+timeout 120 "$B/bin/ripple-standin-engine" --socket "$tmp/engine.sock" --name churn --churn 2000 \
   > "$tmp/churn9.out" 2>&1
 st9=$(status_json)
 listed=$(echo "$st9" | jq_ 'len(d["engines"])')
@@ -345,7 +345,7 @@ for _ in $(seq 40); do
   sleep 0.05
 done
 timeouts=$(status_json | jq_ 'd["limits"]["hello_timeouts"]')
-timeout 20 "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name after --rate-gbps 10 \
+timeout 20 "$B/bin/ripple-standin-engine" --socket "$tmp/engine.sock" --name after --rate-gbps 10 \
   --unit-mb 1 --units 2 --duration-s 0.3 > "$tmp/eng10.out" 2>&1
 wait "$idle"
 if [ "$over" -ge 15 ] && [ "$served" = 1 ] && [ "$timeouts" -ge 15 ] && grep -q "managed_at_end=1" "$tmp/eng10.out"; then
@@ -383,7 +383,7 @@ stop_agent
 chmod 755 "$tmp"
 start_lim "$tmp/agent12.log" || not_ok "agent did not start" "$(cat "$tmp/agent12.log")"
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-timeout 20 "${nobody[@]}" "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name outsider \
+timeout 20 "${nobody[@]}" "$B/bin/ripple-standin-engine" --socket "$tmp/engine.sock" --name outsider \
   --unit-mb 1 --units 2 --duration-s 0.2 > "$tmp/eng12.out" 2>&1
 timeout 20 "${nobody[@]}" "$B/bin/ripplectl" status --socket "$tmp/control.sock" > "$tmp/ctl12.out" 2>&1
 timeout 60 "${nobody[@]}" /usr/bin/python3 "$tmp/flood.py" "$tmp/engine.sock" 2000 > "$tmp/flood12.out" 2>&1
@@ -400,7 +400,7 @@ else
 fi
 
 # 13: a Work flood from an allowed engine.
-timeout 30 "$B/tests/integration/agent_engine" --socket "$tmp/engine.sock" --name flood --units 4096 \
+timeout 30 "$B/bin/ripple-standin-engine" --socket "$tmp/engine.sock" --name flood --units 4096 \
   --flood-works 200 > "$tmp/eng13.out" 2>&1
 refused=$(status_json | jq_ 'd["limits"]["works_refused"]')
 if grep -q 'bye="work [0-9]*: 16 works queued, at most 16 (agent.max_queued_works)"' "$tmp/eng13.out" &&

@@ -5,6 +5,14 @@ $(O)/bin/ripple-plant-engine: LDLIBS := -lrt
 $(O)/bin/ripple-plant-engine: ; $(link_cxx)
 BINS += $(O)/bin/ripple-plant-engine
 
+# Stand-in engine (a TEST DOUBLE) speaking the real protocol: the integration tests, the
+# grant round-trip benchmark, and ripple-bench's plant backend (make demo), which run it
+# from bin/ like every program they start, never from the tests' tree.
+$(O)/bin/ripple-standin-engine: $(call objs,tests/integration/agent_engine.cc) $(PROTOCOL_LIBS)
+$(O)/bin/ripple-standin-engine: LDLIBS := -lfmt -lrt
+$(O)/bin/ripple-standin-engine: ; $(link_cxx)
+BINS += $(O)/bin/ripple-standin-engine
+
 $(O)/tests/unit/plant_test: $(call objs,tests/unit/plant_test.cc tests/plant/plant_engine.cc \
 	tools/workloads/plant_mode.cc tools/workloads/periodic.cc tools/workloads/pool.cc tools/workloads/cores.cc)
 $(O)/tests/unit/plant_test: LDLIBS := $(LDLIBS_GTEST) -lrt

@@ -1,6 +1,6 @@
 // PipeGpu: the stand-in engine's pipelined "GPU" — a TEST DOUBLE, not a model of a GPU's
 // execution — for agent_engine --copy-in F. It has the one property of the offloaded LLM
-// on the H200 that matters to admission (Documentation/results/e2e.md §0a, cause 3): a
+// on the H200 that matters to admission (Documentation/results/e2e.md at e2f8dc4, §0a, cause 3): a
 // unit is a copy-in (F of its bytes) then a copy-out (the rest), each stage FIFO at the
 // engine's rate, and a unit's copy-in overlaps the previous unit's copy-out only if the
 // engine submitted it before that copy-out ended, i.e. only if it held the unit's grant
@@ -24,8 +24,9 @@
 #include <optional>
 #include <thread>
 
+#include "ripple/clock.h"
 #include "ripple/protocol.h"
-#include "include/ripple/plant.h"
+#include "tests/plant/plant.h"
 
 namespace ripple::test {
 
@@ -94,22 +95,16 @@ class PipeGpu {
     bool in_started = false;
   };
 
-  static std::uint64_t now_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
-  }
-
   void loop() {
     std::unique_lock<std::mutex> l(m_);
-    std::uint64_t t = now_ns();
+    std::uint64_t t = monotonic_ns();
     for (;;) {
       if (units_.empty()) {
         cv_.wait(l, [&] { return stop_ || !units_.empty(); });
-        t = now_ns();  // idle until now: nothing streamed meanwhile
+        t = monotonic_ns();  // idle until now: nothing streamed meanwhile
       }
       if (stop_) return;
-      const std::uint64_t now = now_ns();
+      const std::uint64_t now = monotonic_ns();
       const double budget = static_cast<double>(now - t) / ns_per_byte_;
       const std::uint64_t from = t;  // this tick streams the bytes of [from, now]
       t = now;

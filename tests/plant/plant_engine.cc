@@ -9,12 +9,6 @@
 
 namespace ripple::plant {
 
-int64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 namespace {
 void sleep_ns(int64_t ns) {
   if (ns <= 0) return;
@@ -58,7 +52,7 @@ void Engine::run() {
   const int64_t tick = std::max<int64_t>(1000, static_cast<int64_t>(cfg_.tick_s * 1e9));
   const double ns_per_byte = 1e9 / cfg_.rate_bytes_per_s;
   int64_t planned = t_start;  // when the previous unit was due to end
-  auto stop = [&] { return s->stop_request.load(std::memory_order_acquire) != 0 || monotonic_ns() >= t_end; };
+  auto stop = [&] { return s->stop_request.load(std::memory_order_acquire) != 0 || static_cast<int64_t>(monotonic_ns()) >= t_end; };
   for (uint64_t k = 0; cfg_.units == 0 || k < cfg_.units; ++k) {
     if (cfg_.gated) {
       while (s->units_granted.load(std::memory_order_acquire) <= k) {

@@ -1,12 +1,13 @@
 // The stand-in engine of the emulated interference plant — a TEST DOUBLE, not a model
-// of a GPU (include/ripple/plant.h describes the plant and its shared memory).
+// of a GPU (tests/plant/plant.h describes the plant and its shared memory).
 //
 // It "executes" units of work, each for unit_bytes / rate seconds, sleeping (not
 // spinning: CI machines have two cores) and publishing the running byte total every
 // `tick` so readers see progress inside a unit, as a real device's traffic would be.
 #pragma once
 
-#include "include/ripple/plant.h"
+#include "ripple/clock.h"
+#include "tests/plant/plant.h"
 
 #include <cstdint>
 #include <string>
@@ -41,7 +42,5 @@ class Engine {
   EngineConfig cfg_;
   PlantMap map_;
 };
-
-int64_t monotonic_ns();
 
 }  // namespace ripple::plant

@@ -1,5 +1,5 @@
 // ripple-plant-engine: the stand-in engine of the emulated interference plant, a TEST
-// DOUBLE for machines without real CPU/GPU memory contention (include/ripple/plant.h).
+// DOUBLE for machines without real CPU/GPU memory contention (tests/plant/plant.h).
 #include "tests/plant/plant_engine.h"
 
 #include <CLI/CLI.hpp>
@@ -17,6 +17,7 @@ void on_signal(int) {
 
 int main(int argc, char** argv) {
   using namespace ripple::plant;
+  using ripple::monotonic_ns;
   EngineConfig cfg;
   double rate_gbps = cfg.rate_bytes_per_s / 1e9, unit_mb = static_cast<double>(cfg.unit_bytes) / 1e6;
   bool quiet = false;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Soak on the emulated interference plant (a TEST DOUBLE, include/ripple/plant.h): the
+# Soak on the emulated interference plant (a TEST DOUBLE, tests/plant/plant.h): the
 # real agent and BPF tracer, a real periodic task (ripple-kdnn in plant mode, 20 Hz,
 # D = 45 ms, eps = 5 %) and two stand-in best-effort engines
-# (tests/integration/agent_engine) over the real engine socket, for DURATION seconds in
+# (ripple-standin-engine, tests/integration/agent_engine.cc) over the real engine socket, for DURATION seconds in
 # windows of WINDOW seconds, with a perturbation in the middle of most windows:
 #   task-kill     the task is killed (SIGKILL) and started again
 #   engine-kill   engine "llm" is killed (SIGKILL) and started again
@@ -75,7 +75,7 @@ start_agent() {
   echo "# agent did not start"; return 1
 }
 start_engine() { # name
-  "$B/tests/integration/agent_engine" --socket "$d/engine.sock" --rate-gbps 0.5 --unit-mb 1 --units 8 \
+  "$B/bin/ripple-standin-engine" --socket "$d/engine.sock" --rate-gbps 0.5 --unit-mb 1 --units 8 \
     --name "$1" --plant "$plant" --duration-s $((DURATION + 60)) >> "$d/engine-$1.log" 2>&1 &
   eng[$1]=$!
 }

@@ -27,9 +27,9 @@ TEST(PlantEngine, ExecutesUnitsAtRate) {
   cfg.unit_bytes = 20'000'000;  // 2 ms each
   cfg.units = 50;               // 100 ms
   ASSERT_TRUE(eng.open(cfg, &err)) << err;
-  const int64_t t0 = plant::monotonic_ns();
+  const int64_t t0 = ripple::monotonic_ns();
   eng.run();
-  const double s = static_cast<double>(plant::monotonic_ns() - t0) / 1e9;
+  const double s = static_cast<double>(ripple::monotonic_ns() - t0) / 1e9;
   EXPECT_EQ(eng.shm()->bytes_executed.load(), 50u * 20'000'000u);
   EXPECT_EQ(eng.shm()->units_completed.load(), 50u);
   EXPECT_EQ(eng.shm()->stopped.load(), 1u);
@@ -174,23 +174,23 @@ TEST(PlantMode, StretchFollowsKappaTimesBytes) {
   // Idle engine: no bytes, no stretch beyond the base (best of three).
   int64_t best_idle = INT64_MAX;
   for (int i = 0; i < 3; ++i) {
-    const int64_t t0 = workloads::monotonic_ns();
-    while (workloads::monotonic_ns() - t0 < 5'000'000) {
+    const int64_t t0 = ripple::monotonic_ns();
+    while (ripple::monotonic_ns() - t0 < 5'000'000) {
     }
     EXPECT_EQ(pm.stretch(t0, pm.bytes_now()), 0u);
-    best_idle = std::min(best_idle, workloads::monotonic_ns() - t0);
+    best_idle = std::min<int64_t>(best_idle, ripple::monotonic_ns() - t0);
   }
   EXPECT_LT(best_idle, 6'000'000);
   std::thread t([&] { eng.run(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   std::vector<double> ratios, excess;
   for (int i = 0; i < 7; ++i) {
-    const int64_t t0 = workloads::monotonic_ns();
+    const int64_t t0 = ripple::monotonic_ns();
     const uint64_t b0 = pm.bytes_now();
-    while (workloads::monotonic_ns() - t0 < 20'000'000) {  // 20 ms of "work"
+    while (ripple::monotonic_ns() - t0 < 20'000'000) {  // 20 ms of "work"
     }
     const uint64_t b = pm.stretch(t0, b0);
-    const double ms = static_cast<double>(workloads::monotonic_ns() - t0) / 1e6;
+    const double ms = static_cast<double>(ripple::monotonic_ns() - t0) / 1e6;
     // The identity the plant promises: job = work + kappa * bytes; never shorter.
     const double target = 20.0 + 10.0 * static_cast<double>(b) / 1e9;
     EXPECT_GE(ms, target - 0.05);

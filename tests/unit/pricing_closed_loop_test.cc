@@ -322,16 +322,20 @@ void expect_miss_rates(const Plant& plant, const RunResult& r, std::uint64_t see
     EXPECT_LE(static_cast<double>(r.misses[k]) / r.jobs[k], 0.02) << plant[k].name << " seed " << seed;
 }
 
-// Tests that over 100 s at eps = 2 % every task misses <= 2 % of its deadlines while
-// the greedy engine executes >= 80 % of the bytes the kappa-knowing oracle admits.
-TEST(PricingClosedLoop, MeetsMissTargetAndTracksOracle) {
+// Seeds 7 and 8 on one plant: every task within eps, and the engine executes at least
+// min_ratio of the oracle's bytes (recorded as the test's bytes_ratio_seed<N> properties).
+void expect_target_and_bytes(const char* label, const Plant& plant, double min_ratio) {
   for (std::uint64_t seed : {7u, 8u}) {
-    const LoopResult res = closed_loop("robotic", kRobotic, seed);
-    expect_miss_rates(kRobotic, res.ripple, seed);
-    RecordProperty("bytes_ratio_seed" + std::to_string(seed), std::to_string(res.ratio));
-    EXPECT_GE(res.ratio, 0.80) << "seed " << seed;
+    const LoopResult res = closed_loop(label, plant, seed);
+    expect_miss_rates(plant, res.ripple, seed);
+    testing::Test::RecordProperty("bytes_ratio_seed" + std::to_string(seed), std::to_string(res.ratio));
+    EXPECT_GE(res.ratio, min_ratio) << label << " seed " << seed;
   }
 }
+
+// Tests that over 100 s at eps = 2 % every task misses <= 2 % of its deadlines while
+// the greedy engine executes >= 80 % of the bytes the kappa-knowing oracle admits.
+TEST(PricingClosedLoop, MeetsMissTargetAndTracksOracle) { expect_target_and_bytes("robotic", kRobotic, 0.80); }
 
 // Tests that the run is deterministic: the same seed gives the same bytes and misses.
 TEST(PricingClosedLoop, IsDeterministic) {
@@ -341,14 +345,11 @@ TEST(PricingClosedLoop, IsDeterministic) {
   EXPECT_EQ(a.ripple.misses, b.ripple.misses);
 }
 
-// Tests that with two binding tasks the miss target still holds (the bytes ratio is
-// reported, not asserted: see Documentation/results/pricing.md).
-TEST(PricingClosedLoop, TightPlantMeetsMissTarget) {
-  for (std::uint64_t seed : {7u, 8u}) {
-    const LoopResult res = closed_loop("tight", kTight, seed);
-    expect_miss_rates(kTight, res.ripple, seed);
-  }
-}
+// Tests that with two binding tasks the miss target still holds, and not by granting
+// little: the engine executes >= 70 % of the oracle's bytes (0.877 and 0.839 at seeds 7
+// and 8, min 0.772 over seeds 1-12: Documentation/results/pricing.md), so an estimator
+// that grants nothing, or half, fails it.
+TEST(PricingClosedLoop, TightPlantMeetsMissTarget) { expect_target_and_bytes("tight", kTight, 0.70); }
 
 }  // namespace
 }  // namespace ripple::pricing

@@ -1,4 +1,5 @@
-// Tests of the robot task suite's shared pieces: the periodic driver's statistics, the
+// Tests of the robot task suite's shared pieces: the periodic driver's statistics (their
+// percentile routine is agent/pricing/percentile.h, tested in pricing_percentile_test), the
 // CPU-list parser, the worker pool and the mixes-as-data loader.
 #include "tools/workloads/cores.h"
 #include "tools/workloads/mix.h"
@@ -18,16 +19,6 @@
 
 namespace ripple::workloads {
 namespace {
-
-// Tests that percentiles use the nearest rank (p99 of 100 values is the 99th smallest).
-TEST(Periodic, PercentileIsNearestRank) {
-  std::vector<double> v;
-  for (int i = 100; i >= 1; --i) v.push_back(i);
-  EXPECT_EQ(percentile(v, 50), 50);
-  EXPECT_EQ(percentile(v, 99), 99);
-  EXPECT_EQ(percentile(v, 100), 100);
-  EXPECT_EQ(percentile({7.0}, 99), 7.0);
-}
 
 // Tests that job time is completion - start and a miss is a response past the deadline.
 TEST(Periodic, SummaryCountsMissesAgainstTheDeadline) {

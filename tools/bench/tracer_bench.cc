@@ -33,25 +33,16 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "agent/pricing/percentile.h"
 #include "agent/tracer/tracer.h"
+#include "ripple/clock.h"
 
 namespace {
 
+using ripple::monotonic_ns;
+using ripple::pricing::percentile;
 using ripple::tracer::JobEvent;
 using ripple::tracer::Tracer;
-
-uint64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-double pct(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
-  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
-}
 
 // --- the load: periodic threads in a child process -------------------------
 
@@ -68,7 +59,7 @@ struct LoadArgs {
 int run_load(const LoadArgs& a) {
   std::vector<std::vector<double>> start_lat(a.threads), resp(a.threads);
   std::vector<std::thread> th;
-  uint64_t t0 = now_ns() + 20'000'000, end = t0 + static_cast<uint64_t>(a.seconds * 1e9);
+  uint64_t t0 = monotonic_ns() + 20'000'000, end = t0 + static_cast<uint64_t>(a.seconds * 1e9);
   for (int i = 0; i < a.threads; i++) {
     th.emplace_back([&, i] {
       prctl(PR_SET_NAME, "rtb_load");
@@ -91,10 +82,10 @@ int run_load(const LoadArgs& a) {
         timespec ts{static_cast<time_t>(next / 1000000000ull),
                     static_cast<long>(next % 1000000000ull)};
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
-        uint64_t start = now_ns();
-        while (now_ns() < start + static_cast<uint64_t>(a.work_us) * 1000) {
+        uint64_t start = monotonic_ns();
+        while (monotonic_ns() < start + static_cast<uint64_t>(a.work_us) * 1000) {
         }
-        uint64_t done = now_ns();
+        uint64_t done = monotonic_ns();
         start_lat[i].push_back(static_cast<double>(start - next) / 1e3);
         resp[i].push_back(static_cast<double>(done - next) / 1e3);
         next += static_cast<uint64_t>(a.period_us) * 1000;
@@ -107,7 +98,7 @@ int run_load(const LoadArgs& a) {
     s.insert(s.end(), start_lat[i].begin(), start_lat[i].end());
     r.insert(r.end(), resp[i].begin(), resp[i].end());
   }
-  std::printf("%.2f %.2f %.2f %.2f %zu\n", pct(s, 50), pct(s, 99), pct(r, 50), pct(r, 99),
+  std::printf("%.2f %.2f %.2f %.2f %zu\n", percentile(s, 50), percentile(s, 99), percentile(r, 50), percentile(r, 99),
               s.size());
   return 0;
 }
@@ -330,7 +321,7 @@ int main(int argc, char** argv) {
       jobs[m] += r.jobs;
     }
   }
-  auto med = [](std::vector<double> v) { return pct(std::move(v), 50); };
+  auto med = [](std::vector<double> v) { return percentile(std::move(v), 50); };
   std::printf("\n## Added latency per job (1 FIFO thread on CPU %ld, 2 ms period, 200 us work; "
               "median over %d interleaved %.0f-s blocks)\n\n", ncpu - 1, rounds, block_s);
   std::printf("| mode | jobs | release->start p50 us | p99 us | release->completion p50 us | p99 us | added p50 us |\n");

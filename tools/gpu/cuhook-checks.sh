@@ -124,7 +124,7 @@ fi
 if run_section 4; then
 log "4. agent latency (agent core $ACORE, engine core $((ACORE - 1)))"
 [ -n "$apid" ] && { kill $apid 2>/dev/null; wait $apid 2>/dev/null; apid=""; }
-if [ -x "$B/tests/integration/agent_engine" ]; then
+if [ -x "$B/bin/ripple-standin-engine" ]; then
   O=$B AGENT_CORE=$ACORE ENGINE_CORE=$((ACORE - 1)) timeout 120 "$REPO/tests/integration/agent_bench.sh" 10 > "$OUT/agent-bench.log" 2>&1
   tail -12 "$OUT/agent-bench.log" | tee -a "$OUT/checks.log"
 fi

@@ -13,11 +13,11 @@ set -euo pipefail
 DEST=${1:-.devcarry}
 O=${O:-build}
 BINS="ripple-agent ripple-run ripple-profile ripplectl ripple-llm ripple-costmap ripple-kdnn ripple-sgm ripple-control ripple-sim"
-make -s $(for b in $BINS; do echo "$O/bin/$b"; done) "$O/lib/libripple-cuhook.so" "$O/tests/integration/agent_engine" >/dev/null
+make -s $(for b in $BINS; do echo "$O/bin/$b"; done) "$O/lib/libripple-cuhook.so" "$O/bin/ripple-standin-engine" >/dev/null
 rm -rf "$DEST/build" "$DEST/deps.tar.xz"
 mkdir -p "$DEST/build/bin" "$DEST/build/lib" "$DEST/build/tests/integration"
 for b in $BINS; do strip -o "$DEST/build/bin/$b" "$O/bin/$b"; done
-strip -o "$DEST/build/tests/integration/agent_engine" "$O/tests/integration/agent_engine"   # agent_bench.sh
+strip -o "$DEST/build/bin/ripple-standin-engine" "$O/bin/ripple-standin-engine"   # agent_bench.sh
 strip -o "$DEST/build/lib/libripple-cuhook.so" "$O/lib/libripple-cuhook.so"
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -30,7 +30,7 @@ else
   echo "pack.sh: no stress-ng here (apt-get install stress-ng): the adaptivity run needs it" >&2
 fi
 # Every shared library of those programs except the C/C++ runtime and CUDA's (the machine's own).
-for f in $(for b in $BINS; do echo "$O/bin/$b"; done) "$O/tests/integration/agent_engine" "$O/lib/libripple-cuhook.so" $extra; do
+for f in $(for b in $BINS; do echo "$O/bin/$b"; done) "$O/bin/ripple-standin-engine" "$O/lib/libripple-cuhook.so" $extra; do
   ldd "$f" | awk '/=> \//{print $3}'
 done | sort -u | grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
   grep -v -E '/(libcuda|libcudart|libcublas|libcublasLt|libnvrtc|libnvJitLink|libnvToolsExt)[^/]*$' |

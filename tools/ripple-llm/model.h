@@ -1,5 +1,5 @@
 // ripple-llm's model shapes and byte model: host-only C++, shared by the CUDA engine
-// (tools/ripple-llm/ripple_llm.cu) and its unit test (tests/unit/ripple_llm_model_test.cc).
+// (tools/ripple-llm/engine.cu, main.cc) and its unit test (tests/unit/ripple_llm_model_test.cc).
 #pragma once
 
 #include <cstddef>

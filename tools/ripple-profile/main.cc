@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cuhooks/profile.h"
+#include "ripple/cli.h"
 #include "tools/ripple-profile/hook_path.h"
 #include "tools/ripple-profile/model_catalog.h"
 
@@ -57,17 +58,28 @@ int emit(const Profile& p, const std::string& out) {
   return 0;
 }
 
+// Parses a subcommand's options (argv[first, end)): false, the usage said, when one is
+// unknown or lacks its value (*rc: the exit status).
+bool parse_options(CLI::App& app, const char* cmd, int first, int end, char** argv, int* rc) {
+  auto bad = ripple::cli::parse(app, argv, first, end);
+  if (!bad) return true;
+  const std::string why = bad->needs_value.empty() ? bad->message : "option '" + bad->needs_value + "' needs a value";
+  *rc = usage((std::string(cmd) + ": " + why).c_str());
+  return false;
+}
+
 int record(int argc, char** argv, int i) {
   std::string out, catalog, pattern;
-  for (; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--") { ++i; break; }
-    if ((a == "-o" || a == "--catalog" || a == "--nvtx-pattern") && i + 1 < argc) {
-      (a == "-o" ? out : a == "--catalog" ? catalog : pattern) = argv[++i];
-    } else {
-      return usage(("record: unknown option '" + a + "'").c_str());
-    }
-  }
+  int end = i;  // the options end at "--"; the command follows it
+  while (end < argc && std::strcmp(argv[end], "--") != 0) ++end;
+  CLI::App app{"ripple-profile record", "record"};
+  ripple::cli::configure(app);
+  app.add_option("-o", out);
+  app.add_option("--catalog", catalog);
+  app.add_option("--nvtx-pattern", pattern);
+  if (int rc = 0; !parse_options(app, "record", i, end, argv, &rc)) return rc;
+  if (!app.remaining().empty()) return usage(("record: unknown option '" + app.remaining().front() + "'").c_str());
+  i = end < argc ? end + 1 : argc;
   if (i >= argc) return usage("record: no command after --");
   Profile base;
   if (!catalog.empty()) {
@@ -205,10 +217,11 @@ int main(int argc, char** argv) {
   if (cmd == "model") {
     if (argc < 3) return usage("model: DIR or FILE.gguf is required");
     std::string out;
-    for (int i = 3; i < argc; ++i) {
-      if (std::string(argv[i]) == "-o" && i + 1 < argc) out = argv[++i];
-      else return usage(("model: unknown argument '" + std::string(argv[i]) + "'").c_str());
-    }
+    CLI::App app{"ripple-profile model", "model"};
+    ripple::cli::configure(app);
+    app.add_option("-o", out);
+    if (int rc = 0; !parse_options(app, "model", 3, argc, argv, &rc)) return rc;
+    if (!app.remaining().empty()) return usage(("model: unknown argument '" + app.remaining().front() + "'").c_str());
     auto p = ripple::cuhook::catalog_from_model(argv[2]);
     if (!p) {
       std::fprintf(stderr, "ripple-profile: %s\n", p.error().message.c_str());

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cuhooks/profile.h"
+#include "ripple/cli.h"
 #include "tools/ripple-profile/hook_path.h"
 
 namespace {
@@ -32,31 +33,27 @@ int usage(const char* why) {
 
 int main(int argc, char** argv) {
   std::string engine, kind = "best-effort", socket, profile, fail, pattern, period, deadline;
+  // The options end at "--"; the command follows it untouched (its own options included).
   int i = 1;
-  for (; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a == "-h" || a == "--help") return usage(nullptr), 0;
-    auto val = [&](std::string& dst) {
-      if (i + 1 >= argc) return false;
-      dst = argv[++i];
-      return true;
-    };
-    bool ok = true;
-    if (a == "--engine") ok = val(engine);
-    else if (a == "--kind") ok = val(kind);
-    else if (a == "--socket") ok = val(socket);
-    else if (a == "--profile") ok = val(profile);
-    else if (a == "--fail") ok = val(fail);
-    else if (a == "--nvtx-pattern") ok = val(pattern);
-    else if (a == "--period-ms") ok = val(period);
-    else if (a == "--deadline-ms") ok = val(deadline);
-    else return usage(("unknown option '" + a + "'").c_str());
-    if (!ok) return usage(("option '" + a + "' needs a value").c_str());
-  }
+  while (i < argc && std::strcmp(argv[i], "--") != 0) ++i;
+  const int options_end = i;
+  if (i < argc) ++i;
+  CLI::App app{"ripple-run", "ripple-run"};
+  ripple::cli::configure(app);
+  bool help = false;
+  app.add_flag("-h,--help", help);
+  app.add_option("--engine", engine);
+  app.add_option("--kind", kind);
+  app.add_option("--socket", socket);
+  app.add_option("--profile", profile);
+  app.add_option("--fail", fail);
+  app.add_option("--nvtx-pattern", pattern);
+  app.add_option("--period-ms", period);
+  app.add_option("--deadline-ms", deadline);
+  if (auto bad = ripple::cli::parse(app, argv, 1, options_end))
+    return usage(bad->needs_value.empty() ? bad->message.c_str() : ("option '" + bad->needs_value + "' needs a value").c_str());
+  if (help) return usage(nullptr), 0;
+  if (!app.remaining().empty()) return usage(("unknown option '" + app.remaining().front() + "'").c_str());
   if (engine.empty()) return usage("--engine NAME is required");
   if (engine.size() >= 32) return usage("--engine: the name is longer than 31 bytes");
   if (kind != "best-effort" && kind != "deadline-bound")

@@ -14,7 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/tracer/threads.h"
+#include "agent/pricing/percentile.h"
 #include "agent/tracer/tracer.h"
+#include "ripple/clock.h"
 
 namespace ripple::ctl {
 namespace {
@@ -29,19 +31,6 @@ struct TraceArgs {
 
 volatile sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
-
-uint64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-// Nearest-rank percentile of a sorted vector.
-double percentile(const std::vector<uint64_t>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
-  return static_cast<double>(sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1]);
-}
 
 double ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 
@@ -114,7 +103,7 @@ int run_trace(const TraceArgs& a) {
 
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
-  t0 = now_ns();
+  t0 = monotonic_ns();
   auto tr = tracer::Tracer::create(std::move(opts), on_event);
   if (!tr) return fail(tr.error().message);
   label = (*tr)->pts()[0].name;
@@ -128,7 +117,7 @@ int run_trace(const TraceArgs& a) {
   while (!g_stop) {
     int wait_ms = 100;
     if (end) {
-      uint64_t now = now_ns();
+      uint64_t now = monotonic_ns();
       if (now >= end) break;
       wait_ms = static_cast<int>(std::min<uint64_t>(100, (end - now) / 1000000 + 1));
     }
@@ -145,8 +134,8 @@ int run_trace(const TraceArgs& a) {
     nlohmann::json s = {{"pt", label},
                         {"jobs", responses.size()},
                         {"misses", misses},
-                        {"p50_ms", ms(static_cast<uint64_t>(percentile(responses, 50)))},
-                        {"p99_ms", ms(static_cast<uint64_t>(percentile(responses, 99)))},
+                        {"p50_ms", ms(pricing::percentile_sorted(responses, 50))},
+                        {"p99_ms", ms(pricing::percentile_sorted(responses, 99))},
                         {"max_ms", responses.empty() ? 0.0 : ms(responses.back())},
                         {"drops", drops}};
     std::puts(nlohmann::json{{"summary", s}}.dump().c_str());
@@ -155,8 +144,8 @@ int run_trace(const TraceArgs& a) {
                 static_cast<unsigned long long>(misses));
     if (spec.deadline_ns) std::printf(" (deadline %.3f ms)", a.deadline_ms);
     std::printf(", response p50 %.3f ms, p99 %.3f ms, max %.3f ms, %llu drops\n",
-                ms(static_cast<uint64_t>(percentile(responses, 50))),
-                ms(static_cast<uint64_t>(percentile(responses, 99))),
+                ms(pricing::percentile_sorted(responses, 50)),
+                ms(pricing::percentile_sorted(responses, 99)),
                 responses.empty() ? 0.0 : ms(responses.back()),
                 static_cast<unsigned long long>(drops));
   }

@@ -1,6 +1,7 @@
 // Periodic driver for the robot CPU tasks. See periodic.h.
 #include "tools/workloads/periodic.h"
 
+#include "agent/pricing/percentile.h"
 #include "tools/workloads/cores.h"
 #include "tools/workloads/plant_mode.h"
 
@@ -31,12 +32,6 @@ timespec to_timespec(int64_t ns) {
 
 }  // namespace
 
-int64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 bool core_allowed(int core, std::string* allowed_list) {
   const std::vector<int> allowed = allowed_cpus();
   if (allowed_list != nullptr) *allowed_list = format_core_list(allowed);
@@ -59,15 +54,6 @@ std::string digest_hex(uint64_t h) {
   return buf;
 }
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  // Nearest rank: the smallest value with at least p% of the values at or below it.
-  double rank = std::ceil(p / 100.0 * static_cast<double>(v.size()));
-  size_t idx = rank < 1.0 ? 0 : static_cast<size_t>(rank) - 1;
-  return v[std::min(idx, v.size() - 1)];
-}
-
 Summary summarize(const std::vector<JobRecord>& records, double deadline_ms) {
   Summary s;
   std::vector<double> job, resp;
@@ -78,11 +64,11 @@ Summary summarize(const std::vector<JobRecord>& records, double deadline_ms) {
   }
   s.jobs = records.size();
   if (job.empty()) return s;
-  s.p50_ms = percentile(job, 50);
-  s.p99_ms = percentile(job, 99);
+  s.p50_ms = pricing::percentile(job, 50);
+  s.p99_ms = pricing::percentile(job, 99);
   s.max_ms = *std::max_element(job.begin(), job.end());
   s.mean_ms = std::accumulate(job.begin(), job.end(), 0.0) / static_cast<double>(job.size());
-  s.resp_p99_ms = percentile(resp, 99);
+  s.resp_p99_ms = pricing::percentile(resp, 99);
   return s;
 }
 
@@ -288,7 +274,7 @@ int PeriodicProgram::run(int argc, char** argv,
     const uint64_t b0 = plant.active() ? plant.bytes_now() : 0;
     job->run_job(k);
     uint64_t pb = plant.active() ? plant.stretch(start, b0) : 0;
-    records.push_back({k, release, start, monotonic_ns(), pb});
+    records.push_back({k, release, start, static_cast<int64_t>(monotonic_ns()), pb});
   }
 
   if (log != nullptr) {

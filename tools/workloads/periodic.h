@@ -16,6 +16,7 @@
 // and joins before it records the completion and waits again.
 #pragma once
 
+#include "ripple/clock.h"
 #include "tools/workloads/pool.h"
 
 #include <CLI/CLI.hpp>
@@ -85,8 +86,6 @@ struct Summary {
   uint64_t misses = 0;                                     // completion - release > deadline
 };
 
-// Percentile by nearest rank on a copy (p in [0, 100]).
-double percentile(std::vector<double> v, double p);
 Summary summarize(const std::vector<JobRecord>& records, double deadline_ms);
 
 // The common program: build with the task's name and help text, let the task add its
@@ -121,7 +120,6 @@ struct InputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-int64_t monotonic_ns();
 // Whether this process may run on `core`; *allowed_list gets the allowed CPUs ("0-3,8").
 bool core_allowed(int core, std::string* allowed_list);
 

@@ -1,5 +1,5 @@
 // Plant mode for periodic tasks — part of the emulated interference plant, a TEST DOUBLE
-// (include/ripple/plant.h explains it).
+// (tests/plant/plant.h explains it).
 //
 // A plant-mode job runs its real work, then spins until its job time reaches
 //     base + kappa * B(start, now) + noise
@@ -12,7 +12,7 @@
 //     T = (base + noise) / (1 - kappa * r),   for kappa * r < 1.
 #pragma once
 
-#include "include/ripple/plant.h"
+#include "tests/plant/plant.h"
 
 #include <cstdint>
 #include <random>

@@ -32,14 +32,45 @@ enum ripple_match_kind {
 	RIPPLE_MATCH_COMM = 3, /* every thread whose comm equals a name */
 };
 
-/* Period-wait syscalls (bits of ripple_pt_config.wait_mask). */
+/*
+ * The period waits, listed once for the BPF program (bpf/tracer.bpf.c: a tracepoint pair
+ * per syscall), the loader (agent/tracer/tracer.cc: which programs to load, the syscall
+ * numbers of threads found asleep, the names a wait list accepts) and the docs.
+ *
+ * RIPPLE_WAIT_KINDS(X): X(name, NAME, bit) for each kind a PT's wait list names (config
+ * `wait`, ripplectl trace --wait); it makes the bits RIPPLE_WAIT_<NAME> of
+ * ripple_pt_config.wait_mask.
+ * RIPPLE_WAIT_SYSCALLS(X, XF): X(syscall, RIPPLE_WAIT_<NAME>) for each syscall whose entry
+ * completes the running job and whose return releases the next; XF for futex(2), which
+ * multiplexes and is a wait only for FUTEX_WAIT and FUTEX_WAIT_BITSET (the BPF program
+ * filters the op; the loader treats it as any other).
+ */
+#define RIPPLE_WAIT_KINDS(X)                                                   \
+	X(clock_nanosleep, CLOCK_NANOSLEEP, 0)                                 \
+	X(nanosleep, NANOSLEEP, 1)                                             \
+	X(epoll, EPOLL, 2)                                                     \
+	X(poll, POLL, 3)                                                       \
+	X(select, SELECT, 4)                                                   \
+	X(futex, FUTEX, 5)
+
+#define RIPPLE_WAIT_SYSCALLS(X, XF)                                            \
+	X(clock_nanosleep, RIPPLE_WAIT_CLOCK_NANOSLEEP)                        \
+	X(nanosleep, RIPPLE_WAIT_NANOSLEEP)                                    \
+	X(epoll_wait, RIPPLE_WAIT_EPOLL)                                       \
+	X(epoll_pwait, RIPPLE_WAIT_EPOLL)                                      \
+	X(epoll_pwait2, RIPPLE_WAIT_EPOLL)                                     \
+	X(poll, RIPPLE_WAIT_POLL)                                              \
+	X(ppoll, RIPPLE_WAIT_POLL)                                             \
+	X(select, RIPPLE_WAIT_SELECT)                                          \
+	X(pselect6, RIPPLE_WAIT_SELECT)                                        \
+	X(futex_wait, RIPPLE_WAIT_FUTEX)                                       \
+	XF(futex, RIPPLE_WAIT_FUTEX)
+
+/* Period-wait kinds (bits of ripple_pt_config.wait_mask): RIPPLE_WAIT_CLOCK_NANOSLEEP... */
 enum ripple_wait_bit {
-	RIPPLE_WAIT_CLOCK_NANOSLEEP = 1u << 0,
-	RIPPLE_WAIT_NANOSLEEP = 1u << 1,
-	RIPPLE_WAIT_EPOLL = 1u << 2, /* epoll_wait, epoll_pwait, epoll_pwait2 */
-	RIPPLE_WAIT_POLL = 1u << 3,  /* poll, ppoll */
-	RIPPLE_WAIT_SELECT = 1u << 4, /* select, pselect6 */
-	RIPPLE_WAIT_FUTEX = 1u << 5, /* futex FUTEX_WAIT/WAIT_BITSET, futex_wait */
+#define RIPPLE_WAIT_BIT_(name, NAME, bit) RIPPLE_WAIT_##NAME = 1u << bit,
+	RIPPLE_WAIT_KINDS(RIPPLE_WAIT_BIT_)
+#undef RIPPLE_WAIT_BIT_
 };
 
 /* Event kinds in the ring buffer. */

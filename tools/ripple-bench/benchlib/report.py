@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import metrics
 
-PLANT_NOTE = ("Backend: the emulated interference plant, a TEST DOUBLE (include/ripple/plant.h): "
+PLANT_NOTE = ("Backend: the emulated interference plant, a TEST DOUBLE (tests/plant/plant.h): "
               "stand-in engines, plant-mode tasks stretched by kappa x bytes. Not a GPU measurement.")
 
 
