@@ -4,7 +4,7 @@
 #   make check      install missing Debian packages, build, run every test suite
 #   make demo       install missing Debian packages, build, run the demo
 #   make V=1        show the full commands
-#   make install    PREFIX=/usr/local DESTDIR=; make uninstall; make deb (tools/deploy/Build.mk)
+#   make install    PREFIX=/usr/local DESTDIR=; make uninstall; make deb (tools/packaging/deploy/Build.mk)
 #   make ARCH=arm64 cross-build everything for aarch64 into build/arm64
 #
 # Everything is built out of tree. Each directory adds its targets through a
@@ -25,7 +25,7 @@
 # host's; CROSS_COMPILE=aarch64-linux-gnu- alone implies ARCH=arm64. An ARCH that
 # is not the host's cross-builds with Debian's cross toolchain and multiarch
 # libraries into build/$(ARCH), with vmlinux.h from that architecture's Debian
-# kernel (tools/cross/kernel-btf.sh). Documentation/build.md.
+# kernel (tools/packaging/cross/kernel-btf.sh). Documentation/build.md.
 arch_of = $(shell echo $(1) | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' \
 	-e 's/ppc64le/powerpc/' -e 's/riscv64/riscv/' -e 's/s390x/s390/')
 UNAME_M := $(shell uname -m)
@@ -131,7 +131,7 @@ objs = $(patsubst %.c,$(O)/obj/%.o,$(patsubst %.cc,$(O)/obj/%.o,$(1)))
 .SECONDARY:
 .PHONY: all build check demo deps clean install
 
-include $(sort $(wildcard */Build.mk */*/Build.mk))
+include $(sort $(wildcard */Build.mk */*/Build.mk */*/*/Build.mk))
 
 all: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) build
@@ -139,22 +139,22 @@ all: deps
 build: $(GENERATED_HEADERS) $(SKELETONS) $(LIBS) $(BINS) $(TEST_BINS)
 
 deps:
-	@tools/deps/install.sh
+	@tools/packaging/deps/install.sh
 
 check: deps
 	@$(if $(filter-out $(HOST_ARCH),$(ARCH)),echo "make check: run it without ARCH= or CROSS_COMPILE=:" \
 		"on an x86_64 host it builds and runs the arm64 suites itself" >&2; exit 2)
 	@$(MAKE) --no-print-directory -j$(NPROC) build
 	@$(foreach a,$(CHECK_ARCHS),$(MAKE) --no-print-directory -j$(NPROC) ARCH=$(a) O=$(O)/$(a) build && \
-		{ tools/deps/binfmt.sh $(a) || true; } &&) true
-	@tools/deps/mount-fs.sh
+		{ tools/packaging/deps/binfmt.sh $(a) || true; } &&) true
+	@tools/packaging/deps/mount-fs.sh
 	@O=$(abs_O) tests/run-suites $(foreach s,$(GTEST_SUITES),gtest:$(s)) \
 		$(foreach s,$(TAP_SUITES),tap:$(s)) $(foreach s,$(SKIPPED_SUITES),'skip:$(s):$(SKIP_WHY_$(s))') \
 		$(CHECK_SUITES)
 
 demo: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) build
-	@O=$(abs_O) tools/demo.sh
+	@O=$(abs_O) tools/bench/demo.sh
 
 clean:
 	rm -rf $(O)
@@ -169,9 +169,9 @@ $(VMLINUX_H): $(filter $(O)/%,$(VMLINUX_BTF))
 endif
 
 ifneq ($(ARCH),$(HOST_ARCH))
-$(O)/btf/vmlinux: tools/cross/kernel-btf.sh
+$(O)/btf/vmlinux: tools/packaging/cross/kernel-btf.sh
 	@mkdir -p $(@D)
-	$(call msg,BTF,$@)tools/cross/kernel-btf.sh $(ARCH) $@
+	$(call msg,BTF,$@)tools/packaging/cross/kernel-btf.sh $(ARCH) $@
 endif
 
 $(KSELFTEST_DIR)/kselftest_harness.h: $(LINUX_SOURCE_TAR)

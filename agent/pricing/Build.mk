@@ -22,7 +22,7 @@ TEST_BINS += $(O)/tests/unit/pricing_test
 GTEST_SUITES += $(O)/tests/unit/pricing_test
 
 # Microbenchmark (not a check suite): Documentation/results/pricing.md.
-$(O)/bin/ripple-pricing-bench: $(call objs,tools/bench/pricing_bench.cc) $(PRICING_LIBS)
+$(O)/bin/ripple-pricing-bench: $(call objs,tools/bench/micro/pricing_bench.cc) $(PRICING_LIBS)
 $(O)/bin/ripple-pricing-bench: LDLIBS := $(LDLIBS_PRICING) -lbenchmark -pthread
 $(O)/bin/ripple-pricing-bench: ; $(link_cxx)
 BINS += $(O)/bin/ripple-pricing-bench

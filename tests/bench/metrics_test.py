@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-# Unit tests of ripple-bench's pure metrics and table (tools/ripple-bench/benchlib), TAP.
+# Unit tests of ripple-bench's pure metrics and table (tools/bench/ripple-bench/benchlib), TAP.
 import math
 import sys
 from pathlib import Path
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools/ripple-bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools/bench/ripple-bench"))
 from benchlib import metrics, report  # noqa: E402
 
 cases = []
@@ -278,7 +278,7 @@ def hf_llm_engine_runs_unmodified_with_learned_units():
 def hf_llm_engine_needs_the_gpu_backend():
     """Tests that --llm-engine hf on the plant backend is refused with one line, exit 2."""
     import subprocess
-    bench = Path(__file__).resolve().parents[2] / "tools/ripple-bench/ripple-bench"
+    bench = Path(__file__).resolve().parents[2] / "tools/bench/ripple-bench/ripple-bench"
     r = subprocess.run([sys.executable, str(bench), "--backend", "plant", "--llm-engine", "hf", "--quick"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, (r.returncode, r.stderr[-400:])

@@ -1,7 +1,7 @@
 # tests/cross: the aarch64 build, checked by `make check` on an x86_64 host
 # (Documentation/build.md, Documentation/results/aarch64.md). make check cross-builds
 # the whole tree into $(O)/arm64 (make ARCH=arm64) and runs there, under qemu-user
-# (binfmt_misc: tools/deps/binfmt.sh), every GoogleTest suite that needs no kernel
+# (binfmt_misc: tools/packaging/deps/binfmt.sh), every GoogleTest suite that needs no kernel
 # privileges: the unit tests (protocol, pricing, admission, ...) and the interposer's
 # tests against the fake driver (the dlsym trampoline's aarch64 half included).
 # The BPF object, which user-mode emulation cannot load, is checked statically

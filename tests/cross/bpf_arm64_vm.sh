@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The arm64 BPF tests on an arm64 kernel (TAP). qemu-user cannot load BPF programs, so
 # this boots the arm64 kernel of the cross build's BTF (Debian's, kept by
-# tools/cross/kernel-btf.sh beside $O/arm64/btf/vmlinux as vmlinuz) in a full-system
+# tools/packaging/cross/kernel-btf.sh beside $O/arm64/btf/vmlinux as vmlinuz) in a full-system
 # emulator (qemu-system-aarch64, TCG, no disk: an initramfs with busybox, the aarch64
 # builds of tests/bpf/tracer_test, tests/integration/tracer_test, tests/progs/periodic
 # and their libraries), runs both as root and reports their cases as one TAP stream
@@ -42,7 +42,7 @@ cp -L /lib/ld-linux-aarch64.so.1 "$root/lib/"
 # The runner's libraries, as the aarch64 loader resolves them (binfmt or qemu-user).
 libs=$(for p in "$runner" "$it" "$periodic"; do /lib/ld-linux-aarch64.so.1 --list "$p"; done 2>/dev/null |
   awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u)
-[ -n "$libs" ] || { echo "1..1"; echo "not ok 1 - cannot list the runners' aarch64 libraries (tools/deps/binfmt.sh arm64)"; exit 1; }
+[ -n "$libs" ] || { echo "1..1"; echo "not ok 1 - cannot list the runners' aarch64 libraries (tools/packaging/deps/binfmt.sh arm64)"; exit 1; }
 for l in $libs; do cp -L "$l" "$root/lib/aarch64-linux-gnu/"; done
 cat >"$root/init" <<'INIT'
 #!/bin/busybox sh

@@ -36,7 +36,7 @@ GTEST_SUITES += $(O)/tests/cuhooks/cuhook_test
 
 else
 SKIPPED_SUITES += cuhooks/cuhook_test
-SKIP_WHY_cuhooks/cuhook_test := no CUDA 12+ headers at $(CUDA_INCLUDE)/cuda.h (CUDA_INCLUDE=; tools/deps/debian-packages.txt says why Debian cannot provide them)
+SKIP_WHY_cuhooks/cuhook_test := no CUDA 12+ headers at $(CUDA_INCLUDE)/cuda.h (CUDA_INCLUDE=; tools/packaging/deps/debian-packages.txt says why Debian cannot provide them)
 endif
 
 # Pure unit tests: unit catalog, sequence matcher, model catalogs (ripple-profile).

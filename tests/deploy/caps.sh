@@ -14,7 +14,7 @@ CTL=$O/bin/ripplectl
 n=0 failed=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "#   $l"; done; }
-mapfile -t unit_caps < <(sed -n 's/^CapabilityBoundingSet=//p' "$src/tools/deploy/ripple-agent.service.in" | tr ' ' '\n' | grep .)
+mapfile -t unit_caps < <(sed -n 's/^CapabilityBoundingSet=//p' "$src/tools/packaging/deploy/ripple-agent.service.in" | tr ' ' '\n' | grep .)
 plan=$(( ${#unit_caps[@]} + 1 ))
 echo "TAP version 13"
 echo "1..$plan"
@@ -22,7 +22,7 @@ if [ "$(id -u)" -ne 0 ]; then
   for _ in $(seq $plan); do n=$((n + 1)); echo "ok $n # SKIP needs root"; done
   exit 0
 fi
-"$src/tools/deps/mount-fs.sh" >/dev/null 2>&1 || true
+"$src/tools/packaging/deps/mount-fs.sh" >/dev/null 2>&1 || true
 
 tmp=$(mktemp -d /tmp/ripple-caps-tap.XXXXXX)
 chmod 0755 "$tmp"

@@ -22,7 +22,7 @@ if [ "$(id -u)" -ne 0 ]; then
   for _ in $(seq $plan); do n=$((n + 1)); echo "ok $n # SKIP needs root (BPF probes, a private agent)"; done
   exit 0
 fi
-tools/deps/mount-fs.sh >/dev/null 2>&1 || true
+tools/packaging/deps/mount-fs.sh >/dev/null 2>&1 || true
 
 # 1. This machine, agent not asked.
 "$CTL" doctor --no-agent >"$tmp/out" 2>&1

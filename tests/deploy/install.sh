@@ -21,7 +21,7 @@ root=$tmp/root
 if mk install DESTDIR="$root" PREFIX=/usr >"$tmp/log" 2>&1; then ok "make install DESTDIR=... PREFIX=/usr exits 0"
 else not_ok "make install DESTDIR=... PREFIX=/usr exits 0" "$(tail -5 "$tmp/log")"; fi
 
-mapfile -t files < <(O=$O PREFIX=/usr "$src/tools/deploy/install.sh" list)
+mapfile -t files < <(O=$O PREFIX=/usr "$src/tools/packaging/deploy/install.sh" list)
 missing=()
 for f in "${files[@]}"; do [ -f "$root$f" ] || missing+=("$f"); done
 if [ ${#missing[@]} -eq 0 ] && [ ${#files[@]} -ge 10 ]; then ok "all ${#files[@]} listed files installed"
@@ -47,7 +47,7 @@ if grep -qx 'ExecStart=/usr/bin/ripple-agent --config /etc/ripple/ripple.toml' "
 else not_ok "unit paths substituted" "$(grep -nE 'Exec|@[A-Z]+@' "$unit")"; fi
 
 conf=$root/etc/ripple/ripple.toml
-if cmp -s "$conf" "$src/tools/deploy/ripple.toml" && "$root/usr/bin/ripple-agent" --check -c "$conf" >"$tmp/check" 2>&1; then
+if cmp -s "$conf" "$src/tools/packaging/deploy/ripple.toml" && "$root/usr/bin/ripple-agent" --check -c "$conf" >"$tmp/check" 2>&1; then
   ok "etc/ripple/ripple.toml is the example and the installed agent accepts it: $(cat "$tmp/check")"
 else not_ok "configuration installed and valid" "$(cat "$tmp/check")"; fi
 
@@ -70,7 +70,7 @@ if [ -f "$conf" ] && grep -q 'KEEP.*edited' "$tmp/log3"; then ok "make uninstall
 else not_ok "uninstall keeps an edited configuration" "$(cat "$tmp/log3")"; fi
 
 # An unedited configuration goes with the rest, and so do our now-empty directories.
-cp "$src/tools/deploy/ripple.toml" "$conf"
+cp "$src/tools/packaging/deploy/ripple.toml" "$conf"
 mk uninstall DESTDIR="$root" PREFIX=/usr >"$tmp/log4" 2>&1
 if [ ! -e "$conf" ] && [ ! -d "$root/etc/ripple" ] && [ ! -d "$root/usr/share/doc/ripple" ]; then
   ok "an unedited configuration and the empty etc/ripple and share/doc/ripple are removed"

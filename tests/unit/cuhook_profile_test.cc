@@ -1,5 +1,5 @@
 // Unit catalogs (cuhooks/profile.h), the kernel-sequence matcher and model catalogs from
-// config.json + safetensors headers and from GGUF files (tools/ripple-profile/model_catalog.h).
+// config.json + safetensors headers and from GGUF files (tools/cli/ripple-profile/model_catalog.h).
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cuhooks/profile.h"
-#include "tools/ripple-profile/model_catalog.h"
+#include "tools/cli/ripple-profile/model_catalog.h"
 
 namespace {
 

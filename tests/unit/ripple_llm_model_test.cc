@@ -1,6 +1,6 @@
 // Tests of ripple-llm's model shapes and analytic byte model (no GPU needed): the numbers
 // its per-unit byte counters are checked against.
-#include "tools/ripple-llm/model.h"
+#include "tools/engines/ripple-llm/model.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // ripple-sim calibrate's pure part: reading ripple-bench's outputs, the slope fit, and the
-// preset it writes (tools/ripple-sim/calibrate.h).
-#include "tools/ripple-sim/calibrate.h"
+// preset it writes (tools/bench/ripple-sim/calibrate.h).
+#include "tools/bench/ripple-sim/calibrate.h"
 
 #include <cmath>
 #include <string>
@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "tools/ripple-sim/preset.h"
-#include "tools/ripple-sim/rng.h"
+#include "tools/bench/ripple-sim/preset.h"
+#include "tools/bench/ripple-sim/rng.h"
 
 namespace ripple::sim {
 namespace {

@@ -4,12 +4,12 @@
 #include <cmath>
 #include <filesystem>
 
-#include "tools/ripple-sim/engines.h"
-#include "tools/ripple-sim/event_queue.h"
-#include "tools/ripple-sim/platform.h"
-#include "tools/ripple-sim/preset.h"
-#include "tools/ripple-sim/rng.h"
-#include "tools/ripple-sim/tasks.h"
+#include "tools/bench/ripple-sim/engines.h"
+#include "tools/bench/ripple-sim/event_queue.h"
+#include "tools/bench/ripple-sim/platform.h"
+#include "tools/bench/ripple-sim/preset.h"
+#include "tools/bench/ripple-sim/rng.h"
+#include "tools/bench/ripple-sim/tasks.h"
 
 namespace ripple::sim {
 namespace {
@@ -20,7 +20,7 @@ std::string src(const std::string& rel) {
   std::error_code ec;
   for (fs::path p : {fs::read_symlink("/proc/self/exe", ec).parent_path(), fs::current_path()})
     for (; !p.empty() && p != p.root_path(); p = p.parent_path())
-      if (fs::exists(p / "tools/ripple-sim/presets")) return (p / rel).string();
+      if (fs::exists(p / "tools/bench/ripple-sim/presets")) return (p / rel).string();
   return rel;
 }
 
@@ -230,7 +230,7 @@ hidden_overhead_us = 500
 
 TEST(SimPreset, ShippedPresetsLoad) {
   for (const char* name : {"plant", "gb10", "h200-offload"}) {
-    auto p = load_preset(name, src("tools/ripple-sim/presets"));
+    auto p = load_preset(name, src("tools/bench/ripple-sim/presets"));
     ASSERT_TRUE(p) << name << ": " << p.error().message;
     EXPECT_FALSE(p->default_engines.empty()) << name;
     auto mix = load_mix(src("tools/workloads/mixes/robotic1.toml"), p->period_scale);

@@ -9,9 +9,9 @@
 #include <map>
 
 #include "agent/policy/registry.h"
-#include "tools/ripple-sim/report.h"
-#include "tools/ripple-sim/runner.h"
-#include "tools/ripple-sim/sweep.h"
+#include "tools/bench/ripple-sim/report.h"
+#include "tools/bench/ripple-sim/runner.h"
+#include "tools/bench/ripple-sim/sweep.h"
 
 namespace ripple::sim {
 namespace {
@@ -24,7 +24,7 @@ std::string src(const std::string& rel) {
   std::error_code ec;
   for (fs::path p : {fs::read_symlink("/proc/self/exe", ec).parent_path(), fs::current_path()})
     for (; !p.empty() && p != p.root_path(); p = p.parent_path())
-      if (fs::exists(p / "tools/ripple-sim/presets")) return (p / rel).string();
+      if (fs::exists(p / "tools/bench/ripple-sim/presets")) return (p / rel).string();
   return rel;
 }
 
@@ -122,7 +122,7 @@ TEST(SimRunner, LateDeliveriesAreDiscardedNotErrors) {
 // is on time, and ripple keeps a fair share of unmanaged's tokens.
 TEST(SimPlantValidation, PlantPresetGivesThePlantsVerdicts) {
   SweepOptions o;
-  auto p = load_preset("plant", src("tools/ripple-sim/presets"));
+  auto p = load_preset("plant", src("tools/bench/ripple-sim/presets"));
   ASSERT_TRUE(p) << p.error().message;
   o.preset = *p;
   o.mix_path = src("tools/workloads/mixes/robotic1.toml");
@@ -167,7 +167,7 @@ TEST(SimPlantValidation, PlantPresetGivesThePlantsVerdicts) {
 // sigamma 0.700, ripple with whole layers 0.609, unmanaged 0.998 at 100 % misses. (At
 // k = 1.1 ripple is BELOW sigamma here, 0.656 against 0.700: Documentation/sim.md.)
 TEST(SimPlantValidation, ChunkedRippleGrantsAtLeastSigammaAtATightPoint) {
-  auto p = load_preset("plant", src("tools/ripple-sim/presets"));
+  auto p = load_preset("plant", src("tools/bench/ripple-sim/presets"));
   ASSERT_TRUE(p) << p.error().message;
   auto sweep_with = [&](Bytes chunk, std::vector<std::string> policies) {
     SweepOptions o;
@@ -230,7 +230,7 @@ TEST(SimRunner, SlopeSpreadWidensTheTailNotTheMean) {
 // Tests that a replay (--solo-from) takes a bench run's profile as each task's solo model
 // and its deadlines as k x that run's p99, reading Python's NaN as null.
 TEST(SimReplay, SoloFromTakesTheRunsProfileAndDeadlines) {
-  auto p = load_preset("h200-offload", src("tools/ripple-sim/presets"));
+  auto p = load_preset("h200-offload", src("tools/bench/ripple-sim/presets"));
   ASSERT_TRUE(p) << p.error().message;
   const std::string run = R"({"bound_tok_s": {"1.1": NaN}, "profile": {"costmap": {"jobs": 135, "p50_ms": 20.0,
       "p99_ms": 30.0}, "kdnn": {"p50_ms": 40.0, "p99_ms": 44.0}, "sgm": {"p50_ms": 15.0, "p99_ms": 15.0}}})";
@@ -259,7 +259,7 @@ TEST(SimReplay, SoloFromTakesTheRunsProfileAndDeadlines) {
 // Tests that --variant runs the base policy with its settings, and an undefined variant is
 // refused by name.
 TEST(SimReplay, VariantsRunTheBasePolicyWithTheirSettings) {
-  auto p = load_preset("plant", src("tools/ripple-sim/presets"));
+  auto p = load_preset("plant", src("tools/bench/ripple-sim/presets"));
   ASSERT_TRUE(p) << p.error().message;
   SweepOptions o;
   o.preset = *p;

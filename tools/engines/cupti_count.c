@@ -1,5 +1,5 @@
 /* cupti_count: an independent count of a process's CUDA driver API calls, to check that
- * the interposer sees every launch and copy (tools/gpu/engines-check.sh). The driver loads
+ * the interposer sees every launch and copy (tools/packaging/gpu/engines-check.sh). The driver loads
  * it as a CUPTI injection library:
  *
  *   CUDA_INJECTION64_PATH=libripple-cupticount.so RIPPLE_CUPTI_COUNT=out.%p.txt CMD...

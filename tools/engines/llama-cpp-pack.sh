@@ -9,7 +9,7 @@
 # LLAMA_DIR (default .llamacpp): src/ (the llama.cpp checkout), build/ (its CMake build:
 # CUDA backend, CUDA graphs on, sm_90; Documentation/results/engines.md names the commit).
 # The build itself is not scripted here: third-party build recipes stay out of the repo.
-# On the GPU machine tools/gpu/engines-check.sh unpacks it.
+# On the GPU machine tools/packaging/gpu/engines-check.sh unpacks it.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 D=$(cd "${1:-$REPO/.llamacpp}" && pwd)

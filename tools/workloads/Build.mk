@@ -7,7 +7,7 @@ WORKLOADS_COMMON := tools/workloads/periodic.cc tools/workloads/plant_mode.cc to
 OPENCV_CFLAGS := -isystem /usr/include/opencv4
 WORKLOAD_LIBS_CV := -lopencv_calib3d -lopencv_features2d -lopencv_imgproc -lopencv_core -pthread
 # Cross builds: Debian 12's libopencv-{features2d,calib3d}-dev:arm64 cannot be installed
-# beside the native ones (tools/deps/debian-packages-arm64.txt): link those two by soname.
+# beside the native ones (tools/packaging/deps/debian-packages-arm64.txt): link those two by soname.
 ifneq ($(CROSS_COMPILE),)
 WORKLOAD_LIBS_CV := -l:libopencv_calib3d.so.406 -l:libopencv_features2d.so.406 -lopencv_imgproc \
 	-lopencv_core -pthread

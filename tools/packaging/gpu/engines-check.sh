@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# Issue 18's llama.cpp checks on a real GPU (Documentation/results/engines.md).
+# Not a test (CI has no GPU): a measurement script whose last lines are a short table.
+#
+#   tools/packaging/gpu/engines-check.sh BUILD OUTDIR [LLAMA_TAR]
+# BUILD: a build tree (bin/, lib/libripple-cuhook.so; tools/packaging/gpu/pack.sh makes one).
+# LLAMA_TAR: tools/engines/llama-cpp-pack.sh's archive (default .llamacpp/carry/llama.tar.xz).
+# GGUF_ARGS: extra gguf_tiny.py arguments (a smaller model for a dry run of the script).
+# Needs the machine's CUDA 13 runtime and cuBLAS (found under /usr/local/cuda* or a Python
+# package's nvidia/ folder) and python3 with numpy.
+#
+# 0. A random-weight llama model in GGUF, written by llama.cpp's own gguf-py
+#    (tools/engines/gguf_tiny.py: 8 layers, 2048 wide, f16, ~1 GB), and its unit catalog
+#    from `ripple-profile model FILE.gguf` (bytes per token = the sum of its units).
+# 1. Outputs: llama-simple (greedy) plain and under ripple-run with an always-grant agent
+#    (policy unmanaged), CUDA graphs on and off (GGML_CUDA_DISABLE_GRAPHS=1): the
+#    generated text's hash per variant.
+# 2. Launch counts: the same hooked runs with CUPTI's driver-API callbacks counting in the
+#    same process (tools/engines/cupti_count.c): kernel launches, graph launches and
+#    copies the driver received against the interposer's counters; llama.cpp's own decode
+#    count (its perf line) against the graph launches.
+# 3. Boundaries without NVTX: the interposer's unit counters (graph launches, copies
+#    with RIPPLE_COPY_MIN_BYTES=65536 so the logits read-back is one too, learned passes);
+#    then pace-R agents: the engine's byte rate (tokens/s x bytes per token, each graph
+#    launch declared as one token's bytes: RIPPLE_GRAPH_BYTES) against R.
+# 4. Overhead: llama-bench tg256 tokens/s (llama-simple's decode speed over 512 tokens
+#    when llama-bench was not carried), plain and under ripple-run (unmanaged), 3 runs
+#    each, interleaved.
+set -uo pipefail
+B=$(cd "$1" && pwd)
+OUT=$2
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+REPO=$(cd "$(dirname "$0")/../../.." && pwd)
+TAR=${3:-$REPO/.llamacpp/carry/llama.tar.xz}
+export RIPPLE_CUHOOK_LIB=$B/lib/libripple-cuhook.so
+tmp=$(mktemp -d /tmp/ripple-engines.XXXXXX)
+apid=""
+trap '[ -n "$apid" ] && kill $apid 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+ncpu=$(nproc)
+# llama.cpp keeps 4 CPU threads (ggml's default, and llama-bench -t 4): 4 cores of their
+# own, apart from the agent's, so OpenMP's spinning threads never share one core.
+if [ "$ncpu" -ge 8 ]; then ECORE=2-5; else ECORE=0-$((ncpu > 2 ? ncpu - 2 : 0)); fi
+ACORE=$((ncpu - 1))
+T0=$(date +%s)
+log() { echo "== [$(($(date +%s) - T0)) s] $*" | tee -a "$OUT/checks.log"; }
+declare -A R   # results for the table
+
+# --- setup: llama.cpp, CUDA libraries ------------------------------------------------
+L=$tmp/llama
+tar xJf "$TAR" -C "$tmp" || { echo "cannot unpack $TAR"; exit 1; }
+log "llama.cpp $(cat "$L/COMMIT")"
+sp=$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null)
+libdirs=""
+for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13; do
+  f=$(ldconfig -p | awk -v n="$n" '$1==n{print $NF; exit}')
+  [ -z "$f" ] && f=$(find /usr/local/cuda*/ $sp -name "$n" 2>/dev/null | head -1)
+  [ -n "$f" ] && libdirs="$libdirs:$(dirname "$f")"
+  [ -z "$f" ] && log "warning: no $n found"
+done
+[ -e /tmp/rdeps/lib ] && libdirs="$libdirs:/tmp/rdeps/lib"
+export LD_LIBRARY_PATH="$L/lib$libdirs"
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" >> "$OUT/checks.log"
+CUPTI=(env CUDA_INJECTION64_PATH="$L/lib/libripple-cupticount.so" RIPPLE_CUPTI_LIB="$L/lib/libcupti.so.13")
+
+agent() { # POLICY
+  [ -n "$apid" ] && { kill $apid 2>/dev/null; wait $apid 2>/dev/null; }
+  cat > "$tmp/agent.toml" <<EOC
+[agent]
+policy = "$1"
+engine_socket = "$tmp/engine.sock"
+control_socket = "$tmp/control.sock"
+pin_dir = ""
+core = $ACORE
+log_level = "warn"
+EOC
+  rm -f "$tmp/control.sock"
+  "$B/bin/ripple-agent" -c "$tmp/agent.toml" >> "$OUT/agent.log" 2>&1 &
+  apid=$!
+  for _ in $(seq 100); do [ -S "$tmp/control.sock" ] && return 0; sleep 0.1; done
+  echo "agent did not start (policy $1)"; tail -5 "$OUT/agent.log"; return 1
+}
+hooked() { # NAME STATS ENV... -- CMD...: CMD under ripple-run as engine NAME
+  local name=$1 stats=$2; shift 2
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  env RIPPLE_CUHOOK_STATS="$stats" "${envs[@]}" taskset -c $ECORE \
+    "$B/bin/ripple-run" --engine "$name" --socket "$tmp/engine.sock" -- "$@"
+}
+jget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); k=sys.argv[2].split(".")
+for x in k: d=d.get(x, {}) if isinstance(d, dict) else {}
+print(d if d != {} else "n/a")' "$@" 2>/dev/null || echo n/a; }
+md5() { md5sum < "$1" | cut -c1-12; }
+
+# --- 0. model ------------------------------------------------------------------------
+M=$tmp/tiny.gguf
+log "0. model: gguf_tiny.py (llama.cpp's gguf-py)"
+python3 "$REPO/tools/engines/gguf_tiny.py" "$M" --gguf-py "$L/gguf-py" ${GGUF_ARGS:-} > "$OUT/gguf.log" 2>&1 || { cat "$OUT/gguf.log"; exit 1; }
+cat "$OUT/gguf.log" | tee -a "$OUT/checks.log"
+"$B/bin/ripple-profile" model "$M" -o "$OUT/tiny.profile.json" 2>> "$OUT/checks.log"
+BPT=$(python3 -c 'import json,sys; print(sum(u["bytes"] for u in json.load(open(sys.argv[1]))["units"]))' "$OUT/tiny.profile.json" 2>/dev/null || echo 0)
+R[bpt]=$BPT
+log "   ripple-profile model: $(python3 -c 'import json,sys; u=json.load(open(sys.argv[1]))["units"]; print(len(u), "units:", ", ".join("%s=%d" % (x["name"], x["bytes"]) for x in u[:3]), "...")' "$OUT/tiny.profile.json" 2>/dev/null); bytes per token $BPT"
+
+# --- 1 + 2. outputs and counts -------------------------------------------------------
+S=("$L/bin/llama-simple" -m "$M" -n 64 -ngl 99 "Hello world")
+agent unmanaged || exit 1
+for g in on off; do
+  genv=(); [ $g = off ] && genv=(GGML_CUDA_DISABLE_GRAPHS=1)
+  log "1. outputs, graphs $g: ${S[*]##*/}"
+  env "${genv[@]}" taskset -c $ECORE "${S[@]}" > "$OUT/simple-plain-$g.out" 2> "$OUT/simple-plain-$g.err"
+  hooked llama "$OUT/simple-hook-$g.stats" "${genv[@]}" -- "${S[@]}" > "$OUT/simple-hook-$g.out" 2> "$OUT/simple-hook-$g.err"
+  hooked llama "$OUT/simple-count-$g.stats" "${genv[@]}" RIPPLE_CUPTI_COUNT="$OUT/cupti-$g.txt" "${CUPTI[@]:1}" -- "${S[@]}" \
+    > "$OUT/simple-count-$g.out" 2> "$OUT/simple-count-$g.err"
+  R[out-$g]="plain $(md5 "$OUT/simple-plain-$g.out") / hook $(md5 "$OUT/simple-hook-$g.out") / hook+cupti $(md5 "$OUT/simple-count-$g.out")"
+  [ "$(md5 "$OUT/simple-plain-$g.out")" = "$(md5 "$OUT/simple-hook-$g.out")" ] && R[same-$g]=yes || R[same-$g]=NO
+  log "   text hashes: ${R[out-$g]} (same: ${R[same-$g]}); $(grep -h 'decoded' "$OUT/simple-plain-$g.err" | head -1)"
+  # 2. the interposer's counters against CUPTI's, same run
+  st=$OUT/simple-count-$g.stats
+  c=$OUT/cupti-$g.txt
+  if [ -s "$c" ] && [ -s "$st" ]; then
+    read -r cl cg cc < <(awk '$1 ~ /^cuLaunch(Kernel|KernelEx|CooperativeKernel)(_ptsz)?$/ {l+=$2}
+                             $1 ~ /^cuGraphLaunch(_ptsz)?$/ {g+=$2}
+                             $1 ~ /^cuMem(cpy|set)/ {c+=$2} END {print l+g+0, g+0, c+0}' "$c")
+    hl=$(jget "$st" launches)
+    # A copy the hook issues in chunks (sub-layer grants) reaches the driver as its chunks.
+    hc=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["copies"] - d.get("chunked_copies", 0) + d.get("chunks", 0))' "$st" 2>/dev/null || echo n/a)
+    hg=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["calls"]; print(sum(v[0] for k,v in c.items() if k.startswith("cuGraphLaunch")))' "$st" 2>/dev/null || echo n/a)
+    evals=$(sed -n 's/.*eval time = .*\/ *\([0-9]*\) runs.*/\1/p' "$OUT/simple-count-$g.err" | tr '\n' '+' | sed 's/+$//')
+    R[cnt-$g]="launches hook $hl / cupti $cl; graph launches hook $hg / cupti $cg; copies+sets hook $hc (as issued to the driver: chunks counted) / cupti $cc; llama.cpp eval runs (its perf line) $evals"
+  else
+    R[cnt-$g]="n/a (cupti counts: $( [ -s "$c" ] && echo yes || echo no); stats: $( [ -s "$st" ] && echo yes || echo no))"
+    grep -h cupti_count "$OUT/simple-count-$g.err" | head -2 >> "$OUT/checks.log"
+  fi
+  log "2. counts, graphs $g: ${R[cnt-$g]}"
+done
+cp "$c" "$OUT/" 2>/dev/null
+
+# --- 3. boundaries and pace ----------------------------------------------------------
+log "3. boundaries without NVTX"
+st=$OUT/simple-hook-on.stats
+R[units]="units $(jget "$st" units): graph $(jget "$st" units_graph), copy $(jget "$st" units_copy), nvtx $(jget "$st" units_nvtx) (nvtx pushes $(jget "$st" nvtx_pushes)); copy passes learned $(jget "$st" copy_passes_learned); grants $(jget "$st" grants); capture skips $(jget "$st" capture_skips); errors $(jget "$st" errors)"
+log "   graphs on, default: ${R[units]}"
+hooked llama "$OUT/simple-copymin.stats" RIPPLE_COPY_MIN_BYTES=65536 -- "${S[@]}" > "$OUT/simple-copymin.out" 2> "$OUT/simple-copymin.err"
+st=$OUT/simple-copymin.stats
+R[units-copy]="units $(jget "$st" units): graph $(jget "$st" units_graph), copy $(jget "$st" units_copy); copy passes learned $(jget "$st" copy_passes_learned), relearns $(jget "$st" relearns); grants $(jget "$st" grants); text same: $([ "$(md5 "$OUT/simple-copymin.out")" = "$(md5 "$OUT/simple-plain-on.out")" ] && echo yes || echo NO)"
+log "   RIPPLE_COPY_MIN_BYTES=65536: ${R[units-copy]}"
+timeout 120 "$B/bin/ripple-profile" record -o "$OUT/llama.record.json" -- "$L/bin/llama-simple" -m "$M" -n 16 -ngl 99 "Hello world" \
+  > "$OUT/record.log" 2>&1
+log "   ripple-profile record (no NVTX): exit $? $(python3 -c 'import json,sys; u=json.load(open(sys.argv[1]))["units"]; print(len(u), "units:", [(x["name"], len(x.get("kernels", []))) for x in u][:6])' "$OUT/llama.record.json" 2>/dev/null)"
+P=("$L/bin/llama-simple" -m "$M" -n 256 -ngl 99 "Hello world")
+for r in 400 200 100; do
+  agent "pace-$r" || continue
+  hooked llama "$OUT/pace-$r.stats" RIPPLE_GRAPH_BYTES="$BPT" -- "${P[@]}" > "$OUT/pace-$r.out" 2> "$OUT/pace-$r.err"
+  ts=$(sed -n 's/.*speed: *\([0-9.]*\) t\/s.*/\1/p' "$OUT/pace-$r.err" | tail -1)
+  stj=$("$B/bin/ripplectl" status --json --socket "$tmp/control.sock" 2>/dev/null)
+  ab=$(echo "$stj" | python3 -c 'import json,sys; e=[x for x in json.load(sys.stdin)["engines"] if x["name"]=="llama"]; print(e[0]["bytes"], e[0]["grants"]) if e else print("n/a n/a")' 2>/dev/null)
+  R[pace-$r]=$(awk -v t="${ts:-0}" -v b="$BPT" -v r=$r 'BEGIN{g=t*b/1e9; printf "%.1f tok/s x %.3f GB = %.1f GB/s (%+.1f %% of R)", t, b/1e9, g, (r > 0 ? 100 * (g / r - 1) : 0)}')
+  log "   pace-$r: ${R[pace-$r]}; agent bytes/grants $ab; units_graph $(jget "$OUT/pace-$r.stats" units_graph)"
+done
+
+# --- 4. overhead ---------------------------------------------------------------------
+agent unmanaged || exit 1
+if [ -x "$L/bin/llama-bench" ]; then
+  log "4. overhead: llama-bench tg256, plain vs ripple-run (unmanaged), 3 runs each"
+  BN=("$L/bin/llama-bench" -m "$M" -ngl 99 -t 4 -p 0 -n 256 -r 3 -o csv)
+  ts_of() { python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(r[-1]["avg_ts"] if r else "n/a")' "$1" 2>/dev/null || echo n/a; }
+  R[tg-what]="llama-bench tg256"
+else
+  # No llama-bench in the carry: llama-simple's own decode speed over 512 greedy tokens.
+  log "4. overhead: llama-simple -n 512 decode speed, plain vs ripple-run (unmanaged), 3 runs each"
+  BN=("$L/bin/llama-simple" -m "$M" -n 512 -ngl 99 "Hello world")
+  ts_of() { v=$(sed -n 's/.*speed: *\([0-9.]*\) t\/s.*/\1/p' "${1%.csv}.err" | tail -1); echo "${v:-n/a}"; }
+  R[tg-what]="llama-simple -n 512"
+fi
+for i in 1 2 3; do
+  taskset -c $ECORE "${BN[@]}" > "$OUT/bench-plain.$i.csv" 2> "$OUT/bench-plain.$i.err"
+  hooked llama "$OUT/bench-hook.$i.stats" -- "${BN[@]}" > "$OUT/bench-hook.$i.csv" 2> "$OUT/bench-hook.$i.err"
+  echo "plain $i $(ts_of "$OUT/bench-plain.$i.csv")" >> "$OUT/overhead.txt"
+  echo "hook $i $(ts_of "$OUT/bench-hook.$i.csv")" >> "$OUT/overhead.txt"
+done
+median() { sort -g | awk '{v[NR]=$1} END{if(NR==0){print "n/a"} else if(NR%2){print v[(NR+1)/2]} else {print (v[NR/2]+v[NR/2+1])/2}}'; }
+for v in plain hook; do R[tg-$v]=$(awk -v v=$v '$1==v && $3!="n/a"{print $3}' "$OUT/overhead.txt" | median); done
+log "   $(tr '\n' ';' < "$OUT/overhead.txt")"
+st=$OUT/bench-hook.1.stats
+R[tg-units]="units $(jget "$st" units) (graph $(jget "$st" units_graph)), grants $(jget "$st" grants), grant waits $(jget "$st" grant_waits), wait $(jget "$st" wait_ns) ns"
+log "   hooked run 1: ${R[tg-units]}"
+
+echo
+echo "| llama.cpp check | result |"
+echo "|---|---|"
+echo "| model | ${R[bpt]} bytes/token (ripple-profile model on the GGUF) |"
+for g in on off; do
+  echo "| greedy text, graphs $g (plain / hook / hook+CUPTI) | ${R[out-$g]} — same: ${R[same-$g]} |"
+  echo "| counts, graphs $g | ${R[cnt-$g]} |"
+done
+echo "| units, graphs on | ${R[units]} |"
+echo "| units, copy min 64 KiB | ${R[units-copy]} |"
+for r in 400 200 100; do echo "| pace-$r | ${R[pace-$r]:-n/a} |"; done
+awk -v w="${R[tg-what]}" -v p="${R[tg-plain]}" -v h="${R[tg-hook]}" 'BEGIN{if(p>0) printf "| %s tok/s median of 3 (plain / hook, unmanaged agent) | %s / %s (overhead %.2f %%) |\n", w, p, h, 100*(1-h/p); else print "| overhead | n/a |"}'
+echo "| hooked overhead run | ${R[tg-units]} |"
+echo "| wall | $(($(date +%s) - T0)) s |"
