@@ -6,7 +6,7 @@
 #
 #   tools/packaging/gpu/pack.sh [DEST]
 # There (from the repo root, DEST carried):
-#   tools/packaging/gpu/unpack.sh DEST && export LD_LIBRARY_PATH=/tmp/rdeps/lib PATH=/tmp/rdeps/bin:$PATH
+#   tools/packaging/gpu/unpack.sh DEST && export LD_LIBRARY_PATH=/tmp/rdeps/lib PATH=/tmp/rdeps/bin:$PATH PYTHONPATH=/tmp/rdeps/python
 #   tools/bench/ripple-bench/ripple-bench --build-dir DEST/build ...
 #   DEST/build/bin/ripple-sim calibrate --backend gpu --build-dir DEST/build ...   (Documentation/sim.md)
 set -euo pipefail
@@ -35,5 +35,12 @@ for f in $(for b in $BINS; do echo "$O/bin/$b"; done) "$O/bin/ripple-standin-eng
 done | sort -u | grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
   grep -v -E '/(libcuda|libcudart|libcublas|libcublasLt|libnvrtc|libnvJitLink|libnvToolsExt)[^/]*$' |
   while read -r l; do cp -L "$l" "$stage/rdeps/lib/"; done
+# Python modules the bench needs that the GPU machine's Python lacks (Debian's, pure Python):
+# there, PYTHONPATH=/tmp/rdeps/python.
+mkdir -p "$stage/rdeps/python"
+tomli_w=$(/usr/bin/python3 -c 'import os, tomli_w; print(os.path.dirname(tomli_w.__file__))' 2>/dev/null) ||
+  { echo "pack.sh: no tomli_w for /usr/bin/python3 (apt-get install python3-tomli-w): ripple-bench needs it" >&2; exit 1; }
+cp -r "$tomli_w" "$stage/rdeps/python/"
+rm -rf "$stage/rdeps/python/tomli_w/__pycache__"
 tar cJf "$DEST/deps.tar.xz" -C "$stage" rdeps
 du -sh "$DEST/build" "$DEST/deps.tar.xz"
