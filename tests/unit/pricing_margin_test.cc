@@ -45,6 +45,7 @@ TEST(PricingMargin, ClipTakesTheLargestResidual) {
   EXPECT_FALSE(ConformalMargin::conformal_rank(SortedWindow(4), 500'000, true).has_value());
 
   Params spec, clipped;
+  spec.margin_clip = false;  // App. C's rule
   clipped.margin_clip = true;
   ConformalMargin a(spec, 0.01090766), b(clipped, 0.01090766);
   for (int k = 1; k <= 60; ++k) {

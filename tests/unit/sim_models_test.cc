@@ -219,8 +219,8 @@ hidden_overhead_us = 500
   EXPECT_DOUBLE_EQ(p->tasks.at("kdnn").kappa_ms_per_gb, 3);  // from default
   EXPECT_EQ(p->engines.at("llm").catalog[0].duration, 2 * admission::kNsPerMs);
   EXPECT_EQ(p->engines.at("llm").hidden_overhead, 500 * admission::kNsPerUs);
-  EXPECT_TRUE(apply_setting(*p, "pricing.margin_clip=true"));
-  EXPECT_TRUE(p->params.margin_clip);
+  EXPECT_TRUE(apply_setting(*p, "pricing.margin_clip=false"));
+  EXPECT_FALSE(p->params.margin_clip);
   EXPECT_TRUE(apply_setting(*p, "agent.horizon_ms=60"));
   EXPECT_EQ(p->options.horizon, 60 * admission::kNsPerMs);
   EXPECT_FALSE(apply_setting(*p, "agent.nope=1"));
