@@ -313,6 +313,10 @@ class Runtime {
   std::uint64_t bpasses_ = 0;  // whole passes matched since learned
   CopyPassLearner copy_learner_{engine::kMaxWorkUnits};
   bool warned_bare_ = false;
+  // The learned bare pass's period in wall time (its starts, matched), and how many
+  // passes a work of it spans (RIPPLE_MIN_WORK_MS; cuhooks/pass_learner.h).
+  PassPeriod bperiod_;
+  std::size_t bare_passes_locked(std::size_t from);
 };
 
 }  // namespace ripple::cuhook
