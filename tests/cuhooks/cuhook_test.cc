@@ -595,6 +595,69 @@ TEST_F(CuhookTest, ShortPassesShareAWork) {
   EXPECT_EQ(slow.seen.works.size(), 90u);
 }
 
+// Tests that a work spanning several graph passes keeps the work's rules: a copy off the
+// pass in the middle of it drains the rest of the work (charged, counted, never run) and
+// gets its own work, the graph pass is learned again; and after an agent restart the new
+// session gets the rest of the open work, then works of several passes again, with every
+// launch a boundary and no position lost.
+TEST_F(CuhookTest, MultiPassWorkDrainsAndSurvivesRestart) {
+  const std::map<std::string, std::string> env = {{"RIPPLE_GRAPH_BYTES", "1000000"}};
+  {
+    GrantServer srv(sock_);
+    ASSERT_TRUE(srv.start());
+    Outcome r = run({"direct", "sleep", "1", "graph", "155", "copies", "1", "2097152", "graph", "20"}, env);
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    json st = stats_of(r);
+    auto seen = srv.seen();
+    ASSERT_GE(seen.hellos.size(), 1u);
+    std::uint32_t graph = 0;
+    while (graph < seen.hellos[0].units.size() && seen.hellos[0].units[graph].name != "graph") ++graph;
+    std::size_t before = 0, multi = 0, i = 0;
+    for (; i < seen.works.size(); ++i) {
+      const auto& w = seen.works[i].units;
+      if (std::count(w.begin(), w.end(), graph) != static_cast<std::ptrdiff_t>(w.size())) break;
+      before += w.size();
+      multi += w.size() > 1;
+    }
+    ASSERT_LT(i, seen.works.size()) << "the copy's own work";
+    EXPECT_EQ(seen.works[i].units.size(), 1u) << "one copy-2^21 unit";
+    EXPECT_GE(multi, 1u) << r.err;
+    EXPECT_EQ(st["units_graph"].get<int>(), 175);
+    EXPECT_EQ(st["units_copy"].get<int>(), 1);
+    // (At ~1 ms a token, 10 passes a work from the 72nd launch on: the copy comes 5 into one.)
+    EXPECT_EQ(st["units_drained"].get<std::size_t>(), before - 155) << "the rest of the work the copy came in";
+    EXPECT_LT(before - 155, 10u);
+    EXPECT_EQ(st["seq_mismatch"].get<std::size_t>(), before > 155 ? 1u : 0u);
+    EXPECT_EQ(st["relearns"].get<int>(), 1);
+    EXPECT_EQ(st["copy_passes_learned"].get<int>(), 2) << "the graph pass again after the copy";
+    EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
+    EXPECT_EQ(st["grants"].get<std::size_t>(), seen.works.size()) << "the drained rest was in the grant in hand";
+    EXPECT_EQ(seen.discards, 0u);
+  }
+  clear_outputs();
+  GrantServer::Seen seen;
+  Outcome r = run_across_restart({"direct", "sleep", "1", "graph", "700"}, &seen, env, 250);
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  json st = stats_of(r);
+  EXPECT_EQ(st["units_graph"].get<int>(), 700);
+  EXPECT_EQ(st["passes_learned"].get<int>(), 1) << r.err;
+  EXPECT_EQ(st["relearns"].get<int>(), 0);
+  EXPECT_EQ(st["seq_mismatch"].get<int>(), 0);
+  EXPECT_EQ(st["units_drained"].get<int>(), 0);
+  EXPECT_GE(st["agent_losses"].get<int>(), 1);
+  ASSERT_GE(seen.works.size(), 5u);
+  std::size_t multi = 0, announced = 0;
+  for (const auto& w : seen.works) {
+    EXPECT_LE(w.units.size(), 10u);
+    multi += w.units.size() > 1;
+    announced += w.units.size();
+  }
+  EXPECT_GE(multi + 1, seen.works.size()) << "all but the first (the rest of the open work) span passes";
+  EXPECT_LT(announced, 700u) << "the new session announces what is left, not a replay";
+  EXPECT_GE(st["grants"].get<std::size_t>(), seen.works.size());
+}
+
 // --- safety -----------------------------------------------------------------------
 
 // Tests that without an agent a fail-open process runs to completion, unmanaged, and
