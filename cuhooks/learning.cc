@@ -276,20 +276,21 @@ void Runtime::stop_bare_learning_locked(const char* why) {
 // A work of the learned bare pass from position `from` spans this many passes: the rest
 // of this pass and n - 1 whole ones, n = passes_per_work over the pass's measured period
 // (RIPPLE_MIN_WORK_MS; 1 while the period is unknown and until the pass was matched
-// kStablePasses times in a row), within kMaxWorkUnits wire positions. Why: each work costs one announce -> decide -> grant round trip at its first
-// unit, and successor grants are delivered ahead only inside a work, so a ~1 ms pass
-// (llama.cpp decoding a small model) paid a round trip every token (-5.7 % tokens/s on an
-// H200 with an always-grant agent). The positions wrap across the pass end inside the
-// work as bpos_ does; a label off the pass drains the rest of the work, all its passes
-// (the agent is over-charged by at most ~RIPPLE_MIN_WORK_MS of the engine's passes).
+// kSpanAfterPasses times in a row), within kMaxWorkUnits wire positions. Why: each work
+// costs one announce -> decide -> grant round trip at its first unit, and successor
+// grants are delivered ahead only inside a work, so a ~1 ms pass (llama.cpp decoding a
+// small model) paid a round trip every token (-5.7 % tokens/s on an H200 with an
+// always-grant agent). The positions wrap across the pass end inside the work as bpos_
+// does; a label off the pass drains the rest of the work, all its passes (the agent is
+// over-charged by at most ~RIPPLE_MIN_WORK_MS of the engine's passes, never under-charged).
 std::size_t Runtime::bare_passes_locked(std::size_t from) {
   apply_chunk_locked();  // the wire as open_work_locked will build it (idempotent)
   auto wire = [&](std::uint32_t u) { return u < subs_.size() && !subs_[u].empty() ? subs_[u].size() : std::size_t{1}; };
   std::size_t first = 0, whole = 0;
   for (std::size_t i = 0; i < pass_.size(); ++i) (i >= from ? first : whole) += wire(pass_[i]);
   whole += first;
-  const std::size_t n = passes_per_work(cfg_.min_work_ns, bperiod_.period_ns(), bpasses_ >= kStablePasses, first, whole,
-                                        engine::kMaxWorkUnits);
+  const std::size_t n = passes_per_work(cfg_.min_work_ns, bperiod_.period_ns(), bpasses_ >= kSpanAfterPasses, first,
+                                        whole, engine::kMaxWorkUnits);
   g_c.passes_per_work.store(n, std::memory_order_relaxed);
   if (n > 1) g_c.multi_pass_works.fetch_add(1, std::memory_order_relaxed);
   return n;
