@@ -578,7 +578,8 @@ TEST_F(CuhookTest, ShortPassesShareAWork) {
   EXPECT_LT(fast.units - steps, fast.most) << "announced, never run: the rest of the last work only";
   EXPECT_LE(fast.st["grant_waits"].get<std::size_t>(), fast.seen.works.size());
   // Every grant's GPU time reported, but the one of the work the engine stopped in.
-  EXPECT_EQ(fast.seen.dones.size() + (fast.units > static_cast<std::size_t>(steps)), fast.st["grants"].get<std::size_t>());
+  EXPECT_EQ(fast.seen.dones.size() + (fast.units > static_cast<std::size_t>(steps)),
+            fast.st["grants"].get<std::size_t>());
 
   // RIPPLE_MIN_WORK_MS=0: one pass a work, as before.
   DecodeRun off = decode(steps, 1, {{"RIPPLE_MIN_WORK_MS", "0"}});
