@@ -201,6 +201,9 @@ int Runtime::enter_locked(std::vector<std::uint32_t> units, Source src, const st
     std::vector<std::uint32_t> w = units;
     if (whole_pass) {
       w.assign(pass_.begin() + static_cast<std::ptrdiff_t>(from), pass_.end());
+      // A short bare pass: the work spans several passes (learning.cc, bare_passes_locked).
+      if (bare)
+        for (std::size_t n = bare_passes_locked(from); n > 1; --n) w.insert(w.end(), pass_.begin(), pass_.end());
     } else if (units.size() == 1 && src != Source::kCopy) {
       auto it = std::find(seq_.begin(), seq_.end(), units[0]);
       if (it != seq_.end()) w.assign(it, seq_.end());

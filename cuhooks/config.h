@@ -23,6 +23,12 @@ enum class Fail { kUnset, kOpen, kClosed };
 // grant round trips), against CPU-job allowances of 0-1.3 GB and layers of ~1.4 GB.
 inline constexpr std::uint64_t kDefaultChunkBytes = 64ull << 20;
 
+// The default RIPPLE_MIN_WORK_MS: a work of a learned bare pass spans at least this much
+// of the engine's time (whole passes; cuhooks/pass_learner.h, passes_per_work), so one
+// grant round trip (~45 us on an H200 host) is <= 1 % of it. Passes this long or longer
+// keep one pass a work.
+inline constexpr std::uint64_t kDefaultMinWorkMs = 10;
+
 struct Config {
   bool off = false;
   std::string engine = "cuda";
@@ -52,6 +58,8 @@ struct Config {
   // RIPPLE_CHUNK_HOLD_MS: a chunk size the agent suggested is kept at least this long
   // before another suggestion is applied (each change is a new session).
   int chunk_hold_ms = 10000;
+  // RIPPLE_MIN_WORK_MS in ns (0: off, one pass a work).
+  std::uint64_t min_work_ns = kDefaultMinWorkMs * 1'000'000ull;
 };
 
 // A fail-open engine's default bound on one grant wait: far above any wait a working

@@ -157,6 +157,7 @@ std::vector<std::uint32_t> Runtime::bare_step_locked(const std::string& label, s
   if (learned_) {
     const std::uint32_t unit = bare_unit_of(label);
     if (unit == pass_[bpos_]) {
+      if (bpos_ == 0) bperiod_.pass_started(engine::monotonic_ns());
       if (!work_open()) *whole_pass = true, *from = bpos_;
       if (++bpos_ == pass_.size()) {
         bpos_ = 0;
@@ -237,6 +238,7 @@ bool Runtime::bare_learn_locked(const std::vector<std::uint32_t>& ids, std::size
   learned_ = true;
   bpos_ = cur;
   bpasses_ = 0;
+  bperiod_.reset();  // another pass: its own period
   std::set<std::uint32_t> distinct(pass_.begin(), pass_.end());
   g_c.passes_learned.fetch_add(1, std::memory_order_relaxed);
   g_c.copy_passes_learned.fetch_add(1, std::memory_order_relaxed);
@@ -249,6 +251,7 @@ bool Runtime::bare_learn_locked(const std::vector<std::uint32_t>& ids, std::size
 
 void Runtime::deviate_bare_locked(const std::string& label) {
   learned_ = false;
+  bperiod_.reset();
   if (bpasses_ < 4) copy_learner_.widen_window();
   const auto n = g_c.relearns.fetch_add(1, std::memory_order_relaxed) + 1;
   if (n <= 3) say("copy '%s' is off the learned pass: learning it again%s", label.c_str(), n == 3 ? " (said 3 times; counted from now on)" : "");
@@ -267,6 +270,30 @@ void Runtime::stop_bare_learning_locked(const char* why) {
   }
   rebuild_wire_locked();
   copy_learner_.clear();  // the history is not needed any more
+  bperiod_.reset();
+}
+
+// A work of the learned bare pass from position `from` spans this many passes: the rest
+// of this pass and n - 1 whole ones, n = passes_per_work over the pass's measured period
+// (RIPPLE_MIN_WORK_MS; 1 while the period is unknown and until the pass was matched
+// kSpanAfterPasses times in a row), within kMaxWorkUnits wire positions. Why: each work
+// costs one announce -> decide -> grant round trip at its first unit, and successor
+// grants are delivered ahead only inside a work, so a ~1 ms pass (llama.cpp decoding a
+// small model) paid a round trip every token (-5.7 % tokens/s on an H200 with an
+// always-grant agent). The positions wrap across the pass end inside the work as bpos_
+// does; a label off the pass drains the rest of the work, all its passes (the agent is
+// over-charged by at most ~RIPPLE_MIN_WORK_MS of the engine's passes, never under-charged).
+std::size_t Runtime::bare_passes_locked(std::size_t from) {
+  apply_chunk_locked();  // the wire as open_work_locked will build it (idempotent)
+  auto wire = [&](std::uint32_t u) { return u < subs_.size() && !subs_[u].empty() ? subs_[u].size() : std::size_t{1}; };
+  std::size_t first = 0, whole = 0;
+  for (std::size_t i = 0; i < pass_.size(); ++i) (i >= from ? first : whole) += wire(pass_[i]);
+  whole += first;
+  const std::size_t n = passes_per_work(cfg_.min_work_ns, bperiod_.period_ns(), bpasses_ >= kSpanAfterPasses, first,
+                                        whole, engine::kMaxWorkUnits);
+  g_c.passes_per_work.store(n, std::memory_order_relaxed);
+  if (n > 1) g_c.multi_pass_works.fetch_add(1, std::memory_order_relaxed);
+  return n;
 }
 
 }  // namespace ripple::cuhook

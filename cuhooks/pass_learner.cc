@@ -137,4 +137,29 @@ std::optional<CopyPassLearner::Learned> CopyPassLearner::try_learn() const {
   return l;
 }
 
+// --- whole-pass works spanning several passes ---------------------------------------
+void PassPeriod::pass_started(std::uint64_t now_ns) {
+  if (last_ns_ && now_ns > last_ns_) {
+    if (intervals_.size() < kIntervals) intervals_.push_back(now_ns - last_ns_);
+    else intervals_[next_] = now_ns - last_ns_;
+    next_ = (next_ + 1) % kIntervals;
+  }
+  last_ns_ = now_ns;
+}
+
+std::uint64_t PassPeriod::period_ns() const {
+  if (intervals_.empty()) return 0;
+  std::vector<std::uint64_t> v = intervals_;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+std::size_t passes_per_work(std::uint64_t min_work_ns, std::uint64_t period_ns, bool stable, std::size_t first_units,
+                            std::size_t pass_units, std::size_t max_units) {
+  if (!min_work_ns || !period_ns || !stable || !pass_units || first_units >= max_units) return 1;
+  const std::uint64_t want = (min_work_ns + period_ns - 1) / period_ns;
+  const std::size_t fit = 1 + (max_units - first_units) / pass_units;
+  return static_cast<std::size_t>(std::clamp<std::uint64_t>(want, 1, fit));
+}
+
 }  // namespace ripple::cuhook

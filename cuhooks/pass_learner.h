@@ -91,4 +91,38 @@ class CopyPassLearner {
   std::vector<std::uint64_t> gap_;
 };
 
+// --- whole-pass works spanning several passes ---------------------------------------
+// A learned pass's work costs one announce -> decide -> grant round trip at its first unit
+// (the agent delivers successor grants ahead only inside a work). A short pass (llama.cpp
+// decoding a small model: one graph launch and two copies, ~1 ms a token) paid it every
+// pass. So a work spans n passes, n = clamp(ceil(min_work_ns / period), 1, limit): the
+// round trip is paid once per min_work_ns of the engine's time. A pass at least
+// min_work_ns long keeps one pass a work.
+
+// The pass period in wall time: the median of the last kIntervals intervals between pass
+// starts (a median: one idle gap between requests does not make the pass look long).
+// No clock of its own: the caller passes the time of each pass start.
+class PassPeriod {
+ public:
+  static constexpr std::size_t kIntervals = 8;
+  void pass_started(std::uint64_t now_ns);
+  // 0 until an interval was seen.
+  std::uint64_t period_ns() const;
+  void reset() { last_ns_ = 0, intervals_.clear(), next_ = 0; }
+
+ private:
+  std::uint64_t last_ns_ = 0;
+  std::vector<std::uint64_t> intervals_;  // a ring of up to kIntervals
+  std::size_t next_ = 0;
+};
+
+// Passes a work spans: ceil(min_work_ns / period_ns), at least 1, and at most what fits
+// `max_units` positions when the work starts with `first_units` (the rest of the pass it
+// opens in) and each further pass takes `pass_units`. 1 when min_work_ns is 0 (off), the
+// period is unknown (0), or the pass is not `stable` yet (matched many times in a row: a
+// pass dropped soon after it was learned, such as a layer pass before the whole forward
+// pass is learned, would drain the rest of a long work, all charged and never run).
+std::size_t passes_per_work(std::uint64_t min_work_ns, std::uint64_t period_ns, bool stable, std::size_t first_units,
+                            std::size_t pass_units, std::size_t max_units);
+
 }  // namespace ripple::cuhook

@@ -363,6 +363,7 @@ void Runtime::fork_child() {
   quiet_renewal_ = false;
   chunk_hold_until_ns_ = 0;
   session_catalog_.clear();
+  bperiod_.reset();  // the child's passes have their own period
   // The child's copies are its own stream: a learned pass stays, the history does not.
   if (bare_learn_) copy_learner_.restart();
   t_state = ThreadState{};

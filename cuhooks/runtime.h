@@ -313,6 +313,14 @@ class Runtime {
   std::uint64_t bpasses_ = 0;  // whole passes matched since learned
   CopyPassLearner copy_learner_{engine::kMaxWorkUnits};
   bool warned_bare_ = false;
+  // The learned bare pass's period in wall time (its starts, matched), and how many
+  // passes a work of it spans (RIPPLE_MIN_WORK_MS; cuhooks/pass_learner.h).
+  PassPeriod bperiod_;
+  // Matched this many times in a row before a work spans passes: a pass dropped soon (a
+  // layer pass before the whole forward pass is learned) drains less; llama.cpp at ~1 ms
+  // a token pays 16 round trips more.
+  static constexpr std::size_t kSpanAfterPasses = 16;
+  std::size_t bare_passes_locked(std::size_t from);
 };
 
 }  // namespace ripple::cuhook

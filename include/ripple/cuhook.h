@@ -66,7 +66,10 @@ extern "C" {
   /* v4: */                                                                                     \
   X(chunk_changes, "chunk sizes suggested by the agent and applied (each a new session)")       \
   X(chunk_waits, "grant_waits at chunk gates (inside a unit); the rest were at boundaries")     \
-  X(chunk_wait_ns, "wait_ns spent at chunk gates; wait_ns - chunk_wait_ns: at boundaries")
+  X(chunk_wait_ns, "wait_ns spent at chunk gates; wait_ns - chunk_wait_ns: at boundaries")     \
+  /* v5: */                                                                                     \
+  X(multi_pass_works, "works of a learned bare pass spanning more than one pass")              \
+  X(passes_per_work, "passes the last learned bare-pass work spans (a gauge; RIPPLE_MIN_WORK_MS)")
 
 /* Counters of the interposer (a snapshot), one field per RIPPLE_CUHOOK_COUNTERS entry. */
 struct ripple_cuhook_stats {

@@ -208,5 +208,58 @@ TEST(CopyPassLearner, RebuildRecomputesTheRuns) {
   EXPECT_EQ(again->ids.size(), 2u);
 }
 
+constexpr std::uint64_t kMs = 1'000'000;
+
+// Tests that a work spans ceil(min_work / period) passes: a ~1 ms llama.cpp token gets
+// 10 a work, a pass of min_work or longer (ripple-llm: ~0.7 s a token) keeps one, and
+// off (0), an unknown period or a pass not yet stable keeps one.
+TEST(PassesPerWork, FollowsThePeriod) {
+  EXPECT_EQ(passes_per_work(10 * kMs, 1 * kMs, true, 3, 3, 4096), 10u);
+  EXPECT_EQ(passes_per_work(10 * kMs, 950'000, true, 3, 3, 4096), 11u) << "rounded up: at least min_work";
+  EXPECT_EQ(passes_per_work(10 * kMs, 3 * kMs, true, 3, 3, 4096), 4u);
+  EXPECT_EQ(passes_per_work(10 * kMs, 10 * kMs, true, 3, 3, 4096), 1u);
+  EXPECT_EQ(passes_per_work(10 * kMs, 12 * kMs, true, 1, 1, 4096), 1u);
+  EXPECT_EQ(passes_per_work(10 * kMs, 700 * kMs, true, 814, 814, 4096), 1u);
+  EXPECT_EQ(passes_per_work(0, 1 * kMs, true, 3, 3, 4096), 1u) << "off";
+  EXPECT_EQ(passes_per_work(10 * kMs, 0, true, 3, 3, 4096), 1u) << "period not known yet";
+  EXPECT_EQ(passes_per_work(10 * kMs, 1 * kMs, false, 3, 3, 4096), 1u) << "pass not stable yet";
+}
+
+// Tests that the passes of a work never exceed the work's position limit, counting the
+// rest of the pass the work opens in, and that a pass too long for two keeps one.
+TEST(PassesPerWork, StaysWithinTheWorkLimit) {
+  const std::size_t n = passes_per_work(10 * kMs, 1'000, true, 2, 3, 4096);  // 1 us a pass: 10,000 wanted
+  EXPECT_EQ(n, 1365u);
+  EXPECT_LE(2 + (n - 1) * 3, 4096u);
+  EXPECT_GT(2 + n * 3, 4096u) << "one more pass would not fit";
+  EXPECT_EQ(passes_per_work(10 * kMs, 1'000, true, 1, 1, 4096), 4096u);
+  EXPECT_EQ(passes_per_work(10 * kMs, 1 * kMs, true, 3000, 3000, 4096), 1u) << "two passes do not fit";
+  EXPECT_EQ(passes_per_work(10 * kMs, 1 * kMs, true, 4096, 4096, 4096), 1u);
+  EXPECT_EQ(passes_per_work(10 * kMs, 1 * kMs, true, 5000, 5000, 4096), 1u) << "more than a work: still one";
+}
+
+// Tests that the period is the median of the recent intervals between pass starts:
+// unknown until two starts, unmoved by one idle gap between requests, following a
+// changed pace, and unknown again after reset().
+TEST(PassPeriod, IsTheMedianOfRecentIntervals) {
+  PassPeriod p;
+  EXPECT_EQ(p.period_ns(), 0u);
+  std::uint64_t t = 100 * kMs;
+  p.pass_started(t);
+  EXPECT_EQ(p.period_ns(), 0u) << "one start is no interval";
+  for (int i = 0; i < 5; ++i) p.pass_started(t += kMs);
+  EXPECT_EQ(p.period_ns(), kMs);
+  p.pass_started(t += 5000 * kMs);  // idle between two requests
+  EXPECT_EQ(p.period_ns(), kMs);
+  for (int i = 0; i < 5; ++i) p.pass_started(t += 20 * kMs);  // a slower pace
+  EXPECT_EQ(p.period_ns(), 20 * kMs) << "the last 8 intervals: 1 ms x2, the gap, 20 ms x5";
+  p.pass_started(t);  // no time passed: no interval
+  EXPECT_EQ(p.period_ns(), 20 * kMs);
+  p.reset();
+  EXPECT_EQ(p.period_ns(), 0u);
+  p.pass_started(t += kMs);
+  EXPECT_EQ(p.period_ns(), 0u);
+}
+
 }  // namespace
 }  // namespace ripple::cuhook
