@@ -117,7 +117,7 @@ Config read_config() {
   c.learn = env_str("RIPPLE_LEARN", "on") != "off";
   c.chunk_set = getenv("RIPPLE_CHUNK_BYTES") && *getenv("RIPPLE_CHUNK_BYTES");
   c.chunk_bytes = env_u64("RIPPLE_CHUNK_BYTES", c.chunk_bytes);
-  c.chunk_hold_ms = static_cast<int>(std::min<std::uint64_t>(env_u64("RIPPLE_CHUNK_HOLD_MS", 10000), 86'400'000));
+  c.chunk_hold_ms = static_cast<int>(std::min<std::uint64_t>(env_u64("RIPPLE_CHUNK_HOLD_MS", 60000), 86'400'000));
   // Capped at 1 s: a work spans at most ~1 s of the engine's passes (what is announced and
   // never run when the engine stops mid-work, at most kMaxWorkUnits positions anyway).
   c.min_work_ns = std::min<std::uint64_t>(env_u64("RIPPLE_MIN_WORK_MS", kDefaultMinWorkMs), 1000) * 1'000'000ull;

@@ -57,7 +57,7 @@ struct Config {
   bool chunk_set = false;  // RIPPLE_CHUNK_BYTES given: it wins over the agent's suggestion
   // RIPPLE_CHUNK_HOLD_MS: a chunk size the agent suggested is kept at least this long
   // before another suggestion is applied (each change is a new session).
-  int chunk_hold_ms = 10000;
+  int chunk_hold_ms = 60000;
   // RIPPLE_MIN_WORK_MS in ns (0: off, one pass a work).
   std::uint64_t min_work_ns = kDefaultMinWorkMs * 1'000'000ull;
 };

@@ -380,11 +380,13 @@ void Runtime::flush() {
 // Written to PATH.tmp, then renamed over PATH: a reader never sees half a file.
 // (A race between the check below and the rename can only replace a link, never write
 // through one.)
-bool Runtime::write_stats() {
+bool Runtime::write_stats(bool at_exit) {
   if (cfg_.stats_path.empty()) return true;
   std::string path = cfg_.stats_path;
   if (auto at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(getpid()));
   std::lock_guard<std::mutex> l(stats_m_);
+  if (stats_closed_) return false;
+  stats_closed_ = at_exit;
   // What is at PATH must be a regular file (or nothing): a link planted there is refused,
   // as open_output refuses one, rather than replaced.
   if (struct stat st{}; ::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -425,7 +427,7 @@ void on_fork_child() {
 void at_exit() {
   if (!g_rt) return;
   g_rt->flush();
-  g_rt->write_stats();
+  g_rt->write_stats(true);
 }
 
 void init_once() {

@@ -102,7 +102,9 @@ class Runtime {
   }
   void fork_child();
   // False when it could not (said in one line).
-  bool write_stats();
+  // at_exit: the last write; the periodic writer writes nothing after it (a write it began
+  // then would be cut by the exit and leave PATH.tmp behind).
+  bool write_stats(bool at_exit = false);
   // RIPPLE_CUHOOK_STATS_MS > 0: a thread rewrites the stats file that often, so a bench can
   // take the counters at the start and the end of a window (engines outlive windows).
   void start_stats_thread();
@@ -273,6 +275,7 @@ class Runtime {
 
   std::mutex stats_m_;                       // one writer of the stats file at a time
   std::atomic<std::uint64_t> stats_seq_{0};  // writes so far ("stats_seq")
+  bool stats_closed_ = false;                // the exit's write is done (under stats_m_)
 
   // Watcher.
   std::mutex wm_;
