@@ -9,7 +9,7 @@
 set -uo pipefail
 O=${O:-build}
 A=$O/arm64 obj=$O/arm64/bpf/tracer.bpf.o btf=$O/arm64/btf/vmlinux
-src=$(dirname "$0")/../../bpf/tracer.bpf.c
+src=$(dirname "$0")/../../include/ripple/bpf/tracer.h   # RIPPLE_WAIT_SYSCALLS, the one list
 CROSS_CC=${CROSS_CC:-aarch64-linux-gnu-gcc}
 n=0 failed=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -69,7 +69,7 @@ lacks=()
 while read -r sc bit; do
   kind_seen[$bit]=1
   if grep -qx "$sc" <<<"$nrs"; then kind_ok[$bit]=1; else lacks+=("$sc"); fi
-done < <(sed -nE 's/^WAIT_SYSCALL\(([a-z0-9_]+), (RIPPLE_WAIT_[A-Z_]+)\)/\1 \2/p' "$src"; echo "futex RIPPLE_WAIT_FUTEX")
+done < <(sed -nE 's/^[[:space:]]*XF?\(([a-z0-9_]+), (RIPPLE_WAIT_[A-Z_]+)\).*/\1 \2/p' "$src")
 uncovered=()
 for k in "${!kind_seen[@]}"; do [ -n "${kind_ok[$k]:-}" ] || uncovered+=("$k"); done
 if [ ${#kind_seen[@]} -ge 5 ] && [ ${#uncovered[@]} -eq 0 ]; then
