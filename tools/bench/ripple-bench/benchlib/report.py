@@ -22,7 +22,7 @@ def _mean_sd(xs: list[float]) -> tuple[float, float]:
     return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
 
 
-def summarize(b, is_plant: bool) -> dict:
+def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
     """Pools the runs of every (policy, k) point. `b` is the Bench (ripple-bench)."""
     o = b.o
     points = []
@@ -70,7 +70,7 @@ def summarize(b, is_plant: bool) -> dict:
             })
     return {
         "backend": "plant" if is_plant else "gpu",
-        "note": PLANT_NOTE if is_plant else "Backend: ripple-llm engines under ripple-run on a GPU.",
+        "note": PLANT_NOTE if is_plant else f"Backend: engines under ripple-run on a GPU (LLM: {llm_label}; VLM: ripple-llm).",
         "command": "ripple-bench " + " ".join(sys.argv[1:]),
         "mix": b.mix_name, "tasks": [t.name for t in b.tasks],
         "periods_ms": {t.name: t.period_ms for t in b.tasks},
