@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # TAP: `ripple-sim calibrate` end to end with a CPU-only traffic source — the emulated
-# interference plant (include/ripple/plant.h, a TEST DOUBLE whose slope is known: 750 ms/GB,
+# interference plant (tests/plant/plant.h, a TEST DOUBLE whose slope is known: 750 ms/GB,
 # ripple-bench's default) — on whatever machine runs make check (Documentation/sim.md,
 # "Calibrating a platform"). On the GPU machine the same command takes --backend gpu.
 #

@@ -1,7 +1,7 @@
 // ripple-sim platform model: how GPU traffic slows CPU jobs, and how much the engines
 // can move at once. Pure: no clock, no I/O.
 //
-// Slowdown (the plant's model, include/ripple/plant.h): a CPU job of task i progresses
+// Slowdown (the plant's model, tests/plant/plant.h): a CPU job of task i progresses
 // through its solo work at rate
 //     linear:      r(beta) = 1 - kappa_i beta                  (floored at min_rate)
 //     saturating:  r(beta) = 1 - s (1 - exp(-kappa_i beta / s))  s = max_stall < 1

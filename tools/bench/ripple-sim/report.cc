@@ -1,6 +1,6 @@
 // A line-for-line port of tools/bench/ripple-bench/benchlib/report.py markdown_table and
 // check_claim, so a simulated sweep prints the table a bench run prints.
-// tests/unit/sim_report_test.cc pins the format; tools/bench/ripple-sim/render.py renders the
+// tests/unit/sim_runner_test.cc (SimPlantValidation) pins the format; tools/bench/ripple-sim/render.py renders the
 // same results.json with the bench's own Python code.
 #include "tools/bench/ripple-sim/report.h"
 

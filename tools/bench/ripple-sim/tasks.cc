@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/pricing/percentile.h"
 #include "ripple/toml.h"
 
 namespace ripple::sim {
@@ -96,13 +97,7 @@ Result<std::vector<double>> load_samples(const std::string& path) {
   return out;
 }
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  const auto rank = std::clamp<std::size_t>(
-      static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size()))), 1, v.size());
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(rank - 1), v.end());
-  return v[rank - 1];
-}
+double percentile(std::vector<double> v, double p) { return pricing::percentile(std::move(v), p); }
 
 std::vector<double> profile_jobs(const TaskModel& t, int jobs, Rng& rng) {
   std::vector<double> out;

@@ -65,7 +65,8 @@ Result<Mix> parse_mix(const std::string& text, const std::string& origin, double
 // agent's `profile =` file.
 Result<std::vector<double>> load_samples(const std::string& path);
 
-// Nearest-rank percentile (metrics.percentile): p in [0, 100]; 0 for no values.
+// Nearest-rank percentile, the agent's one routine (agent/pricing/percentile.h; the bench's
+// metrics.percentile is the same rule): p in [0, 100]; 0 for no values.
 double percentile(std::vector<double> v, double p);
 
 // The co-run profile with the engines idle (ripple-bench's run_profile): `jobs` solo
