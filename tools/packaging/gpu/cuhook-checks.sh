@@ -35,23 +35,7 @@ ECORE=$((ncpu > 4 ? 2 : 0))       # the engine's host thread
 ACORE=$((ncpu - 1))               # the agent
 log() { echo "== $*" | tee -a "$OUT/checks.log"; }
 
-agent() { # POLICY
-  [ -n "$apid" ] && { kill $apid 2>/dev/null; wait $apid 2>/dev/null; }
-  cat > "$tmp/agent.toml" <<EOC
-[agent]
-policy = "$1"
-engine_socket = "$tmp/engine.sock"
-control_socket = "$tmp/control.sock"
-pin_dir = ""
-core = $ACORE
-log_level = "warn"
-EOC
-  rm -f "$tmp/control.sock"
-  "$B/bin/ripple-agent" -c "$tmp/agent.toml" >> "$OUT/agent.log" 2>&1 &
-  apid=$!
-  for _ in $(seq 100); do [ -S "$tmp/control.sock" ] && return 0; sleep 0.1; done
-  echo "agent did not start (policy $1)"; tail -5 "$OUT/agent.log"; return 1
-}
+. "$(dirname "$0")/agent.sh"   # agent POLICY: (re)starts ripple-agent with that policy
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" | tail -1; }   # KEY: from a RESULT line
 median() { sort -g | awk '{v[NR]=$1} END{if(NR==0){print "n/a"} else if(NR%2){print v[(NR+1)/2]} else {print (v[NR/2]+v[NR/2+1])/2}}'; }
 

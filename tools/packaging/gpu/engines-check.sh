@@ -63,23 +63,7 @@ export LD_LIBRARY_PATH="$L/lib$libdirs"
 echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" >> "$OUT/checks.log"
 CUPTI=(env CUDA_INJECTION64_PATH="$L/lib/libripple-cupticount.so" RIPPLE_CUPTI_LIB="$L/lib/libcupti.so.13")
 
-agent() { # POLICY
-  [ -n "$apid" ] && { kill $apid 2>/dev/null; wait $apid 2>/dev/null; }
-  cat > "$tmp/agent.toml" <<EOC
-[agent]
-policy = "$1"
-engine_socket = "$tmp/engine.sock"
-control_socket = "$tmp/control.sock"
-pin_dir = ""
-core = $ACORE
-log_level = "warn"
-EOC
-  rm -f "$tmp/control.sock"
-  "$B/bin/ripple-agent" -c "$tmp/agent.toml" >> "$OUT/agent.log" 2>&1 &
-  apid=$!
-  for _ in $(seq 100); do [ -S "$tmp/control.sock" ] && return 0; sleep 0.1; done
-  echo "agent did not start (policy $1)"; tail -5 "$OUT/agent.log"; return 1
-}
+. "$(dirname "$0")/agent.sh"   # agent POLICY: (re)starts ripple-agent with that policy
 hooked() { # NAME STATS ENV... -- CMD...: CMD under ripple-run as engine NAME
   local name=$1 stats=$2; shift 2
   local envs=()
