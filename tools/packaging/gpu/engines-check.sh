@@ -24,8 +24,9 @@
 #    then pace-R agents: the engine's byte rate (tokens/s x bytes per token, each graph
 #    launch declared as one token's bytes: RIPPLE_GRAPH_BYTES) against R.
 # 4. Overhead: llama-bench tg256 tokens/s (llama-simple's decode speed over 512 tokens
-#    when llama-bench was not carried), plain and under ripple-run (unmanaged), 3 runs
-#    each, interleaved.
+#    when llama-bench was not carried): plain, under ripple-run with the interposer only
+#    counting (RIPPLE_CUHOOK=off), and gated (unmanaged agent); OVERHEAD_RUNS (3) each,
+#    interleaved.
 set -uo pipefail
 B=$(cd "$1" && pwd)
 OUT=$2
@@ -158,14 +159,16 @@ else
   ts_of() { v=$(sed -n 's/.*speed: *\([0-9.]*\) t\/s.*/\1/p' "${1%.csv}.err" | tail -1); echo "${v:-n/a}"; }
   R[tg-what]="llama-simple -n 512"
 fi
-for i in 1 2 3; do
+# Interleaved: plain, hooked with the interposer counting only (RIPPLE_CUHOOK=off: its
+# path on every call, no agent), hooked and gated (unmanaged agent). OVERHEAD_RUNS each.
+for i in $(seq "${OVERHEAD_RUNS:-3}"); do
   taskset -c $ECORE "${BN[@]}" > "$OUT/bench-plain.$i.csv" 2> "$OUT/bench-plain.$i.err"
+  hooked llama "$OUT/bench-off.$i.stats" RIPPLE_CUHOOK=off -- "${BN[@]}" > "$OUT/bench-off.$i.csv" 2> "$OUT/bench-off.$i.err"
   hooked llama "$OUT/bench-hook.$i.stats" -- "${BN[@]}" > "$OUT/bench-hook.$i.csv" 2> "$OUT/bench-hook.$i.err"
-  echo "plain $i $(ts_of "$OUT/bench-plain.$i.csv")" >> "$OUT/overhead.txt"
-  echo "hook $i $(ts_of "$OUT/bench-hook.$i.csv")" >> "$OUT/overhead.txt"
+  for v in plain off hook; do echo "$v $i $(ts_of "$OUT/bench-$v.$i.csv")" >> "$OUT/overhead.txt"; done
 done
 median() { sort -g | awk '{v[NR]=$1} END{if(NR==0){print "n/a"} else if(NR%2){print v[(NR+1)/2]} else {print (v[NR/2]+v[NR/2+1])/2}}'; }
-for v in plain hook; do R[tg-$v]=$(awk -v v=$v '$1==v && $3!="n/a"{print $3}' "$OUT/overhead.txt" | median); done
+for v in plain off hook; do R[tg-$v]=$(awk -v v=$v '$1==v && $3!="n/a"{print $3}' "$OUT/overhead.txt" | median); done
 log "   $(tr '\n' ';' < "$OUT/overhead.txt")"
 st=$OUT/bench-hook.1.stats
 R[tg-units]="units $(jget "$st" units) (graph $(jget "$st" units_graph)), grants $(jget "$st" grants), grant waits $(jget "$st" grant_waits), wait $(jget "$st" wait_ns) ns; works of several passes $(jget "$st" multi_pass_works), passes a work (last) $(jget "$st" passes_per_work), drained $(jget "$st" units_drained)"
@@ -182,6 +185,6 @@ done
 echo "| units, graphs on | ${R[units]} |"
 echo "| units, copy min 64 KiB | ${R[units-copy]} |"
 for r in 400 200 100; do echo "| pace-$r | ${R[pace-$r]:-n/a} |"; done
-awk -v w="${R[tg-what]}" -v p="${R[tg-plain]}" -v h="${R[tg-hook]}" 'BEGIN{if(p>0) printf "| %s tok/s median of 3 (plain / hook, unmanaged agent) | %s / %s (overhead %.2f %%) |\n", w, p, h, 100*(1-h/p); else print "| overhead | n/a |"}'
+awk -v w="${R[tg-what]}" -v n="${OVERHEAD_RUNS:-3}" -v p="${R[tg-plain]}" -v o="${R[tg-off]}" -v h="${R[tg-hook]}" 'BEGIN{if(p>0) printf "| %s tok/s median of %d (plain / interposer counting only / gated, unmanaged agent) | %s / %s / %s (overhead %.2f %% / %.2f %%) |\n", w, n, p, o, h, 100*(1-o/p), 100*(1-h/p); else print "| overhead | n/a |"}'
 echo "| hooked overhead run | ${R[tg-units]} |"
 echo "| wall | $(($(date +%s) - T0)) s |"
