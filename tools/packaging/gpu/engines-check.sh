@@ -148,13 +148,13 @@ done
 # --- 4. overhead ---------------------------------------------------------------------
 agent unmanaged || exit 1
 if [ -x "$L/bin/llama-bench" ]; then
-  log "4. overhead: llama-bench tg256, plain vs ripple-run (unmanaged), 3 runs each"
+  log "4. overhead: llama-bench tg256, plain / counting only / gated (unmanaged), ${OVERHEAD_RUNS:-3} runs each"
   BN=("$L/bin/llama-bench" -m "$M" -ngl 99 -t 4 -p 0 -n 256 -r 3 -o csv)
   ts_of() { python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(r[-1]["avg_ts"] if r else "n/a")' "$1" 2>/dev/null || echo n/a; }
   R[tg-what]="llama-bench tg256"
 else
   # No llama-bench in the carry: llama-simple's own decode speed over 512 greedy tokens.
-  log "4. overhead: llama-simple -n 512 decode speed, plain vs ripple-run (unmanaged), 3 runs each"
+  log "4. overhead: llama-simple -n 512 decode speed, plain / counting only / gated (unmanaged), ${OVERHEAD_RUNS:-3} runs each"
   BN=("$L/bin/llama-simple" -m "$M" -n 512 -ngl 99 "Hello world")
   ts_of() { v=$(sed -n 's/.*speed: *\([0-9.]*\) t\/s.*/\1/p' "${1%.csv}.err" | tail -1); echo "${v:-n/a}"; }
   R[tg-what]="llama-simple -n 512"
