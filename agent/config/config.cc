@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 #include "ripple/toml.h"
 
+#include "agent/config/text.h"
 #include "agent/policy/registry.h"
 #include "agent/pricing/config.h"
 #include "agent/pricing/percentile.h"
@@ -32,19 +33,6 @@ using admission::kNsPerMs;
 using admission::Nanos;
 
 namespace {
-
-// A value as messages show it: at most 60 characters, control bytes as \xNN, and the
-// length when cut (a 10 MB value must not become a 10 MB error line).
-std::string shown(std::string_view v) {
-  std::string out;
-  for (std::size_t i = 0; i < v.size() && i < 60; ++i) {
-    const auto ch = static_cast<unsigned char>(v[i]);
-    if (ch < 0x20 || ch == 0x7f) out += fmt::format("\\x{:02x}", ch);
-    else out += static_cast<char>(ch);
-  }
-  if (v.size() > 60) out += fmt::format("... ({} bytes)", v.size());
-  return out;
-}
 
 // Where a node is: "FILE:LINE" (or just FILE when toml++ knows no line).
 struct Where {
@@ -452,97 +440,6 @@ const EngineSection* Config::engine(std::string_view name) const {
   return nullptr;
 }
 
-namespace {
-// The line of the first non-ASCII byte outside a string or a comment, or 0. TOML allows
-// none there, and toml++ 3.3 (Debian 12) reaches __builtin_unreachable() on some of them
-// (U+00A1..U+0499, U+2D3E..U+3137, U+FB06..U+FEFE where it looks for whitespace:
-// is_non_ascii_horizontal_whitespace),
-// which is undefined behaviour in the agent; found by tests/fuzz/fuzz_config. Such a
-// file is refused here, before toml++ sees it. A quote opens a string only where a key
-// or a value may begin (a line start, after '=', '[', '{', ',' or '.'), as in any valid
-// file; elsewhere (as in "0z'''") toml++ does not read a string either.
-//
-// Inside strings the code points toml++ 3.3 cannot classify (U+00A1..U+0499,
-// U+2D3E..U+3137 but U+3000, U+FB06..U+FEFE) are refused too: its error path reads
-// the rest of a bad token as possible whitespace, and this scan cannot always tell
-// where toml++ sees a string ('4"."x"' is no dotted key to toml++), nor what follows a
-// line-ending backslash. *in_string says which of the two it was.
-bool toml_unsafe_code_point(std::string_view t, std::size_t i) {
-  const auto b = [&](std::size_t k) { return i + k < t.size() ? static_cast<unsigned char>(t[i + k]) : 0u; };
-  if (b(0) >= 0xC2 && b(0) < 0xE0) {
-    const unsigned cp = ((b(0) & 0x1Fu) << 6) | (b(1) & 0x3Fu);
-    return cp >= 0xA1 && cp <= 0x499;
-  }
-  if (b(0) >= 0xE0 && b(0) < 0xF0) {
-    const unsigned cp = ((b(0) & 0x0Fu) << 12) | ((b(1) & 0x3Fu) << 6) | (b(2) & 0x3Fu);
-    return (cp >= 0x2D3E && cp <= 0x3137 && cp != 0x3000) || (cp >= 0xFB06 && cp <= 0xFEFE);
-  }
-  return false;
-}
-
-int non_ascii_outside_strings(std::string_view t, bool* in_string) {
-  enum { kCode, kComment, kBasic, kLiteral, kMlBasic, kMlLiteral } st = kCode;
-  int line = 1;
-  char last = '\n';  // the last character in code other than a space or a tab
-  *in_string = false;
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    const char ch = t[i];
-    if (st != kCode && st != kComment && toml_unsafe_code_point(t, i)) {
-      *in_string = true;
-      return line;
-    }
-    const bool triple = t.substr(i, 3) == (ch == '"' ? "\"\"\"" : "'''");
-    if (ch == '\n') {
-      ++line;
-      if (st != kMlBasic && st != kMlLiteral) st = kCode, last = '\n';
-      continue;
-    }
-    switch (st) {
-      case kCode:
-        if (static_cast<unsigned char>(ch) >= 0x80) return line;
-        if (ch == '#') {
-          st = kComment;
-        } else if ((ch == '"' || ch == '\'') && last != '\0' && std::strchr("\n=[{,.", last)) {
-          st = triple ? (ch == '"' ? kMlBasic : kMlLiteral) : (ch == '"' ? kBasic : kLiteral);
-          if (triple) i += 2;
-          last = ch;
-        } else if (ch != ' ' && ch != '\t') {
-          last = ch;
-        }
-        break;
-      case kComment: break;
-      case kBasic:
-      case kMlBasic:
-        // An escape is ASCII; toml++ reads what follows a backslash as possible whitespace.
-        if (ch == '\\' && i + 1 < t.size() && static_cast<unsigned char>(t[i + 1]) >= 0x80) return line;
-        if (st == kMlBasic) {
-          if (ch == '\\') {  // an escape, or a line-ending backslash: toml++ trims what follows
-            std::size_t j = i + 1;
-            while (j < t.size() && (t[j] == ' ' || t[j] == '\t' || t[j] == '\r')) ++j;
-            if (j < t.size() && t[j] == '\n') {
-              for (; j < t.size() && std::strchr(" \t\r\n", t[j]) && t[j] != '\0'; ++j) line += t[j] == '\n';
-              if (j < t.size() && static_cast<unsigned char>(t[j]) >= 0x80) return line;
-              i = j - 1;
-            } else {
-              ++i;
-            }
-          } else if (ch == '"' && triple) {
-            st = kCode, i += 2;
-          }
-        } else if (ch == '\\') ++i;
-        else if (ch == '"') st = kCode;
-        break;
-      case kLiteral:
-        if (ch == '\'') st = kCode;
-        break;
-      case kMlLiteral:
-        if (ch == '\'' && triple) st = kCode, i += 2;
-        break;
-    }
-  }
-  return 0;
-}
-}  // namespace
 
 Result<Config> parse(std::string_view text, const std::string& source, const std::string& base_dir) {
   bool in_string = false;
@@ -653,61 +550,6 @@ Result<Config> load(const std::string& path) {
   if (!why.empty()) return make_error("cannot read configuration '{}': {}", path, why);
   const auto slash = path.rfind('/');
   return parse(text, path, slash == std::string::npos ? "." : path.substr(0, slash));
-}
-
-namespace {
-
-bool is_dir(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-std::string parent_of(const std::string& p) {
-  const auto slash = p.rfind('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : p.substr(0, slash);
-}
-
-}  // namespace
-
-Status preflight(const Config& c) {
-  const AgentSection& a = c.agent;
-  if (a.core >= 0) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (::sched_getaffinity(0, sizeof set, &set) == 0 && (a.core >= CPU_SETSIZE || !CPU_ISSET(a.core, &set)))
-      return make_error("{}agent.core: CPU {} is not one this process may run on ({} CPU(s) allowed)",
-                        c.at("agent.core"), a.core, CPU_COUNT(&set));
-  }
-  if (a.engine_socket == a.control_socket)
-    return make_error("{}agent.control_socket: the same path as agent.engine_socket ({})", c.at("agent.control_socket"),
-                      shown(a.engine_socket));
-  for (const auto& [key, path] : {std::pair<std::string, std::string>{"agent.engine_socket", a.engine_socket},
-                                  {"agent.control_socket", a.control_socket}}) {
-    if (path.size() >= sizeof(sockaddr_un::sun_path))
-      return make_error("{}{}: '{}' is {} bytes; a socket path holds at most {}", c.at(key), key, shown(path),
-                        path.size(), sizeof(sockaddr_un::sun_path) - 1);
-    // The agent makes the socket's directory, but not the ones above it.
-    const std::string dir = parent_of(path);
-    if (!is_dir(dir) && !is_dir(parent_of(dir)))
-      return make_error("{}{}: directory '{}' does not exist", c.at(key), key, shown(parent_of(dir)));
-  }
-  if (!c.tasks.empty() && !a.pin_dir.empty()) {
-    struct statfs fs {};
-    const std::string probe = is_dir(a.pin_dir) ? a.pin_dir : parent_of(a.pin_dir);
-    if (::statfs(probe.c_str(), &fs) != 0 || fs.f_type != BPF_FS_MAGIC)
-      return make_error("{}agent.pin_dir: '{}' is not on a bpf filesystem (mount one there, or pin_dir = \"\")",
-                        c.at("agent.pin_dir"), shown(a.pin_dir));
-  }
-  std::set<std::pair<dev_t, ino_t>> exes;
-  for (std::size_t k = 0; k < c.tasks.size(); ++k) {
-    tracer::PtSpec pt = c.tasks[k].pt;
-    const std::string key = fmt::format("task[{}]", k);
-    if (Status s = tracer::validate_spec(pt); !s) return make_error("{}{}: {}", c.at(key), key, s.error().message);
-    struct stat st {};
-    if (pt.match == tracer::MatchKind::kExe && ::stat(pt.exe.c_str(), &st) == 0 &&
-        !exes.insert({st.st_dev, st.st_ino}).second)
-      return make_error("{}{}.exe: {} names two tasks", c.at(key), key, shown(pt.exe));
-  }
-  return Status::Ok();
 }
 
 }  // namespace ripple::config

@@ -36,7 +36,7 @@ $(O)/fuzz/fuzz_profile: $(call fuzz_objs,tests/fuzz/fuzz_profile.cc cuhooks/prof
 $(O)/fuzz/fuzz_profile: LDLIBS := -lfmt
 $(O)/fuzz/fuzz_profile: ; $(link_fuzz)
 
-$(O)/fuzz/fuzz_config: $(call fuzz_objs,tests/fuzz/fuzz_config.cc agent/config/config.cc) \
+$(O)/fuzz/fuzz_config: $(call fuzz_objs,tests/fuzz/fuzz_config.cc agent/config/config.cc agent/config/text.cc agent/config/preflight.cc) \
 	$(filter-out $(O)/lib/libripple_config.a,$(CONFIG_LIBS))
 $(O)/fuzz/fuzz_config: LDLIBS := $(LDLIBS_CONFIG)
 $(O)/fuzz/fuzz_config: ; $(link_fuzz)
