@@ -279,7 +279,7 @@ def hf_llm_engine_needs_the_gpu_backend():
     """Tests that --llm-engine hf on the plant backend is refused with one line, exit 2."""
     import subprocess
     bench = Path(__file__).resolve().parents[2] / "tools/bench/ripple-bench/ripple-bench"
-    r = subprocess.run([sys.executable, str(bench), "--backend", "plant", "--llm-engine", "hf", "--quick"],
+    r = subprocess.run([str(bench), "--backend", "plant", "--llm-engine", "hf", "--quick"],  # its #! python
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, (r.returncode, r.stderr[-400:])
     assert "--llm-engine hf: a real engine needs the gpu backend" in r.stderr, r.stderr[-400:]

@@ -28,6 +28,22 @@ using json = nlohmann::json;
 
 namespace {
 
+// The Python that runs ripple-bench: the interpreter of its #! line (Debian's python3,
+// which has the bench's modules, e.g. python3-tomli-w) where it exists, else python3 from
+// PATH (the GPU machine's own Python, with PYTHONPATH=/tmp/rdeps/python from the carry).
+std::string bench_python(const std::string& script) {
+  std::ifstream in(script);
+  std::string line;
+  if (std::getline(in, line) && line.rfind("#!", 0) == 0) {
+    std::string interp = line.substr(2);
+    interp = interp.substr(0, interp.find(' '));
+    if (!interp.empty() && interp.find("/env") == std::string::npos && ::access(interp.c_str(), X_OK) == 0)
+      return interp;
+  }
+  return "python3";
+}
+
+
 constexpr double kZ99 = 2.3263478740408408;  // the standard normal's 99th percentile
 
 // "pace-20" -> 20; "pace-1/2" -> 0.5; anything else -> -1.
@@ -322,7 +338,8 @@ Status run_calibrate(const CalibrateOptions& o) {
     // The reference point: the same protocol at 1/1000 of the lowest rate (~no traffic).
     std::string pols = fmt::format("pace-{:g}", *std::min_element(o.rates.begin(), o.rates.end()) / 1000);
     for (double r : o.rates) pols += fmt::format(",pace-{:g}", r);
-    std::vector<std::string> argv = {"python3", o.repo_root + "/tools/bench/ripple-bench/ripple-bench", "--backend", o.backend,
+    const std::string bench = o.repo_root + "/tools/bench/ripple-bench/ripple-bench";
+    std::vector<std::string> argv = {bench_python(bench), bench, "--backend", o.backend,
                                      "--mix", o.mix, "--policies", pols, "--k", "2", "--eps", "0.2", "--runs", "1",
                                      "--prep-s", fmt::format("{:g}", o.prep_s), "--ripple-prep-s",
                                      fmt::format("{:g}", o.prep_s), "--score-s", fmt::format("{:g}", o.score_s),
@@ -338,7 +355,7 @@ Status run_calibrate(const CalibrateOptions& o) {
                          "ripple-sim calibrate: %s\n",
                  o.rates.size(), o.score_s, o.profile_s, o.backend.c_str(), est, cmd.c_str());
     const int rc = spawn(argv, o.work + "/bench.out");
-    if (rc < 0) return make_error("cannot start python3 (ripple-bench is Python): {}", std::strerror(-rc));
+    if (rc < 0) return make_error("cannot start {} (ripple-bench is Python): {}", argv[0], std::strerror(-rc));
     if (rc != 0)
       return make_error("ripple-bench exited {} (its table: {}/bench.out; its progress above)", rc, o.work);
   }
