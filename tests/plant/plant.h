@@ -124,16 +124,21 @@ class PlantMap {
       close(fd);
       return m;
     }
-    void* p = mmap(nullptr, sizeof(PlantShm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-      *err = "cannot map plant shm " + path + ": " + std::strerror(errno);
-      return m;
-    }
+    void* p = map_and_close(fd, path, err);
+    if (p == nullptr) return m;
     std::memset(p, 0, sizeof(PlantShm));
     m.shm_ = static_cast<PlantShm*>(p);
     m.name_ = path;
     return m;
+  }
+
+  // Maps the object open on fd (closed here either way); nullptr and *err on failure.
+  static void* map_and_close(int fd, const std::string& path, std::string* err) {
+    void* p = mmap(nullptr, sizeof(PlantShm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p != MAP_FAILED) return p;
+    *err = "cannot map plant shm " + path + ": " + std::strerror(errno);
+    return nullptr;
   }
 
   // Opens an existing object and checks magic, version and size.
@@ -152,12 +157,8 @@ class PlantMap {
       close(fd);
       return m;
     }
-    void* p = mmap(nullptr, sizeof(PlantShm), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-      *err = "cannot map plant shm " + path + ": " + std::strerror(errno);
-      return m;
-    }
+    void* p = map_and_close(fd, path, err);
+    if (p == nullptr) return m;
     auto* shm = static_cast<PlantShm*>(p);
     if (shm->magic.load(std::memory_order_acquire) != kPlantMagic ||
         shm->version != kPlantVersion || shm->size != sizeof(PlantShm)) {
