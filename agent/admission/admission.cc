@@ -446,7 +446,9 @@ Status Admission::on_discard(EngineId engine, GrantId grant, Nanos now) {
       e->cursor = o.plan.first;
     }
     ++e->stats.stale;
+    const GrantPlan plan = o.plan;
     finish_grant(last, now);
+    policy_->on_grant_refunded(*e, plan, now);
     if (id == grant) break;
     e->revoked.push_back(id);
   }

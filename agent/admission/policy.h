@@ -120,6 +120,11 @@ class Policy {
   // `measured` is the engine's GPU time for the grant, `profiled` its solo prediction.
   virtual void on_grant_done(const EngineState& /*e*/, const GrantPlan& /*g*/, Nanos /*measured*/,
                              Nanos /*profiled*/, Nanos /*now*/) {}
+  // The engine handed the grant back unexecuted (a stale successor, or one revoked with
+  // it): the ledger refunded it, and a policy that counts granted bytes itself gives
+  // them back too. Never called for a grant that may have run (done, or settled when
+  // its engine left).
+  virtual void on_grant_refunded(const EngineState& /*e*/, const GrantPlan& /*g*/, Nanos /*now*/) {}
 };
 
 }  // namespace ripple::admission

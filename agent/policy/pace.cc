@@ -28,6 +28,11 @@ Bytes PacePolicy::tokens() const {
 
 Bytes PacePolicy::burst() const { return static_cast<Bytes>(full_scaled_ / kScale); }
 
+void PacePolicy::on_grant_refunded(const EngineState& /*e*/, const GrantPlan& g, Nanos /*now*/) {
+  // As if never granted; the next pick caps the bucket at its size again.
+  if (started_) v_ -= static_cast<Wide>(g.bytes) * kScale;
+}
+
 Pick PacePolicy::pick(const Context& ctx) {
   Pick out;
   // The bucket holds at most one grant's worth at the pace: R x H.

@@ -8,7 +8,8 @@
 // next units the bucket covers; a unit larger than the bucket is granted
 // alone once the bucket is full and its debt is paid off before the next
 // grant. Engines take turns, least recently granted first; the others
-// wait behind the one in line, so none starves.
+// wait behind the one in line, so none starves. A grant handed back unexecuted
+// (a stale successor) is refunded to the bucket, as the ledger refunds it.
 #pragma once
 
 #include <map>
@@ -26,6 +27,9 @@ class PacePolicy final : public Policy {
   std::string_view name() const override { return name_; }
   bool pipelines() const override { return true; }
   Pick pick(const Context& ctx) override;
+  // A grant handed back unexecuted gives its bytes back to the bucket: they never moved,
+  // so the pace would otherwise fall short of R by every discarded successor.
+  void on_grant_refunded(const EngineState& e, const GrantPlan& g, Nanos now) override;
   double gbps() const { return gbps_; }
   // The pace in bytes per ms (R GB/s = R x 1e6 B/ms), rounded to a whole byte.
   std::int64_t bytes_per_ms() const { return rate_; }

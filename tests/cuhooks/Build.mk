@@ -34,6 +34,10 @@ TEST_BINS += $(O)/tests/cuhooks/fake/libcuda.so.1 $(O)/tests/cuhooks/driver_app 
 	$(O)/tests/cuhooks/dlsym_next $(O)/tests/cuhooks/cuhook_test
 GTEST_SUITES += $(O)/tests/cuhooks/cuhook_test
 
+# pace-R in a closed loop: the real agent, the interposer, llama.cpp's graph decoding on
+# the fake driver (TAP, bash).
+TAP_SUITES += tests/cuhooks/pace_closed_loop.sh
+
 else
 SKIPPED_SUITES += cuhooks/cuhook_test
 SKIP_WHY_cuhooks/cuhook_test := no CUDA 12+ headers at $(CUDA_INCLUDE)/cuda.h (CUDA_INCLUDE=; tools/packaging/deps/debian-packages.txt says why Debian cannot provide them)

@@ -384,6 +384,35 @@ TEST(Policy, PaceRateOverLongRun) {
   }
 }
 
+// Tests that a successor the engine hands back unexecuted (stale) gives its bytes back
+// to the bucket, as the ledger refunds them: pace-2 (2 MB/ms, bucket 36 MB), 10 MB
+// units. The full bucket covers 3 units at 0 (6 MB left); at 2 ms a successor of 1 unit
+// empties it; discarded at 3 ms, the bucket holds 2 + 10 MB again, so the same unit is
+// granted at once rather than at 7 ms: the bytes never moved. Without the refund every
+// discarded successor cost the engine its bytes of the pace.
+TEST(Policy, PaceRefundsAGrantHandedBack) {
+  Harness r("pace-2");
+  const auto& pace = static_cast<const PacePolicy&>(r.adm->policy());
+  const EngineId llm = r.add(sized_engine("llm", {10 * kMB}));
+  ASSERT_TRUE(r.adm->announce(llm, work(1, 100), 0));
+  Decision d = r.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 1u);
+  ASSERT_EQ(d.grants[0].count, 3u);
+  ASSERT_TRUE(r.adm->on_start(llm, d.grants[0].id, 0));
+  d = r.adm->decide(2 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);
+  const admission::GrantPlan succ = d.grants[0];
+  EXPECT_TRUE(succ.successor);
+  EXPECT_EQ(succ.first, 3u);
+  EXPECT_EQ(pace.tokens(), 0);
+  ASSERT_TRUE(r.adm->on_discard(llm, succ.id, 3 * kMs));
+  d = r.adm->decide(3 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u) << "waits for " << d.wake_at << " ns: the discarded bytes were not refunded";
+  EXPECT_EQ(d.grants[0].first, 3u);
+  EXPECT_EQ(d.grants[0].count, 1u);
+  EXPECT_EQ(pace.tokens(), 2 * kMB);
+}
+
 // Tests two engines sharing one pace: with equal units each gets R/2 and the sum is
 // R; with 10 MB and 30 MB units they take turns, so the 30 MB engine is not starved
 // by the smaller units the bucket covers sooner, and the sum is still R.

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# pace-R in a closed loop, no GPU (TAP): the real ripple-agent with a pace-R policy, the
+# real interposer, and llama.cpp's CUDA-graph decoding on the fake driver (a TEST DOUBLE,
+# tests/cuhooks/fake_cuda.c; driver_app's `llama` mode): each token one cuGraphLaunch
+# declared as 0.853 GB (RIPPLE_GRAPH_BYTES, the GPU check's model) and ~1 ms of engine
+# time (driver_app's nap), so the engine alone would move ~800 GB/s. The interposer learns
+# the one-launch pass and announces works of several passes (RIPPLE_MIN_WORK_MS), as on
+# the GPU (Documentation/results/engines.md, "pace-R").
+#
+#   1  pace-400, 600 tokens: bytes / wall time >= 0.9 R, and no more than R x wall time
+#      plus the bucket (R x H) and one work (10 tokens)
+#   2  pace-100, 200 tokens: the same bounds
+#   3  pace-400 with one 250 ms stall of the engine mid-run (llama.cpp's start-up inside
+#      its timer, the check's suspect): the credit of a stall longer than the horizon H is
+#      not kept beyond the bucket, so the bytes stay <= R (wall - stall + H) + one work,
+#      and the rest of the run still reaches >= 0.9 R over wall - stall
+#
+# The margins are what the mechanism guarantees on a loaded 2-vCPU machine (the engine
+# needs half its time at 400 GB/s), not what a quiet one gives (0.99-1.01 R).
+set -uo pipefail
+O=${O:-build}
+B=$(cd "$O" && pwd)
+for f in bin/ripple-agent lib/libripple-cuhook.so tests/cuhooks/driver_app tests/cuhooks/fake/libcuda.so.1; do
+  [ -e "$B/$f" ] || { echo "1..0 # SKIP $O/$f not built"; exit 0; }
+done
+tmp=$(mktemp -d /tmp/ripple-pace-loop.XXXXXX)
+agent=
+cleanup() {
+  [ -n "$agent" ] && kill "$agent" 2>/dev/null && wait "$agent" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); failed=1; echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
+echo "1..3"
+
+TOKEN=853000000   # bytes a token (the GPU check's gguf_tiny model)
+H_MS=18           # the agent's default horizon: the bucket is R x H
+
+start_agent() { # R
+  [ -n "$agent" ] && { kill "$agent" 2>/dev/null; wait "$agent" 2>/dev/null; }
+  cat > "$tmp/ripple.toml" <<EOF
+[agent]
+policy = "pace-$1"
+engine_socket = "$tmp/engine.sock"
+control_socket = "$tmp/control.sock"
+pin_dir = ""
+log_level = "warn"
+EOF
+  rm -f "$tmp/engine.sock" "$tmp/control.sock"
+  "$B/bin/ripple-agent" -c "$tmp/ripple.toml" >> "$tmp/agent.log" 2>&1 &
+  agent=$!
+  for _ in $(seq 200); do [ -S "$tmp/engine.sock" ] && return 0; sleep 0.05; done
+  echo "Bail out! ripple-agent did not start:"; sed 's/^/# /' "$tmp/agent.log"; exit 1
+}
+
+# Runs driver_app under the interposer; prints "TOKENS WALL_S GRANTS".
+decode() { # driver_app modes...
+  local t0 t1
+  t0=$(date +%s.%N)
+  env LD_PRELOAD="$B/lib/libripple-cuhook.so" LD_LIBRARY_PATH="$B/tests/cuhooks/fake" RIPPLE_SOCKET="$tmp/engine.sock" \
+    RIPPLE_ENGINE=llama RIPPLE_FAIL=closed RIPPLE_GRAPH_BYTES=$TOKEN RIPPLE_CUHOOK_STATS="$tmp/st.json" \
+    "$B/tests/cuhooks/driver_app" direct "$@" > "$tmp/out" 2> "$tmp/err" || { echo "driver_app failed: $(tail -3 "$tmp/err")"; return 1; }
+  t1=$(date +%s.%N)
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["units_graph"], float(sys.argv[3]) - float(sys.argv[2]), d["grants"], d["unmanaged_units"])' \
+    "$tmp/st.json" "$t0" "$t1"
+}
+
+# check NAME R STALL_S -- modes: the bounds above over wall - stall.
+check() {
+  local name=$1 r=$2 stall=$3
+  shift 4
+  start_agent "$r"
+  local res
+  res=$(decode "$@") || { not_ok "$name" "$res"; return; }
+  read -r tokens wall grants unmanaged <<< "$res"
+  local verdict
+  verdict=$(awk -v t="$tokens" -v w="$wall" -v s="$stall" -v r="$r" -v b="$TOKEN" -v h="$H_MS" -v u="$unmanaged" 'BEGIN {
+    bytes = t * b; busy = w - s; rate = bytes / busy / 1e9
+    hi = r * 1e9 * (busy + h / 1000) + 10 * b   # R (wall - stall + H) + one work
+    ok = u == 0 && rate >= 0.9 * r && bytes <= hi
+    printf "%s %.1f GB/s = %.3f R over %.3f s (%d tokens; over the whole wall %.3f s: %.3f R); bytes %.3g <= %.3g",
+           ok ? "ok" : "no", rate, rate / r, busy, t, w, bytes / w / 1e9 / r, bytes, hi }')
+  if [ "${verdict%% *}" = ok ]; then
+    ok "$name: ${verdict#* }; $grants grants"
+  else
+    not_ok "$name" "${verdict#* }; $grants grants, $unmanaged unmanaged units" "$(tail -3 "$tmp/err")"
+  fi
+}
+
+check "pace-400, llama.cpp decoding at ~1 ms a token" 400 0 -- sleep 1 llama 600 1 6
+check "pace-100, llama.cpp decoding at ~1 ms a token" 100 0 -- sleep 1 llama 200 1 6
+# `graph 1` with a 250 ms nap: one more graph launch of the pass, then the stall.
+check "pace-400 with one 250 ms stall: its credit is not kept past the bucket" 400 0.25 -- \
+  sleep 1 llama 200 1 6 sleep 250 graph 1 sleep 1 llama 200 1 6
+exit $failed
