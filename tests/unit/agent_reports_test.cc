@@ -88,7 +88,7 @@ TEST(Reports, StatusShowsTasksCountersAndRefusals) {
   EXPECT_EQ(j["refusals"]["uid_not_allowed"], 2);
   EXPECT_EQ(j["refusals"]["unconfigured"], 1);
   EXPECT_EQ(j["limits"]["max_queued_works"], 33);
-  EXPECT_EQ(j["chunk_bytes"], 0);  // no task priced: no suggestion yet
+  EXPECT_EQ(j["chunk_bytes"], 64 << 20);  // the task is priced: the suggestion, at least 64 MiB
   EXPECT_DOUBLE_EQ(j["decision_latency_us"]["p50"].get<double>(), 2.0);
   EXPECT_EQ(j["tracer"]["attached"], false);
   EXPECT_EQ(j["tracer"]["events"], 4);
