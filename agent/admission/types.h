@@ -128,4 +128,26 @@ struct EngineStats {
 };
 inline constexpr Nanos kLateEndSlack = 1'000'000;  // 1 ms
 
+// `to` += `from`, field by field (late_max: the larger): the daemon sums an engine
+// process's sessions (daemon/engine_session.h, EngineProcess). Beside the struct so that
+// a new counter is added here too.
+static_assert(sizeof(EngineStats) == 15 * 8, "a new EngineStats field: add it to accumulate()");
+inline void accumulate(EngineStats& to, const EngineStats& from) {
+  to.grants += from.grants;
+  to.units += from.units;
+  to.successors += from.successors;
+  to.stale += from.stale;
+  to.works_done += from.works_done;
+  to.for_release += from.for_release;
+  to.bytes += from.bytes;
+  to.busy += from.busy;
+  to.queued += from.queued;
+  to.wait_budget += from.wait_budget;
+  to.wait_decision += from.wait_decision;
+  to.wait_delivery += from.wait_delivery;
+  to.deadline_misses += from.deadline_misses;
+  to.late_ends += from.late_ends;
+  to.late_max = to.late_max > from.late_max ? to.late_max : from.late_max;
+}
+
 }  // namespace ripple::admission

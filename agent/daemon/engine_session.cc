@@ -7,8 +7,55 @@ namespace ripple::daemon {
 
 using namespace engine;
 
-EngineSessions::EngineSessions(const config::Config& cfg, admission::Admission& adm, ExeOf exe_of)
-    : cfg_(cfg), adm_(adm), exe_of_(std::move(exe_of)) {}
+EngineSessions::EngineSessions(const config::Config& cfg, admission::Admission& adm, ExeOf exe_of,
+                               StartOf start_of)
+    : cfg_(cfg), adm_(adm), exe_of_(std::move(exe_of)), start_of_(std::move(start_of)) {}
+
+void EngineSessions::joined(EngineId id, const EngineSession& s) {
+  const std::uint64_t start = start_of_(s.cred.pid).value_or(0);
+  auto it = processes_.begin();
+  while (it != processes_.end() &&
+         !(it->second.pid == s.cred.pid && it->second.start_time == start && it->second.name == s.name))
+    ++it;
+  if (it == processes_.end()) it = processes_.emplace(next_process_++, EngineProcess{s.name, s.cred.pid, start}).first;
+  EngineProcess& p = it->second;
+  ++p.sessions;
+  ++p.open;
+  origins_[id] = Origin{it->first, p.pid, p.sessions, p.closed};
+}
+
+void EngineSessions::left(EngineId id, const admission::EngineStats& stats, Nanos now) {
+  if (auto o = origins_.find(id); o != origins_.end()) {
+    if (auto p = processes_.find(o->second.process); p != processes_.end()) {
+      admission::accumulate(p->second.closed, stats);
+      --p->second.open;
+      p->second.last_closed = now;
+    }
+  }
+  // Bounded: an entry admission no longer keeps is never reported; a process none of
+  // whose sessions is connected is forgotten once more than kProcessesKept are (oldest
+  // closed first), and its next session, if any, starts its counters afresh.
+  std::erase_if(origins_, [this](const auto& o) { return adm_.engine(o.first) == nullptr; });
+  std::size_t idle = 0;
+  for (const auto& [key, p] : processes_) idle += p.open == 0;
+  while (idle > kProcessesKept) {
+    auto oldest = processes_.end();
+    for (auto it = processes_.begin(); it != processes_.end(); ++it)
+      if (it->second.open == 0 && (oldest == processes_.end() || it->second.last_closed < oldest->second.last_closed))
+        oldest = it;
+    processes_.erase(oldest);
+    --idle;
+  }
+}
+
+std::optional<EngineTotals> EngineSessions::totals(EngineId id) const {
+  const auto o = origins_.find(id);
+  const admission::EngineState* e = adm_.engine(id);
+  if (o == origins_.end() || e == nullptr) return std::nullopt;
+  EngineTotals t{o->second.pid, o->second.session, o->second.before};
+  admission::accumulate(t.stats, e->stats);
+  return t;
+}
 
 std::string EngineSessions::refuse_hello(Throttle& t, std::uint64_t id, EngineSession& s, const std::string& why,
                                          Nanos now, const Send& send) {
@@ -63,6 +110,7 @@ EngineSessions::Outcome EngineSessions::hello(std::uint64_t id, EngineSession& s
   s.welcomed = true;
   s.engine = *eid;
   s.name = h.name;
+  joined(*eid, s);
   RIPPLE_LOG_INFO("engine {} (pid {}, uid {}) joined as {} with {} unit(s)", h.name, s.cred.pid, s.cred.uid,
                   admission::to_string(adm_.engine(*eid)->spec.kind), h.units.size());
   const config::AgentSection& a = cfg_.agent;
@@ -118,6 +166,7 @@ bool EngineSessions::close(const EngineSession& s, Nanos now) {
     gone_.grants += e->stats.grants;
     gone_.bytes += static_cast<std::uint64_t>(e->stats.bytes);
     gone_.works_done += e->stats.works_done;
+    left(s.engine, e->stats, now);
   }
   return true;
 }

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -44,13 +45,41 @@ struct GoneEngines {
   std::uint64_t count = 0, grants = 0, bytes = 0, works_done = 0;
 };
 
+// One engine process across its sessions. An interposer renews its session when its
+// catalog or chunk size changes, and each session is a fresh engine entry in admission
+// whose counters start at zero; but the counters belong to the engine, not the socket.
+// A process is its name, its pid and the pid's start time (a reused pid starts afresh).
+struct EngineProcess {
+  std::string name;
+  pid_t pid = 0;
+  std::uint64_t start_time = 0;  // /proc/PID/stat starttime; 0 where unknown
+  std::uint64_t sessions = 0;    // welcomed sessions so far, open ones included
+  std::uint64_t open = 0;        // of which still connected
+  admission::EngineStats closed;  // summed over its closed sessions
+  Nanos last_closed = 0;
+};
+
+// An engine entry's place in its process: the process's counters over every session up
+// to this one, this one included (for a gone entry: as they were when it closed).
+struct EngineTotals {
+  pid_t pid = 0;
+  std::uint64_t session = 0;  // this entry is the process's session-th session (1-based)
+  admission::EngineStats stats;
+};
+
 class EngineSessions {
  public:
   using Send = std::function<bool(const engine::Message&)>;
   using ExeOf = std::function<std::optional<std::pair<dev_t, ino_t>>(pid_t)>;
+  using StartOf = std::function<std::optional<std::uint64_t>(pid_t)>;
 
-  // `cfg` and `adm` outlive it; `exe_of` reads a peer's executable (exe_identity).
-  EngineSessions(const config::Config& cfg, admission::Admission& adm, ExeOf exe_of = exe_identity);
+  // Engine processes remembered once none of their sessions is connected (oldest out).
+  static constexpr std::size_t kProcessesKept = 64;
+
+  // `cfg` and `adm` outlive it; `exe_of` reads a peer's executable (exe_identity),
+  // `start_of` its start time (process_start_time).
+  EngineSessions(const config::Config& cfg, admission::Admission& adm, ExeOf exe_of = exe_identity,
+                 StartOf start_of = process_start_time);
 
   struct Outcome {
     std::string close;      // non-empty: close the session, for this reason
@@ -70,6 +99,9 @@ class EngineSessions {
   std::uint64_t unconfigured_admitted() const { return unconfigured_admitted_; }
   std::uint64_t deadline_claims_downgraded() const { return deadline_claims_downgraded_; }
   const GoneEngines& gone() const { return gone_; }
+  // The counters of engine entry `id`'s process over its sessions so far (this one
+  // included), or nothing for an entry no session of this object made.
+  std::optional<EngineTotals> totals(EngineId id) const;
 
  private:
   Outcome hello(std::uint64_t id, EngineSession& s, const engine::Hello& h, Nanos now, const Send& send);
@@ -86,6 +118,19 @@ class EngineSessions {
   std::uint64_t unconfigured_admitted_ = 0, deadline_claims_downgraded_ = 0;
   bool said_unconfigured_ = false;
   GoneEngines gone_;
+  struct Origin {
+    std::uint64_t process;          // key of processes_
+    pid_t pid;
+    std::uint64_t session;          // its ordinal in the process
+    admission::EngineStats before;  // the process's closed sessions when it began
+  };
+  void joined(EngineId id, const EngineSession& s);
+  void left(EngineId id, const admission::EngineStats& stats, Nanos now);
+
+  StartOf start_of_;
+  std::map<std::uint64_t, EngineProcess> processes_;  // by a serial: the order they came
+  std::uint64_t next_process_ = 0;
+  std::map<EngineId, Origin> origins_;  // the entries admission still keeps
 };
 
 }  // namespace ripple::daemon

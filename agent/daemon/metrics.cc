@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -169,8 +171,15 @@ std::string render(const json& s) {
   }
 
   if (at(s, "engines").is_array()) {
-    for (const json& x : s["engines"]) {
-      if (!at(x, "name").is_string()) continue;
+    std::set<std::string> named;
+    for (const json& e_x : s["engines"]) {
+      if (!at(e_x, "name").is_string()) continue;
+      // One series per engine name: the first listed (connected first, then the most
+      // recently gone), with its process's counters over all its sessions ("total"), so
+      // a counter does not fall back to zero when the engine renews its session.
+      if (!named.insert(e_x["name"].get<std::string>()).second) continue;
+      json x = e_x;
+      if (at(e_x, "total").is_object()) x.update(e_x["total"]);
       const Labels l{{"engine", x["name"].get<std::string>()}, {"kind", at(x, "kind").is_string() ? x["kind"].get<std::string>() : ""}};
       e.add_if("ripple_engine_connected", gauge, "1 if the engine is connected.", l, at(x, "connected"));
       e.add_if("ripple_engine_grants_total", counter, "Grants given.", l, at(x, "grants"));

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/pricing/chunk.h"
 #include "agent/pricing/percentile.h"
 
 namespace ripple::daemon {
@@ -16,6 +17,23 @@ namespace {
 
 double ms(Nanos ns) { return static_cast<double>(ns) / 1e6; }
 double us(Nanos ns) { return static_cast<double>(ns) / 1e3; }
+
+// An engine's counters, as status lists them (per entry, and per process in "total").
+void put_counters(json& x, const admission::EngineStats& s) {
+  x["grants"] = s.grants;
+  x["successors"] = s.successors;
+  x["stale"] = s.stale;
+  x["for_release"] = s.for_release;
+  x["units"] = s.units;
+  x["bytes"] = s.bytes;
+  x["works_done"] = s.works_done;
+  x["deadline_misses"] = s.deadline_misses;
+  x["late_ends"] = s.late_ends;  // grants that ended > 1 ms after their predicted end
+  x["late_max_ms"] = ms(s.late_max);
+  x["busy_s"] = static_cast<double>(s.busy) / 1e9;  // union of the grants' GPU intervals
+  x["queued"] = s.queued;  // grants that ran queued behind the one before
+  x["wait_ms"] = {{"budget", ms(s.wait_budget)}, {"decision", ms(s.wait_decision)}, {"delivery", ms(s.wait_delivery)}};
+}
 
 }  // namespace
 
@@ -39,6 +57,8 @@ json status_json(const StatusInputs& in, Nanos now) {
   j["uptime_s"] = static_cast<double>(now - in.started) / 1e9;
   const pricing::Bytes b = ledger.budget(now);
   j["budget_bytes"] = b == admission::kUnlimitedBytes ? json(nullptr) : json(b);
+  // What the Welcome and every Grant carry now (0: no suggestion yet; pricing.chunk_bytes).
+  j["chunk_bytes"] = pricing::suggest_chunk_bytes(ledger);
   j["decision_latency_us"] = {{"p50", us(in.decision_latency.percentile(50))},
                               {"p99", us(in.decision_latency.percentile(99))},
                               {"max", us(in.decision_latency.percentile(100))},
@@ -124,23 +144,22 @@ json status_json(const StatusInputs& in, Nanos now) {
     x["id"] = e.id;
     x["kind"] = std::string(admission::to_string(e.spec.kind));
     x["connected"] = e.connected;
-    x["grants"] = s.grants;
-    x["successors"] = s.successors;
-    x["stale"] = s.stale;
-    x["for_release"] = s.for_release;
-    x["units"] = s.units;
-    x["bytes"] = s.bytes;
-    x["works_done"] = s.works_done;
-    x["deadline_misses"] = s.deadline_misses;
-    x["late_ends"] = s.late_ends;  // grants that ended > 1 ms after their predicted end
-    x["late_max_ms"] = ms(s.late_max);
-    x["busy_s"] = static_cast<double>(s.busy) / 1e9;  // union of the grants' GPU intervals
-    x["queued"] = s.queued;  // grants that ran queued behind the one before
+    put_counters(x, s);  // this session's
     x["scale"] = e.scale;
     x["queued_scale"] = e.queued_scale;
     x["start_lag_ms"] = ms(e.start_lag);  // decision -> start of a grant to an idle engine
     x["throughput_gbps"] = alive_s > 0 ? static_cast<double>(s.bytes) / 1e9 / alive_s : 0.0;
-    x["wait_ms"] = {{"budget", ms(s.wait_budget)}, {"decision", ms(s.wait_decision)}, {"delivery", ms(s.wait_delivery)}};
+    // The engine process's counters over its sessions so far, this one included: an
+    // interposer renews its session (new catalog, new chunk size) and each session is a
+    // new entry whose own counters start at zero. A reader that differences two status
+    // replies takes "total" of the same pid (Documentation/agent.md, "Control").
+    if (const auto t = in.engines.totals(e.id)) {
+      x["pid"] = t->pid;
+      x["session"] = t->session;
+      json total;
+      put_counters(total, t->stats);
+      x["total"] = std::move(total);
+    }
     x["wait"] = {{"cause", std::string(admission::to_string(e.wait.cause))}, {"detail", admission::describe(e.wait, now)}};
     engines.push_back(std::move(x));
   }

@@ -21,6 +21,7 @@ Bytes suggest_chunk_bytes(std::span<const Bytes> allowances) {
 }
 
 Bytes suggest_chunk_bytes(const Ledger& ledger) {
+  if (ledger.params().chunk_bytes > 0) return ledger.params().chunk_bytes;  // pricing.chunk_bytes
   std::vector<Bytes> allowances;
   for (TaskId k = 0; k < ledger.task_count(); ++k)
     if (const Estimator& e = ledger.task(k); e.has_priced() && !e.exempt()) allowances.push_back(e.base_allowance());

@@ -35,7 +35,8 @@ Bytes suggest_chunk_bytes(std::span<const Bytes> allowances);
 
 class Ledger;
 // The suggestion over the ledger's tasks: the base allowances of those priced so far and
-// not exempt (what the agent's Welcome and every Grant carry).
+// not exempt (what the agent's Welcome and every Grant carry); Params::chunk_bytes instead
+// where it is set (pricing.chunk_bytes: a fixed size, for an A/B against the suggestion).
 Bytes suggest_chunk_bytes(const Ledger& ledger);
 
 }  // namespace ripple::pricing

@@ -89,6 +89,8 @@ const std::vector<Key>& keys() {
        [](double v, Params& p) { return set_nanos(p.grant_horizon, v * 1e6); }},
       {"drift_z", Kind::kFloat, "standard errors",
        [](double v, Params& p) { p.drift_z = v; return std::string(); }},
+      {"chunk_bytes", Kind::kInt, "bytes (0: suggested)",
+       [](double v, Params& p) { return set_nanos(p.chunk_bytes, v); }},
   };
   return k;
 }

@@ -1,6 +1,8 @@
 #include "agent/pricing/params.h"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -51,6 +53,10 @@ std::string validate(const Params& p) {
   if (!(p.idle_periods >= 0) || !std::isfinite(p.idle_periods))
     return fmt::format("idle_periods must be >= 0 (got {})", p.idle_periods);
   if (p.grant_horizon < 0) return fmt::format("grant_horizon must be >= 0 (got {} ns)", p.grant_horizon);
+  if (p.chunk_bytes != 0 && (p.chunk_bytes < kMinFixedChunk || p.chunk_bytes > kMaxFixedChunk ||
+                             !std::has_single_bit(static_cast<std::uint64_t>(p.chunk_bytes))))
+    return fmt::format("chunk_bytes must be 0 (suggested) or a power of two from 1 MiB to 1 GiB (got {})",
+                       p.chunk_bytes);
   return {};
 }
 

@@ -69,6 +69,8 @@ inline constexpr double kDefaultIdlePeriods = 1.0;
 inline constexpr int kDefaultCertifyPasses = 50;
 inline constexpr Nanos kDefaultGrantHorizon = 18 * kNsPerMs;  // H
 inline constexpr double kDefaultDriftZ = 2.0;                 // kappa_LS - 2 SE
+inline constexpr Bytes kMinFixedChunk = Bytes{1} << 20;       // pricing.chunk_bytes's range
+inline constexpr Bytes kMaxFixedChunk = Bytes{1} << 30;
 
 struct Params {
   int intercept_window = kDefaultInterceptWindow;
@@ -107,6 +109,9 @@ struct Params {
   int certify_passes = kDefaultCertifyPasses;
   Nanos grant_horizon = kDefaultGrantHorizon;
   double drift_z = kDefaultDriftZ;
+  // The chunk size the agent tells the engines (chunk.h): 0, the suggestion from the
+  // allowances; else this fixed size (a power of two), e.g. for an A/B against it.
+  Bytes chunk_bytes = 0;
 };
 
 // One protected task's contract (§3) and optional solo profile (App. C warm-up).

@@ -14,6 +14,11 @@
 #      not only between jobs), and the fluid bound is positive
 #   5  the Table-7 markdown has the ripple, unmanaged and bound rows, ✗ only on unmanaged
 #   6  bad options are refused with one line naming the option, exit 2
+#   7  the LLM stand-in renews its session every 1.5 s (as the interposer does when the chunk
+#      size or its catalog changes): the agent's per-engine columns still add up over the
+#      sessions (unmanaged: the LLM busy most of the window, not a negative or a fraction),
+#      and a variant's fixed chunk size (pricing.chunk_bytes) is what the agent tells the
+#      engines in its run only (the A/B of issue 12)
 set -uo pipefail
 O=${O:-build}
 B=$(cd "$O" && pwd)
@@ -23,7 +28,7 @@ trap 'rm -rf "$tmp"' EXIT
 n=0 failed=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); failed=1; echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
-echo "1..6"
+echo "1..7"
 
 O=$B "$B/bin/ripple-bench" --quick --backend plant --policies ripple,unmanaged --k 2 --no-plots \
   --check-claim --out "$tmp/out" > "$tmp/stdout" 2> "$tmp/stderr"
@@ -103,5 +108,33 @@ if [ "$c1" = 2 ] && [ "$e1" = "ripple-bench: error: --k: 0.5 outside [1, 10]" ] 
   ok "bad options refused: ${e1#ripple-bench: error: }; ${e3#ripple-bench: error: }; ${e5#ripple-bench: error: }"
 else
   not_ok "bad options refused" "$c1 $e1" "$c2 $e2" "$c3 $e3" "$c4 $e4" "$c5 $e5" "$c6 $e6" "$c7 $e7" "$c8 $e8" "$c9 $e9" "$c10 $e10"
+fi
+
+O=$B "$B/bin/ripple-bench" --backend plant --policies unmanaged,ripple+c32 \
+  --variant ripple+c32:pricing.chunk_bytes=33554432 --k 2 --eps 0.05 --runs 1 --prep-s 2 --score-s 6 \
+  --profile-s 3 --llm-renew-s 1.5 --no-plots --out "$tmp/renew" > "$tmp/renew.stdout" 2> "$tmp/renew.stderr"
+rc=$?
+renew=$(python3 - "$tmp/renew/results.json" <<'PY' 2>&1
+import json, sys
+s = json.load(open(sys.argv[1]))
+p = {x["policy"]: x for x in s["points"]}
+u, c = p["unmanaged"], p["ripple+c32"]
+def sessions(pt):   # the LLM's session ordinal in the last sample of the run
+    return max((row["engines"].get("llm") or {}).get("session") or 0 for row in pt["timelines"][0]["samples"])
+def chunks(pt):
+    return sorted({row.get("chunk_bytes") for row in pt["timelines"][0]["samples"]} - {None})
+print(u["gaps"]["busy"], u["llm_grants"]["grants"], sessions(u), sessions(c), c["gaps"]["busy"],
+      ",".join(map(str, chunks(c))), ",".join(map(str, chunks(u))) or "none")
+PY
+)
+read -r u_busy u_grants u_sess c_sess c_busy c_chunks u_chunks <<< "$renew"
+if [ "$rc" = 0 ] && awk -v ub="${u_busy:-nan}" -v g="${u_grants:-0}" -v us="${u_sess:-0}" -v cs="${c_sess:-0}" \
+     -v cb="${c_busy:-nan}" 'BEGIN { exit !(ub != "nan" && ub >= 0.5 && ub <= 1 && g > 0 && us >= 4 && cs >= 4 &&
+                                          cb != "nan" && cb >= 0 && cb <= 1) }' &&
+   [ "$c_chunks" = 33554432 ] && ! echo ",$u_chunks," | grep -q ',33554432,'; then
+  ok "session renewed every 1.5 s (LLM session $u_sess at the end): unmanaged busy $u_busy, $u_grants grants; ripple+c32 busy $c_busy, chunk $c_chunks (unmanaged: $u_chunks)"
+else
+  not_ok "per-engine columns across session renewals, and the variant's chunk size" "rc=$rc" "$renew" \
+    "$(tail -3 "$tmp/renew.stderr")"
 fi
 exit $failed

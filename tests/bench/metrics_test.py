@@ -11,6 +11,10 @@ from benchlib import metrics, report  # noqa: E402
 cases = []
 
 
+class Skip(Exception):
+    """A case that cannot run here: TAP `# SKIP` with the reason."""
+
+
 def case(f):
     cases.append(f)
     return f
@@ -114,6 +118,29 @@ def fluid_bound():
 
 
 @case
+def vlm_host_bytes_and_llm_share_reported():
+    """Tests that a point reports the VLM's granted GB/s, its late frames over those judged,
+    and the LLM's share of both engines' granted bytes, in results and in the per-point table."""
+    import types
+    o = types.SimpleNamespace(ks=[1.5], policies=["ripple"], eps=0.02, variants={}, runs=2, prep_s=1.0,
+                              ripple_prep_s=1.0, score_s=10.0)
+    run = lambda rep, llm_b, vlm_b, late: types.SimpleNamespace(
+        policy="ripple", k=1.5, rep=rep, deadlines_ms={"a": 50.0}, jobs={"a": [job(0, 0, 0, 10)]},
+        llm={"bytes": llm_b, "grants": 1}, vlm={"bytes": vlm_b, "works_done": 2, "deadline_misses": late},
+        gaps={}, llm_tok_s=1.0, llm_gbps=llm_b / 1e10, score_s=10.0, timeline=[], perturbations=[], t0_rel_s=0.0)
+    b = types.SimpleNamespace(o=o, tasks=[types.SimpleNamespace(name="a", period_ms=100.0)], mix_name="M",
+                              layout="l", gpu=None, profile={"a": [job(0, 0, 0, 10)]}, bound=lambda k: 2.0,
+                              results=[run(0, 60e9, 20e9, 0), run(1, 60e9, 40e9, 1)])
+    s = report.summarize(b, True)
+    p = s["points"][0]
+    assert abs(p["vlm_gbps"] - 3.0) < 1e-9 and abs(p["llm_byte_share"] - 2 / 3) < 1e-9, p
+    assert (p["vlm_misses"], p["vlm_frames"], p["feasible"]) == (1, 4, False), p
+    md = report.markdown_table(s)
+    assert "| VLM late | tok/s | GB/s | VLM GB/s | LLM share |" in md, md
+    assert "| 1/4 | 1.00 | 6.000 | 3.000 | 66.67 |" in md, md
+
+
+@case
 def table7_folds_cap_levels():
     """Tests that cap-x levels fold into one row: the best feasible level, else the lowest DMR."""
     pt = lambda pol, tok, dmr, feas: {"policy": pol, "k": 1.5, "llm_tok_s": tok, "worst_dmr": dmr, "feasible": feas,
@@ -205,6 +232,79 @@ def engine_delta_counts_the_window():
     assert metrics.engine_delta(s0, s1, "other") == {k: 0 for k in d}, metrics.engine_delta(s0, s1, "other")
 
 
+def renewed_status(pid0=7, pid1=7, total=True):
+    """Status replies around a session renewal: at the start the LLM's first session (id 0,
+    its own counters = its process's), at the end its second (id 2, own counters restarted
+    at zero) listed before the gone first one, as the agent lists them."""
+    def entry(eid, connected, own, tot, pid, session):
+        busy, b, grants, works = own
+        e = {"name": "llm", "id": eid, "connected": connected, "busy_s": busy, "grants": grants, "works_done": works,
+             "bytes": 10 * grants, "wait_ms": {"budget": b, "decision": 0.0, "delivery": 0.0}}
+        if total:
+            tb, tbw, tg, tw = tot
+            e.update(pid=pid, session=session,
+                     total={"busy_s": tb, "grants": tg, "works_done": tw, "bytes": 10 * tg,
+                            "wait_ms": {"budget": tbw, "decision": 0.0, "delivery": 0.0}})
+        return e
+    s0 = {"engines": [entry(0, True, (2.0, 500.0, 20, 2), (2.0, 500.0, 20, 2), pid0, 1)]}
+    # 4 s busy and 1 s of budget wait in the first session after the start, 3 s and 0.5 s
+    # in the second: 7 s busy and 1.5 s budget wait of a 10 s window.
+    s1 = {"engines": [entry(2, True, (3.0, 500.0, 30, 3), (9.0, 2000.0, 90, 9), pid1, 2),
+                      entry(0, False, (6.0, 1500.0, 60, 6), (6.0, 1500.0, 60, 6), pid0, 1)]}
+    return s0, s1
+
+
+@case
+def engine_columns_span_a_session_renewal():
+    """Tests that the gap breakdown and the engine's counters over a window in which the engine
+    renewed its session are its process's totals (both sessions), not the new session's
+    restarted counters less the old one's (a negative busy time)."""
+    s0, s1 = renewed_status()
+    g = metrics.gap_breakdown(s0, s1, "llm", 10.0)
+    assert abs(g["busy"] - 0.7) < 1e-9 and abs(g["budget"] - 0.15) < 1e-9 and abs(g["other"] - 0.15) < 1e-9, g
+    d = metrics.engine_delta(s0, s1, "llm")
+    assert (d["grants"], d["works_done"], d["bytes"]) == (70, 7, 700), d
+
+
+@case
+def engine_columns_refused_across_another_process():
+    """Tests that a window whose engine is another process at its end (a restart), or, from an
+    agent without per-process totals, another session, raises CountersReset naming both ends,
+    and that the bench then leaves those columns out (nan, no gap breakdown) with a warning."""
+    s0, s1 = renewed_status(pid0=7, pid1=8)
+    for f in (lambda: metrics.gap_breakdown(s0, s1, "llm", 10.0), lambda: metrics.engine_delta(s0, s1, "llm")):
+        try:
+            f()
+        except metrics.CountersReset as e:
+            assert "pid 7 at the window's start, 8 at its end" in str(e), e
+        else:
+            raise AssertionError("no CountersReset")
+    o0, o1 = renewed_status(total=False)
+    try:
+        metrics.engine_delta(o0, o1, "llm")
+    except metrics.CountersReset as e:
+        assert "session 0 at the window's start, 2 at its end" in str(e), e
+    else:
+        raise AssertionError("no CountersReset")
+    import importlib.machinery
+    import importlib.util
+    import io
+    import contextlib
+    path = str(Path(__file__).resolve().parents[2] / "tools/bench/ripple-bench/ripple-bench")
+    spec = importlib.util.spec_from_loader("ripple_bench", importlib.machinery.SourceFileLoader("ripple_bench", path))
+    rb = importlib.util.module_from_spec(spec)
+    sys.modules["ripple_bench"] = rb   # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(rb)
+    except SystemExit:   # no tomli_w in this Python: the bench itself cannot run here
+        raise Skip("the bench's part needs tomli_w (run with /usr/bin/python3)") from None
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        llm, vlm, gaps = rb.Bench.engine_columns(None, "ripple", 1.5, s0, s1, 10.0)
+    assert gaps == {} and math.isnan(llm["grants"]) and vlm["grants"] == 0, (llm, vlm, gaps)
+    assert "warning: ripple k=1.5: engine llm: pid 7" in err.getvalue(), err.getvalue()
+
+
 @case
 def hf_llm_engine_runs_unmodified_with_learned_units():
     """Tests the --llm-engine hf plumbing of the GPU backend without a GPU: the LLM is
@@ -244,9 +344,12 @@ def hf_llm_engine_runs_unmodified_with_learned_units():
                 return types.SimpleNamespace(poll=lambda: None)
 
         os.environ["RIPPLE_BOUNDARIES"] = "nvtx"   # inherited by the VLM's override only
+        (d / "vlm.json").write_text('{"units": [{"name": "visual.blocks.0", "bytes": 3000}, '
+                                    '{"name": "model.layers.0", "bytes": 4000}]}')
         try:
             g = gpu.GpuEngines(Bench(), d / "gpu")
             g.record()
+            assert g.vlm_unit_bytes == 7000, g.vlm_unit_bytes   # its units' host copies, each once
             g.start(Procs(), 100)
         finally:
             del os.environ["RIPPLE_BOUNDARIES"]
@@ -291,6 +394,8 @@ for i, f in enumerate(cases, 1):
     try:
         f()
         print(f"ok {i} - {f.__name__}")
+    except Skip as e:
+        print(f"ok {i} - {f.__name__} # SKIP {e}")
     except Exception as e:  # noqa: BLE001
         failed = 1
         print(f"not ok {i} - {f.__name__}: {type(e).__name__}: {e}")

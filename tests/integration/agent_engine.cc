@@ -46,7 +46,7 @@ void on_signal(int) { g_stop = 1; }
 struct Opts {
   std::string socket = "/run/ripple/engine.sock", name = "llm", kind = "best-effort", plant, plant_create;
   double unit_mb = 2, rate_gbps = 1, period_ms = 0, deadline_ms = 0, duration_s = 10, tick_us = 200, spin_us = 0;
-  double copy_in = 0;
+  double copy_in = 0, renew_s = 0;
   unsigned units = 8, rtt = 0, crash_after = 0, churn = 0, flood_works = 0;
   bool garbage = false, quiet = false;
   long agent_uid = -1;  // -1: this process's own uid (besides root)
@@ -110,10 +110,14 @@ int main(int argc, char** argv) {
   app.add_option("--agent-uid", o.agent_uid, "the agent must run as root or this uid (default: this process's)");
   app.add_option("--copy-in", o.copy_in, "pipelined: copy-in share of each unit's bytes (0: serial)")
       ->check(CLI::Range(0.0, 0.95));
+  app.add_option("--renew-s", o.renew_s,
+                 "renew the session every S s, between passes: Bye, then a new Hello, as the interposer "
+                 "does when its catalog or chunk size changes (0: never)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--quiet", o.quiet);
   CLI11_PARSE(app, argc, argv);
-  if (o.copy_in > 0 && (o.rtt != 0 || o.crash_after != 0)) {
-    std::fprintf(stderr, "agent_engine: --copy-in does not combine with --rtt or --crash-after\n");
+  if (o.copy_in > 0 && (o.rtt != 0 || o.crash_after != 0 || o.renew_s > 0)) {
+    std::fprintf(stderr, "agent_engine: --copy-in does not combine with --rtt, --crash-after or --renew-s\n");
     return 2;
   }
 
@@ -204,6 +208,8 @@ int main(int argc, char** argv) {
   std::uint64_t passes = 0, late = 0, grants = 0, bytes = 0;
   const std::uint64_t t_end = monotonic_ns() + static_cast<std::uint64_t>(o.duration_s * 1e9);
   std::uint64_t next_release = monotonic_ns();
+  const std::uint64_t renew_ns = static_cast<std::uint64_t>(o.renew_s * 1e9);
+  std::uint64_t next_renew = monotonic_ns() + renew_ns, renewals = 0;
   std::string bye;
   // The agent left (whichever call noticed first): fail-open, loudly, with its reason.
   auto lose_agent = [&](const std::string& why) {
@@ -259,6 +265,18 @@ int main(int argc, char** argv) {
       while (!g_stop && monotonic_ns() < next_release) sleep_ns(std::min<std::uint64_t>(next_release - monotonic_ns(), 50'000'000));
       if (g_stop) break;
     }
+    if (managed && renew_ns > 0 && monotonic_ns() >= next_renew) {
+      client->reset();  // Bye first, then the new Hello: the interposer's order
+      client = ripple::engine::Client::connect(o.socket, hello, 2000, agent);
+      if (!client) {
+        managed = false;
+        bye = client.error().message;
+        std::fprintf(stderr, "agent_engine %s: renewal failed (%s): running UNMANAGED (fail-open)\n",
+                     o.name.c_str(), bye.c_str());
+      }
+      ++renewals;
+      next_renew = monotonic_ns() + renew_ns;
+    }
     const std::uint64_t release = monotonic_ns();
     const std::uint64_t deadline = bound ? release + hello.deadline_ns : 0;
     next_release = release + hello.period_ns;
@@ -309,10 +327,11 @@ int main(int argc, char** argv) {
                 pct(rtt_us, 50), pct(rtt_us, 99), pct(rtt_us, 100));
   }
   if (!o.quiet)
-    std::printf("RESULT engine=%s passes=%llu late=%llu grants=%llu gb=%.3f managed_at_end=%d bye=\"%s\"\n",
+    std::printf("RESULT engine=%s passes=%llu late=%llu grants=%llu gb=%.3f managed_at_end=%d renewals=%llu "
+                "bye=\"%s\"\n",
                 o.name.c_str(), static_cast<unsigned long long>(passes), static_cast<unsigned long long>(late),
                 static_cast<unsigned long long>(grants), static_cast<double>(bytes) / 1e9, managed ? 1 : 0,
-                bye.c_str());
+                static_cast<unsigned long long>(renewals), bye.c_str());
   if (plant && !o.plant_create.empty()) shm_unlink(plant.name().c_str());
   return 0;
 }

@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,9 +38,24 @@ engine::WorkMsg work(std::uint64_t id, std::uint32_t units) {
 struct Sessions : DaemonFixture {
   explicit Sessions(EngineSessions::ExeOf exe_of = exe_identity) : exe_of_(std::move(exe_of)) {}
   EngineSessions& es() {
-    if (!es_) es_ = std::make_unique<EngineSessions>(cfg, *adm, exe_of_);
+    if (!es_)
+      es_ = std::make_unique<EngineSessions>(cfg, *adm, exe_of_, [this](pid_t pid) -> std::optional<std::uint64_t> {
+        const auto it = start_times.find(pid);
+        return it == start_times.end() ? std::nullopt : std::optional<std::uint64_t>(it->second);
+      });
     return *es_;
   }
+  // One granted unit of session `s` run to its Done at `t` (1 ms of GPU time).
+  void run_one_grant(EngineSession& s, admission::Nanos t) {
+    ASSERT_TRUE(send(s, work(++work_id, 1), t).point);
+    const admission::Decision d = adm->decide(t);
+    ASSERT_EQ(d.grants.size(), 1u);
+    ASSERT_TRUE(adm->on_sent(d.grants[0].engine, d.grants[0].id, t));
+    ASSERT_TRUE(send(s, engine::StartMsg{d.grants[0].id}, t).point);
+    ASSERT_TRUE(send(s, engine::DoneMsg{d.grants[0].id, 1'000'000}, t + 1 * kMs).point);
+  }
+  std::map<pid_t, std::uint64_t> start_times;  // the injected /proc/PID/stat start times
+  std::uint64_t work_id = 0;
   EngineSessions::Outcome send(EngineSession& s, const engine::Message& m, admission::Nanos now = 0) {
     return es().handle(7, s, m, now, [this](const engine::Message& reply) {
       sent.push_back(reply);
@@ -197,6 +214,97 @@ TEST(EngineSessions, CloseCountsTheEngineGone) {
   EXPECT_EQ(f.es().gone().grants, d.grants.size());
   EXPECT_EQ(f.es().gone().bytes, 2u * 100'000'000u);
   EXPECT_FALSE(f.adm->engine(s.engine)->connected);
+}
+
+// Tests that when an engine process renews its session (a new catalog or chunk size: a
+// new engine entry whose own counters start at zero) its totals go on from the closed
+// session's, and that the gone entry keeps the totals it had when it closed.
+TEST(EngineSessions, RenewedSessionKeepsTheProcessCounters) {
+  Sessions f;
+  f.start_times[42] = 1000;
+  EngineSession first;
+  first.cred.pid = 42;
+  ASSERT_TRUE(f.send(first, hello("llm")).close.empty());
+  f.run_one_grant(first, 10 * kMs);
+  f.run_one_grant(first, 20 * kMs);
+  ASSERT_TRUE(f.es().close(first, 30 * kMs));
+
+  EngineSession second;
+  second.cred.pid = 42;
+  ASSERT_TRUE(f.send(second, hello("llm")).close.empty());
+  ASSERT_NE(second.engine, first.engine);
+  EXPECT_EQ(f.adm->engine(second.engine)->stats.grants, 0u);  // the session's own counters restart
+  auto t = f.es().totals(second.engine);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->pid, 42);
+  EXPECT_EQ(t->session, 2u);
+  EXPECT_EQ(t->stats.grants, 2u);
+  EXPECT_EQ(t->stats.works_done, 2u);
+  EXPECT_EQ(t->stats.bytes, 2 * 100'000'000);
+  EXPECT_EQ(t->stats.busy, 2 * kMs);
+
+  f.run_one_grant(second, 40 * kMs);
+  t = f.es().totals(second.engine);
+  EXPECT_EQ(t->stats.grants, 3u);
+  EXPECT_EQ(t->stats.bytes, 3 * 100'000'000);
+  EXPECT_EQ(t->stats.busy, 3 * kMs);
+  const auto gone = f.es().totals(first.engine);
+  ASSERT_TRUE(gone.has_value());
+  EXPECT_EQ(gone->session, 1u);
+  EXPECT_EQ(gone->stats.grants, 2u);
+}
+
+// Tests that another process under the same name, and a reused pid (another start
+// time), start their counters afresh.
+TEST(EngineSessions, AnotherProcessStartsAfresh) {
+  Sessions f;
+  f.start_times[42] = 1000;
+  f.start_times[43] = 1000;
+  EngineSession a;
+  a.cred.pid = 42;
+  ASSERT_TRUE(f.send(a, hello("llm")).close.empty());
+  f.run_one_grant(a, 10 * kMs);
+  ASSERT_TRUE(f.es().close(a, 20 * kMs));
+
+  EngineSession other;
+  other.cred.pid = 43;
+  ASSERT_TRUE(f.send(other, hello("llm")).close.empty());
+  EXPECT_EQ(f.es().totals(other.engine)->session, 1u);
+  EXPECT_EQ(f.es().totals(other.engine)->stats.grants, 0u);
+
+  f.start_times[42] = 2000;  // pid 42 exited and was given to a new process
+  EngineSession reused;
+  reused.cred.pid = 42;
+  ASSERT_TRUE(f.send(reused, hello("llm")).close.empty());
+  EXPECT_EQ(f.es().totals(reused.engine)->session, 1u);
+  EXPECT_EQ(f.es().totals(reused.engine)->stats.grants, 0u);
+
+  EngineSession vlm;  // and the same process under another name is another engine
+  vlm.cred.pid = 43;
+  ASSERT_TRUE(f.send(vlm, hello("vlm")).close.empty());
+  EXPECT_EQ(f.es().totals(vlm.engine)->session, 1u);
+}
+
+// Tests that the processes remembered are bounded: once more than kProcessesKept have no
+// session connected, the one gone longest is forgotten (its next session starts afresh)
+// while a more recent one is still continued.
+TEST(EngineSessions, RememberedProcessesAreBounded) {
+  Sessions f;
+  const pid_t n = static_cast<pid_t>(EngineSessions::kProcessesKept) + 1;
+  for (pid_t pid = 1; pid <= n; ++pid) {
+    f.start_times[pid] = 5;
+    EngineSession s;
+    s.cred.pid = pid;
+    ASSERT_TRUE(f.send(s, hello("llm")).close.empty());
+    ASSERT_TRUE(f.es().close(s, pid * kMs));
+  }
+  EngineSession oldest, newest;
+  oldest.cred.pid = 1;
+  newest.cred.pid = n;
+  ASSERT_TRUE(f.send(oldest, hello("llm")).close.empty());
+  ASSERT_TRUE(f.send(newest, hello("llm")).close.empty());
+  EXPECT_EQ(f.es().totals(oldest.engine)->session, 1u);
+  EXPECT_EQ(f.es().totals(newest.engine)->session, 2u);
 }
 
 }  // namespace

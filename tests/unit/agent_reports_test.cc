@@ -2,6 +2,8 @@
 // explain rendered from hand-built state, with the tracer's facts given, not read.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "agent/daemon/reports.h"
@@ -86,6 +88,7 @@ TEST(Reports, StatusShowsTasksCountersAndRefusals) {
   EXPECT_EQ(j["refusals"]["uid_not_allowed"], 2);
   EXPECT_EQ(j["refusals"]["unconfigured"], 1);
   EXPECT_EQ(j["limits"]["max_queued_works"], 33);
+  EXPECT_EQ(j["chunk_bytes"], 64 << 20);  // the task is priced: the suggestion, at least 64 MiB
   EXPECT_DOUBLE_EQ(j["decision_latency_us"]["p50"].get<double>(), 2.0);
   EXPECT_EQ(j["tracer"]["attached"], false);
   EXPECT_EQ(j["tracer"]["events"], 4);
@@ -159,6 +162,55 @@ TEST(Reports, EnginesAndExplain) {
   ASSERT_EQ(x["engines"].size(), 1u);  // only connected engines wait
   EXPECT_EQ(x["engines"][0]["name"], "llm");
   EXPECT_FALSE(x["engines"][0]["cause"].get<std::string>().empty());
+}
+
+// Tests that each engine entry shows its process's pid, its session's ordinal and the
+// process's counters over its sessions ("total"), so that a reader differencing two
+// replies across a session renewal gets the grants of both sessions, not a negative.
+TEST(Reports, EngineTotalsSpanARenewedSession) {
+  Reports f;
+  auto ok = [](const engine::Message&) { return true; };
+  const engine::Hello h{"llm", engine::Kind::kBestEffort, 0, 0, 0, {{"layer", 100'000'000, 1'000'000}}};
+  auto one_grant = [&](EngineSession& s, std::uint64_t work_id, Nanos t) {
+    engine::WorkMsg w;
+    w.work_id = work_id;
+    w.units.assign(1, 0);
+    ASSERT_TRUE(f.engines.handle(1, s, w, t, ok).point);
+    const admission::Decision d = f.adm->decide(t);
+    ASSERT_EQ(d.grants.size(), 1u);
+    ASSERT_TRUE(f.adm->on_sent(d.grants[0].engine, d.grants[0].id, t));
+    ASSERT_TRUE(f.engines.handle(1, s, engine::StartMsg{d.grants[0].id}, t, ok).point);
+    ASSERT_TRUE(f.engines.handle(1, s, engine::DoneMsg{d.grants[0].id, 2'000'000}, t + 2 * kMs, ok).point);
+  };
+  EngineSession a;
+  a.cred.pid = ::getpid();  // a real process: its start time is read from /proc
+  ASSERT_TRUE(f.engines.handle(1, a, h, 0, ok).close.empty());
+  one_grant(a, 1, 10 * kMs);
+  one_grant(a, 2, 20 * kMs);
+  const json before = f.status(25 * kMs);
+  ASSERT_TRUE(f.engines.close(a, 30 * kMs));
+  EngineSession b;
+  b.cred.pid = ::getpid();
+  ASSERT_TRUE(f.engines.handle(2, b, h, 30 * kMs, ok).close.empty());
+  one_grant(b, 1, 40 * kMs);
+  const json after = f.status(50 * kMs);
+
+  const json& e0 = before["engines"][0];
+  EXPECT_EQ(e0["pid"], ::getpid());
+  EXPECT_EQ(e0["session"], 1);
+  EXPECT_EQ(e0["total"]["grants"], 2);
+  ASSERT_EQ(after["engines"].size(), 2u);
+  const json& e1 = after["engines"][0];  // the connected session, then the gone one
+  EXPECT_EQ(e1["connected"], true);
+  EXPECT_EQ(e1["pid"], ::getpid());
+  EXPECT_EQ(e1["session"], 2);
+  EXPECT_EQ(e1["grants"], 1);  // the session's own
+  EXPECT_EQ(e1["total"]["grants"], 3);
+  EXPECT_EQ(e1["total"]["works_done"], 3);
+  EXPECT_EQ(e1["total"]["bytes"], 300'000'000);
+  EXPECT_DOUBLE_EQ(e1["total"]["busy_s"].get<double>() - e0["total"]["busy_s"].get<double>(), 0.002);
+  EXPECT_EQ(after["engines"][1]["session"], 1);
+  EXPECT_EQ(after["engines"][1]["total"]["grants"], 2);
 }
 
 }  // namespace

@@ -248,6 +248,32 @@ TEST(MetricsTest, ValuesAndUnits) {
   EXPECT_EQ(s->value, 3);
 }
 
+// Tests that an engine listed twice (a renewed session and the gone one before it) is
+// one series, the connected entry's, and that its counters are its process's totals over
+// both sessions, so they do not fall back when the engine renews its session.
+TEST(MetricsTest, RenewedEngineIsOneSeriesOfItsTotals) {
+  json j = status_with("kdnn");
+  json gone = j["engines"][0];
+  gone["connected"] = false;
+  gone["id"] = 0;
+  j["engines"][0]["total"] = {{"grants", 420}, {"bytes", 3.0e11}, {"busy_s", 9.5},
+                              {"wait_ms", {{"budget", 2500.0}, {"decision", 3.0}, {"delivery", 1.0}}}};
+  j["engines"].push_back(gone);
+  const Parsed p = parse(render(j));
+  EXPECT_TRUE(p.errors.empty()) << p.errors.front();
+  const Sample* s = find(p, "ripple_engine_grants_total", {{"engine", "llm"}});
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->value, 420);
+  ASSERT_NE(s = find(p, "ripple_engine_busy_seconds_total", {{"engine", "llm"}}), nullptr);
+  EXPECT_DOUBLE_EQ(s->value, 9.5);
+  ASSERT_NE(s = find(p, "ripple_engine_wait_seconds_total", {{"engine", "llm"}, {"cause", "budget"}}), nullptr);
+  EXPECT_DOUBLE_EQ(s->value, 2.5);
+  ASSERT_NE(s = find(p, "ripple_engine_stale_total", {{"engine", "llm"}}), nullptr);
+  EXPECT_EQ(s->value, 4);  // not in "total" here: the entry's own
+  ASSERT_NE(s = find(p, "ripple_engine_connected", {{"engine", "llm"}}), nullptr);
+  EXPECT_EQ(s->value, 1);
+}
+
 // Tests that what the agent does not know yet is left out, not exported as 0, and that
 // an unlimited budget is +Inf.
 TEST(MetricsTest, UnknownValuesAreLeftOut) {

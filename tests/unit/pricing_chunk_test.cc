@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "agent/pricing/ledger.h"
+
 namespace ripple::pricing {
 namespace {
 
@@ -21,6 +23,17 @@ TEST(SuggestChunk, PowerOfTwoBelowAnEighthOfTheMedianAllowance) {
   EXPECT_EQ(suggest_chunk_bytes(std::vector<Bytes>{1023 * kMiB}), 64 * kMiB) << "rounded down, never up";
   // H200, k = 1.1: allowances 0 .. 1.3 GB; the zeros are ignored, the median is 0.6 GB.
   EXPECT_EQ(suggest_chunk_bytes(std::vector<Bytes>{0, 1'300'000'000, 600'000'000, 200'000'000}), 64 * kMiB);
+}
+
+// Tests that a fixed pricing.chunk_bytes is what the agent tells the engines, before any
+// task is priced too (the Welcome), instead of the suggestion from the allowances.
+TEST(SuggestChunk, FixedChunkBytesWins) {
+  Params p;
+  EXPECT_EQ(suggest_chunk_bytes(Ledger(p)), 0) << "no task priced: no suggestion";
+  p.chunk_bytes = 64 * kMiB;
+  EXPECT_EQ(suggest_chunk_bytes(Ledger(p)), 64 * kMiB);
+  p.chunk_bytes = 32 * kMiB;  // below the suggestion's floor: fixed means fixed
+  EXPECT_EQ(suggest_chunk_bytes(Ledger(p)), 32 * kMiB);
 }
 
 // Tests the clamps: small allowances still get 64 MiB chunks (the size measured best on

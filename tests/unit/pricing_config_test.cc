@@ -78,6 +78,23 @@ TEST(PricingConfig, WrongTypeAndRangeNamed) {
 }
 
 // Tests the task contract checks, among them a deadline larger than the period.
+// Tests that chunk_bytes takes 0 (the agent's suggestion) or a power of two from 1 MiB to
+// 1 GiB, and names the key and the range otherwise.
+TEST(PricingConfig, ChunkBytesIsZeroOrAPowerOfTwo) {
+  Params p;
+  EXPECT_EQ(p.chunk_bytes, 0);
+  ASSERT_EQ(apply_config(parse("chunk_bytes = 67108864"), p), "");
+  EXPECT_EQ(p.chunk_bytes, 64 << 20);
+  const std::string why = "chunk_bytes must be 0 (suggested) or a power of two from 1 MiB to 1 GiB";
+  EXPECT_EQ(apply_config(parse("chunk_bytes = 50000000"), p),
+            "pricing key 'chunk_bytes' (line 1): " + why + " (got 50000000)");
+  EXPECT_EQ(apply_config(parse("chunk_bytes = 524288"), p),
+            "pricing key 'chunk_bytes' (line 1): " + why + " (got 524288)");
+  EXPECT_EQ(apply_config(parse("chunk_bytes = 2147483648"), p),
+            "pricing key 'chunk_bytes' (line 1): " + why + " (got 2147483648)");
+  EXPECT_EQ(p.chunk_bytes, 64 << 20) << "a refused value leaves the parameters as they were";
+}
+
 TEST(PricingConfig, TaskSpecValidation) {
   TaskSpec t;
   t.name = "sgm";

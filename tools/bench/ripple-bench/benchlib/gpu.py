@@ -107,6 +107,7 @@ class GpuEngines:
                         "--deadline-ms", f"{self.vp:g}", *a.vlm_args.split()]
         self.profiles = {"llm": d / "llm.profile.json", "vlm": d / "vlm.profile.json"}
         self.bytes_per_token = 0
+        self.vlm_unit_bytes = 0   # its units' host<->device copies (--vlm-args "--weights host ...")
 
     def env(self, name: str = "vlm") -> dict:
         e = dict(os.environ)
@@ -143,6 +144,13 @@ class GpuEngines:
             if r.returncode != 0 or not self.profiles[name].exists():
                 raise b.Error(f"ripple-profile record of the {name} engine failed (exit {r.returncode}): "
                               f"{out.read_text(errors='replace').strip()[-600:]}")
+        try:
+            # The host<->device copies of the VLM's recorded units, each once (a frame runs the
+            # text layers once per prefill and decode step): there only where its weights, KV
+            # or spill live in host memory; ~0 with --weights device.
+            self.vlm_unit_bytes = profile_bytes_per_pass(self.profiles["vlm"])
+        except ValueError as e:
+            raise b.Error(str(e)) from None
         if self.profiles["llm"] is None:
             self.bytes_per_token = 0   # learned units: no granted-bytes cross-check
             return

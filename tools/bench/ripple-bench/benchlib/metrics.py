@@ -101,24 +101,62 @@ def deadline_from_profile(responses_ms: list[float], k: float, period_ms: float)
     return min(k * p99, period_ms)
 
 
+class CountersReset(ValueError):
+    """An engine's counters at the window's end cannot be set against those at its start."""
+
+
+def engine_entry(s: dict, engine: str) -> dict | None:
+    """The status entry of `engine` (by name): the connected one, else the first listed
+    (the agent lists connected engines first, then the most recently gone)."""
+    named = [e for e in s.get("engines", []) if e.get("name") == engine]
+    return next((e for e in named if e.get("connected")), named[0] if named else None)
+
+
+def engine_counters(s0: dict, s1: dict, engine: str) -> tuple[dict, dict] | None:
+    """The engine's counters at the window's start and end, from two `ripplectl status
+    --json` replies; None where the end's does not list it, zeros at the start where the
+    start's does not (it joined in the window).
+
+    An engine renews its session (a new catalog, a new chunk size) and each session is a
+    new entry whose own counters start at zero, so the entries' own counters are not
+    comparable across a renewal. The agent also reports, per entry, its process's pid and
+    the process's counters over all its sessions ("total"): the window is the difference
+    of the totals of one pid. Raises CountersReset when the two cannot be compared: the
+    engine is another process at the end (it restarted), or an agent without "total"
+    shows another session (entry id) at the end."""
+    e0, e1 = engine_entry(s0, engine), engine_entry(s1, engine)
+    if e1 is None:
+        return None
+    if e0 is None:
+        return {}, e1.get("total", e1)
+    if "total" in e0 and "total" in e1:
+        if e0.get("pid") != e1.get("pid"):
+            raise CountersReset(f"engine {engine}: pid {e0.get('pid')} at the window's start, "
+                                f"{e1.get('pid')} at its end (the engine restarted)")
+        return e0["total"], e1["total"]
+    if e0.get("id") != e1.get("id"):
+        raise CountersReset(f"engine {engine}: session {e0.get('id')} at the window's start, {e1.get('id')} at "
+                            f"its end, and this agent reports no per-process totals")
+    return e0, e1
+
+
 def gap_breakdown(s0: dict, s1: dict, engine: str, scored_s: float) -> dict[str, float]:
     """Paper Fig. 9: where the engine's scored time went, as fractions of the scored time.
 
     From two `ripplectl status --json` snapshots (window start, end): busy (grants executing),
     and the agent's wait-by-cause counters (budget wait, decision, delivery); `other` is the
     rest of the gap (engine side: between a grant's end and its next request, no work).
+    Summed over the engine's sessions in the window (engine_counters); raises CountersReset
+    where they cannot be.
     """
-    def eng(s):
-        for e in s.get("engines", []):
-            if e.get("name") == engine:
-                return e
-        return None
-    e0, e1 = eng(s0), eng(s1)
-    if e0 is None or e1 is None or scored_s <= 0:
+    c = engine_counters(s0, s1, engine)
+    if c is None or scored_s <= 0:
         return {}
+    e0, e1 = c
     # busy is counted per grant, so a window can see a grant that began before it: cap it.
-    busy = min(scored_s, e1["busy_s"] - e0["busy_s"])
-    w = {c: (e1["wait_ms"][c] - e0["wait_ms"][c]) / 1e3 for c in ("budget", "decision", "delivery")}
+    w0 = e0.get("wait_ms", {})
+    busy = min(scored_s, e1["busy_s"] - e0.get("busy_s", 0.0))
+    w = {c: (e1["wait_ms"][c] - w0.get(c, 0.0)) / 1e3 for c in ("budget", "decision", "delivery")}
     gap = max(0.0, scored_s - busy)
     # A wait is counted when it ends, so one that began before the window can exceed the
     # gap: scale the causes down to the gap.
@@ -150,18 +188,20 @@ def hook_waits(h0: dict | None, h1: dict | None) -> dict[str, float]:
     return {"hook_chunk_wait": chunk / span, "hook_boundary_wait": boundary / span}
 
 
+ENGINE_COUNTERS = ("works_done", "bytes", "deadline_misses", "grants", "successors", "stale", "late_ends", "queued")
+
+
 def engine_delta(s0: dict, s1: dict, engine: str) -> dict[str, float]:
     """Counters of one engine over the window: works done, bytes, deadline misses, grants,
     successors, stale grants, grants that ended late against their prediction, grants that
-    ran queued behind the one before (pipelined)."""
-    def eng(s):
-        for e in s.get("engines", []):
-            if e.get("name") == engine:
-                return e
-        return {}
-    e0, e1 = eng(s0), eng(s1)
-    keys = ("works_done", "bytes", "deadline_misses", "grants", "successors", "stale", "late_ends", "queued")
-    return {k: (e1.get(k, 0) - e0.get(k, 0)) if e1 else 0 for k in keys}
+    ran queued behind the one before (pipelined). Summed over the engine's sessions in the
+    window (engine_counters); 0 where a reply does not list it; raises CountersReset where
+    they cannot be compared."""
+    c = engine_counters(s0, s1, engine)
+    if c is None:
+        return {k: 0 for k in ENGINE_COUNTERS}
+    e0, e1 = c
+    return {k: e1.get(k, 0) - e0.get(k, 0) for k in ENGINE_COUNTERS}
 
 
 @dataclass

@@ -89,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "a unit granted in time overlaps the last one's copy-out, like the offloaded LLM on the GPU "
                         "(0: one serial stream; 0.27 is that LLM's 386 MB in of 1.41 GB)")
     g.add_argument("--llm-units", type=int, default=16, help="units per token (one forward pass)")
+    g.add_argument("--llm-renew-s", type=float, default=0.0,
+                   help="the LLM stand-in renews its session (Bye, new Hello) every this many s, as the interposer "
+                        "does when the agent's chunk size or its learned catalog changes (0: never; not with "
+                        "--llm-copy-in)")
     g.add_argument("--vlm-rate-gbps", type=float, default=0.25)
     g.add_argument("--vlm-unit-mb", type=float, default=4.0)
     g.add_argument("--vlm-units", type=int, default=8, help="units per frame")
@@ -209,6 +213,8 @@ def resolve_options(a: argparse.Namespace) -> Options:
     o.ripple_prep_s = a.ripple_prep_s if a.ripple_prep_s is not None else o.prep_s
     if not 0 <= a.llm_copy_in <= 0.95:
         raise BenchError(f"--llm-copy-in: {a.llm_copy_in} outside [0, 0.95]")
+    if a.llm_renew_s < 0 or (a.llm_renew_s > 0 and a.llm_copy_in > 0):
+        raise BenchError(f"--llm-renew-s: {a.llm_renew_s} must be >= 0, and 0 with --llm-copy-in")
     for name in ("prep_s", "ripple_prep_s", "score_s", "profile_s"):
         if getattr(o, name) <= 0:
             raise BenchError(f"--{name.replace('_', '-')}: must be > 0")

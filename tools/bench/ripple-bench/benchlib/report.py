@@ -22,6 +22,12 @@ def _mean_sd(xs: list[float]) -> tuple[float, float]:
     return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
 
 
+def _share(llm: float, vlm: float) -> float:
+    """The LLM's share of the two engines' bytes (nan with none, or unknown)."""
+    tot = llm + vlm
+    return llm / tot if tot > 0 else math.nan
+
+
 def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
     """Pools the runs of every (policy, k) point. `b` is the Bench (ripple-bench)."""
     o = b.o
@@ -59,6 +65,10 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
                 # GPU: tokens/s from the granted bytes (a cross-check of the engine's own count)
                 "llm_tok_s_granted": _mean_sd([r.llm.get("tok_s_granted", math.nan) for r in runs])[0],
                 "llm_gbps": _mean_sd([r.llm_gbps for r in runs])[0],
+                # the VLM's granted bytes per s (GPU: its units' host<->device copies, as recorded)
+                # and the LLM's share of both engines' granted bytes, over the scored windows
+                "vlm_gbps": _mean_sd([r.vlm["bytes"] / 1e9 / r.score_s for r in runs])[0],
+                "llm_byte_share": _share(sum(r.llm["bytes"] for r in runs), sum(r.vlm["bytes"] for r in runs)),
                 # the LLM's grants in the scored windows, summed over runs
                 "llm_grants": {k: sum(r.llm.get(k, 0) for r in runs) for k in ("grants", "successors", "stale", "late_ends", "queued")},
                 "gaps": gaps,
@@ -80,6 +90,8 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
                         "p99_ms": metrics.percentile([j.response_ms for j in js], 99)}
                     for n, js in b.profile.items()},
         "bound_tok_s": {f"{k:g}": b.bound(k) for k in o.ks},
+        # GPU: the host<->device copy bytes of the VLM's recorded units, each once
+        "vlm_profile_unit_bytes": getattr(b.gpu, "vlm_unit_bytes", None) if b.gpu else None,
         "points": points,
         "ratios": ratios(points),
         "_responses": responses,
@@ -186,17 +198,19 @@ def markdown_table(s: dict) -> str:
         names = sorted({n for v in rs.values() for n in v.get("variants", {})})
         for n in names:
             out += ["", line(n, [(k, v["variants"][n]) for k, v in rs.items() if n in v.get("variants", {})])]
-    out += ["", "Per point: per-task DMR (%), VLM misses/frames, LLM GB/s, and the LLM's scored time "
-            "(Fig. 9): busy, budget wait, decision, delivery, other gap (%).", "",
+    out += ["", "Per point: per-task DMR (%), VLM frames late/judged, LLM tokens/s and GB/s, VLM GB/s, the LLM's "
+            "share of both engines' granted bytes (%), and the LLM's scored time (Fig. 9): busy, budget wait, "
+            "decision, delivery, other gap (%).", "",
             "| policy | k | " + " | ".join(f"{t} DMR" for t in s["tasks"]) +
-            " | VLM miss | tok/s | GB/s | busy | budget | decision | delivery | other |",
-            "|---|---|" + "---|" * (len(s["tasks"]) + 8)]
+            " | VLM late | tok/s | GB/s | VLM GB/s | LLM share | busy | budget | decision | delivery | other |",
+            "|---|---|" + "---|" * (len(s["tasks"]) + 10)]
     for p in s["points"]:
         g = p["gaps"]
         out.append(f"| {p['policy']} | {p['k']:g} | " +
                    " | ".join(f"{_pct(p['tasks'][t]['dmr'])} ({p['tasks'][t]['misses']}/{p['tasks'][t]['jobs']})"
                               for t in s["tasks"]) +
-                   f" | {p['vlm_misses']}/{p['vlm_frames']} | {p['llm_tok_s']:.2f} | {p['llm_gbps']:.3f} | " +
+                   f" | {p['vlm_misses']}/{p['vlm_frames']} | {p['llm_tok_s']:.2f} | {p['llm_gbps']:.3f} | "
+                   f"{p.get('vlm_gbps', math.nan):.3f} | {_pct(p.get('llm_byte_share', math.nan))} | " +
                    " | ".join(_pct(g.get(c, math.nan)) for c in ("busy", "budget", "decision", "delivery", "other")) + " |")
     out += ["", "Deadlines (ms, k x co-run p99 with engines idle): " + "; ".join(
         f"k={p['k']:g}: " + ", ".join(f"{t} {v:.1f}" for t, v in p["deadlines_ms"].items())
@@ -233,7 +247,8 @@ def write_all(s: dict, out: Path, plots: bool = True) -> None:
         w = csv.writer(f)
         w.writerow(["policy", "k", "runs", "task", "deadline_ms", "jobs", "misses", "dmr", "p99_ms",
                     "worst_dmr", "vlm_misses", "vlm_frames", "llm_tok_s", "llm_tok_s_sd", "llm_gbps", "bound_tok_s",
-                    "feasible", "busy", "budget_wait", "decision", "delivery", "other_gap"])
+                    "feasible", "busy", "budget_wait", "decision", "delivery", "other_gap", "vlm_gbps",
+                    "llm_byte_share"])
         for p in s["points"]:
             g = p["gaps"]
             for t, v in p["tasks"].items():
@@ -241,7 +256,8 @@ def write_all(s: dict, out: Path, plots: bool = True) -> None:
                             f"{v['dmr']:.5f}", f"{v['p99_ms']:.3f}", f"{p['worst_dmr']:.5f}", p["vlm_misses"],
                             p["vlm_frames"], f"{p['llm_tok_s']:.4f}", f"{p['llm_tok_s_sd']:.4f}", f"{p['llm_gbps']:.4f}",
                             f"{s['bound_tok_s'].get(format(p['k'], 'g'), math.nan):.4f}", int(p["feasible"]),
-                            *(f"{g.get(c, math.nan):.4f}" for c in ("busy", "budget", "decision", "delivery", "other"))])
+                            *(f"{g.get(c, math.nan):.4f}" for c in ("busy", "budget", "decision", "delivery", "other")),
+                            f"{p.get('vlm_gbps', math.nan):.4f}", f"{p.get('llm_byte_share', math.nan):.4f}"])
     with open(out / "responses.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["policy", "k", "run", "task", "release_ns", "response_ms", "deadline_ms"])
