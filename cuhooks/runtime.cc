@@ -185,6 +185,7 @@ void Runtime::before(Op& op) {
   if (op.kind == RH_KERNEL || op.kind == RH_GRAPH) g_c.launches.fetch_add(1, std::memory_order_relaxed);
   else if (op.kind == RH_COPY || op.kind == RH_SET || op.kind == RH_PREFETCH) {
     g_c.copies.fetch_add(1, std::memory_order_relaxed);
+    op.resolve_dir();  // asks the driver for a generic copy: here, never with RIPPLE_CUHOOK=off
     if (op.dir == RH_DIR_H2D) g_c.h2d_bytes.fetch_add(op.bytes, std::memory_order_relaxed);
     if (op.dir == RH_DIR_D2H) g_c.d2h_bytes.fetch_add(op.bytes, std::memory_order_relaxed);
     if (op.kind == RH_COPY && (op.dir == RH_DIR_H2D || op.dir == RH_DIR_D2H)) host_copy(op);
