@@ -412,6 +412,7 @@ static const struct fk_plain fk_plain[] = {
     {"cuMemAllocHost", (void*)cuMemAllocHost_v2, 3020},
     {"cuPointerGetAttribute", (void*)cuPointerGetAttribute, 4000},
     {"cuGraphInstantiate", (void*)cuGraphInstantiateWithFlags, 11040},
+    {"cuGraphInstantiateWithFlags", (void*)cuGraphInstantiateWithFlags, 11040},
     {"cuGraphCreate", (void*)cuGraphCreate, 10000},
     {"cuStreamBeginCapture", (void*)cuStreamBeginCapture_v2, 10010},
     {"cuStreamEndCapture", (void*)cuStreamEndCapture, 10000},

@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
   *(void**)&D.mem_alloc_host = get("cuMemAllocHost");
   *(void**)&D.begin_capture = get("cuStreamBeginCapture");
   *(void**)&D.end_capture = get("cuStreamEndCapture");
-  *(void**)&D.instantiate = get("cuGraphInstantiate");
+  *(void**)&D.instantiate = get("cuGraphInstantiateWithFlags");
   *(void**)&D.graph_destroy = get("cuGraphDestroy");
   *(void**)&D.launch = get("cuLaunchKernel");
   *(void**)&D.graph_launch = get("cuGraphLaunch");

@@ -40,23 +40,6 @@ for i in $(seq "$RUNS"); do
   RIPPLE_CUHOOK=off hooked > "$tmp/off.$i" 2> "$tmp/off.$i.err" || { cat "$tmp/off.$i.err"; exit 1; }
   hooked > "$tmp/gated.$i" 2> "$tmp/gated.$i.err" || { cat "$tmp/gated.$i.err"; exit 1; }
 done
-echo "ripple-hook-bench on the $driver, ns per call, median of $RUNS runs ($(sed -n 's/^# ripple-hook-bench: ns per call, //p' "$tmp/plain.1"))"
+echo "ripple-hook-bench on the $driver ($(sed -n 's/^# ripple-hook-bench: //p' "$tmp/plain.1"))"
 echo
-echo "| call | plain | counting only (RIPPLE_CUHOOK=off) | $gated |"
-echo "|---|---|---|---|"
-python3 - "$tmp" "$RUNS" <<'EOF'
-import statistics, sys
-tmp, runs = sys.argv[1], int(sys.argv[2])
-def load(mode):
-    per = {}
-    for i in range(1, runs + 1):
-        for line in open(f"{tmp}/{mode}.{i}"):
-            if line.startswith("#") or not line.strip():
-                continue
-            k, v = line.split()
-            per.setdefault(k, []).append(float(v))
-    return {k: statistics.median(v) for k, v in per.items()}
-p, o, g = load("plain"), load("off"), load("gated")
-for k in p:
-    print(f"| {k} | {p[k]:.0f} | {o[k]:.0f} (+{o[k] - p[k]:.0f}) | {g[k]:.0f} (+{g[k] - p[k]:.0f}) |")
-EOF
+python3 "$REPO/tools/bench/micro/hook_bench_table.py" "$tmp" "$RUNS" "$gated"
