@@ -20,7 +20,10 @@
  *   stream   the CUstream the operation runs on (RH_STREAM maps 0 to the per-thread
  *            stream in ptds variants; sync copies run on the default stream)
  *   bytes    bytes moved (exact for copies and sets; 0 for kernels: units give those)
- *   dir      RH_DIR_* or an expression resolving it from the pointers
+ *   dir      RH_DIR_* or an expression resolving it from the arguments; one that asks the
+ *            driver (unified-addressing pointers) is wrapped in RH_DIR_LAZY(expr): the
+ *            interposer evaluates it only where it needs the direction, never when it
+ *            only counts (RIPPLE_CUHOOK=off); other includers evaluate it as it is
  *   func, kparams  the CUfunction and kernel parameters of kernel launches (else 0)
  */
 
@@ -92,7 +95,7 @@
 #define RH_DIR_EXPR_D2D RH_DIR_D2D
 #define RH_DST_ANY CUdeviceptr
 #define RH_SRC_ANY CUdeviceptr
-#define RH_DIR_EXPR_ANY rh_resolve_dir(dst, src)
+#define RH_DIR_EXPR_ANY RH_DIR_LAZY(rh_resolve_dir(dst, src))
 
 #define RIPPLE_CU_HOOK_COPIES(X)                                                                       \
   RH_LINEAR_COPY(X, cuMemcpy, "cuMemcpy", 0, 4000, ANY)                                                \
@@ -163,30 +166,34 @@
     (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count, CUmemcpyAttributes * attrs,  \
      size_t * attrsIdxs, size_t numAttrs, size_t * failIdx, CUstream hStream),                         \
     (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream), RH_STREAM(0, hStream),   \
-    rh_bytes_batch(sizes, count), rh_dir_batch(dsts, srcs, count), RH_NOFUNC, RH_NOPARAMS)             \
+    rh_bytes_batch(sizes, count),                                                                      \
+    RH_DIR_LAZY(rh_dir_batch(dsts, srcs, count)), RH_NOFUNC, RH_NOPARAMS)                              \
   X(cuMemcpyBatchAsync_ptsz, "cuMemcpyBatchAsync", 1, 12080, 13000, RH_COPY,                           \
     (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count, CUmemcpyAttributes * attrs,  \
      size_t * attrsIdxs, size_t numAttrs, size_t * failIdx, CUstream hStream),                         \
     (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream), RH_STREAM(1, hStream),   \
-    rh_bytes_batch(sizes, count), rh_dir_batch(dsts, srcs, count), RH_NOFUNC, RH_NOPARAMS)             \
+    rh_bytes_batch(sizes, count),                                                                      \
+    RH_DIR_LAZY(rh_dir_batch(dsts, srcs, count)), RH_NOFUNC, RH_NOPARAMS)                              \
   X(cuMemcpyBatchAsync_v2, "cuMemcpyBatchAsync", 0, 13000, RH_MAXVER, RH_COPY,                         \
     (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count, CUmemcpyAttributes * attrs,  \
      size_t * attrsIdxs, size_t numAttrs, CUstream hStream),                                           \
     (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream), RH_STREAM(0, hStream),            \
-    rh_bytes_batch(sizes, count), rh_dir_batch(dsts, srcs, count), RH_NOFUNC, RH_NOPARAMS)             \
+    rh_bytes_batch(sizes, count),                                                                      \
+    RH_DIR_LAZY(rh_dir_batch(dsts, srcs, count)), RH_NOFUNC, RH_NOPARAMS)                              \
   X(cuMemcpyBatchAsync_v2_ptsz, "cuMemcpyBatchAsync", 1, 13000, RH_MAXVER, RH_COPY,                    \
     (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count, CUmemcpyAttributes * attrs,  \
      size_t * attrsIdxs, size_t numAttrs, CUstream hStream),                                           \
     (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream), RH_STREAM(1, hStream),            \
-    rh_bytes_batch(sizes, count), rh_dir_batch(dsts, srcs, count), RH_NOFUNC, RH_NOPARAMS)             \
+    rh_bytes_batch(sizes, count),                                                                      \
+    RH_DIR_LAZY(rh_dir_batch(dsts, srcs, count)), RH_NOFUNC, RH_NOPARAMS)                              \
   X(cuMemcpy3DBatchAsync_v2, "cuMemcpy3DBatchAsync", 0, 13000, RH_MAXVER, RH_COPY,                     \
     (size_t numOps, CUDA_MEMCPY3D_BATCH_OP * ops, unsigned long long flags, CUstream hStream),         \
     (numOps, ops, flags, hStream), RH_STREAM(0, hStream), rh_bytes_3dbatch(ops, numOps),               \
-    rh_dir_3dbatch(ops, numOps), RH_NOFUNC, RH_NOPARAMS)                                               \
+    RH_DIR_LAZY(rh_dir_3dbatch(ops, numOps)), RH_NOFUNC, RH_NOPARAMS)                                  \
   X(cuMemcpy3DBatchAsync_v2_ptsz, "cuMemcpy3DBatchAsync", 1, 13000, RH_MAXVER, RH_COPY,                \
     (size_t numOps, CUDA_MEMCPY3D_BATCH_OP * ops, unsigned long long flags, CUstream hStream),         \
     (numOps, ops, flags, hStream), RH_STREAM(1, hStream), rh_bytes_3dbatch(ops, numOps),               \
-    rh_dir_3dbatch(ops, numOps), RH_NOFUNC, RH_NOPARAMS)                                               \
+    RH_DIR_LAZY(rh_dir_3dbatch(ops, numOps)), RH_NOFUNC, RH_NOPARAMS)                                  \
   X(cuMemPrefetchAsync_v2, "cuMemPrefetchAsync", 0, 12020, RH_MAXVER, RH_PREFETCH,                     \
     (CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags, CUstream hStream),                \
     (p, n, loc, flags, hStream), RH_STREAM(0, hStream), n, RH_DIR_UNKNOWN, RH_NOFUNC, RH_NOPARAMS)      \

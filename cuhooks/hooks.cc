@@ -248,7 +248,9 @@ CUresult run(Op& op, void* real, A... a) {
     using Fn = CUresult(CUDAAPI*) params;                                                              \
     void* rh_real = real_slot(Hook::name, rh_slot);                                                    \
     if (rh_real == nullptr) return CUDA_ERROR_NOT_FOUND;                                               \
-    Op op{Hook::name, kind, stream, static_cast<unsigned long long>(bytes), dir, func, rh_slot};       \
+    const auto rh_dir = dir;                                                                           \
+    Op op{Hook::name, kind, stream, static_cast<unsigned long long>(bytes), RH_DIR_NONE, func, rh_slot}; \
+    op.set_dir(rh_dir);                                                                                \
     return run<Fn>(op, rh_real, RH_STRIP args);                                                        \
   }                                                                                                    \
   template <int S>                                                                                     \

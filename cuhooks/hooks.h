@@ -5,6 +5,11 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 
+#include <type_traits>
+
+// A direction that asks the driver (cuPointerGetAttribute): a closure over the hook's
+// arguments, called by Op::resolve_dir() only where the runtime needs the direction.
+#define RH_DIR_LAZY(expr) ([&]() -> int { return (expr); })
 #include "cuhooks/op_info.h"
 #include "cuhooks/hook_list.h"
 
@@ -28,7 +33,7 @@ struct Op {
   int kind;          // RH_KERNEL ...
   CUstream stream;
   unsigned long long bytes;
-  int dir;           // RH_DIR_*
+  int dir;           // RH_DIR_*; read it through resolve_dir() (see set_dir)
   CUfunction func;
   int slot;          // 0: the exported symbol; >0: a pointer from cuGetProcAddress
   int end_unit = -1; // set by before(): this launch ends a profile unit
@@ -45,6 +50,26 @@ struct Op {
   // Set by before() when it issued the whole call itself, chunk by chunk.
   bool issued = false;
   CUresult result = CUDA_SUCCESS;
+
+  // The direction: a constant, or an RH_DIR_LAZY closure (it asks the driver about the
+  // pointers, two calls) kept until the runtime needs it; with RIPPLE_CUHOOK=off it never
+  // does. The closure lives in the hook's frame, which outlives the Op.
+  void set_dir(int d) { dir = d; }
+  template <class F>
+    requires std::is_invocable_r_v<int, const F&>
+  void set_dir(const F& f) {
+    dir_of = [](const void* c) { return (*static_cast<const F*>(c))(); };
+    dir_ctx = &f;
+  }
+  int resolve_dir() {
+    if (dir_of) {
+      dir = dir_of(dir_ctx);
+      dir_of = nullptr;
+    }
+    return dir;
+  }
+  int (*dir_of)(const void*) = nullptr;
+  const void* dir_ctx = nullptr;
 };
 
 // The runtime (cuhooks/runtime.cc): before() may block the calling thread at a unit

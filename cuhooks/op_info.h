@@ -10,6 +10,13 @@
 enum { RH_KERNEL = 0, RH_GRAPH = 1, RH_COPY = 2, RH_SET = 3, RH_PREFETCH = 4, RH_HOSTFN = 5 };
 enum { RH_DIR_NONE = 0, RH_DIR_H2D = 1, RH_DIR_D2H = 2, RH_DIR_D2D = 3, RH_DIR_H2H = 4, RH_DIR_UNKNOWN = 5 };
 
+/* A direction that asks the driver (cuhooks/hook_list.h, column dir). The interposer
+ * defines it before including this header (a closure it calls only where it needs the
+ * direction); everyone else evaluates the expression. */
+#ifndef RH_DIR_LAZY
+#define RH_DIR_LAZY(expr) (expr)
+#endif
+
 /* In _ptsz/_ptds variants stream 0 is the calling thread's default stream. */
 #define RH_STREAM(ptds, s) ((ptds) && (s) == 0 ? CU_STREAM_PER_THREAD : (s))
 

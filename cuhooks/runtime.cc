@@ -84,12 +84,13 @@ Runtime::Runtime() : cfg_(read_config()) {
 }
 
 // The driver is touched only once the process calls it (a preloaded shell never does).
-void Runtime::load_driver() {
+void Runtime::load_driver_once() {
   std::call_once(drv_once_, [&] {
     drv_.load();
     if (!cfg_.record_path.empty()) {
       rec_ = open_output("record", cfg_.record_path, true);
     }
+    drv_loaded_.store(true, std::memory_order_release);
   });
 }
 
@@ -108,6 +109,7 @@ std::vector<std::uint32_t> Runtime::copy_units(std::uint64_t bytes) const {
 }
 
 const Runtime::FuncInfo& Runtime::func_info(CUfunction f) {
+  if (const FuncInfo* hit = func_table_.find(f)) return *hit;  // no lock: every launch but a function's first
   std::lock_guard<std::mutex> l(func_m_);
   auto it = funcs_.find(f);
   if (it != funcs_.end()) return *it->second;
@@ -116,7 +118,9 @@ const Runtime::FuncInfo& Runtime::func_info(CUfunction f) {
   if (drv_.func_name && drv_.func_name(&name, f) == CUDA_SUCCESS && name) info->name = name;
   else info->name = "?";
   info->comm = !cfg_.comm_prefix.empty() && info->name.compare(0, cfg_.comm_prefix.size(), cfg_.comm_prefix) == 0;
-  return *funcs_.emplace(f, std::move(info)).first->second;
+  const FuncInfo& fi = *funcs_.emplace(f, std::move(info)).first->second;
+  func_table_.insert(f, &fi);
+  return fi;
 }
 
 bool Runtime::capturing(CUstream s) {
@@ -178,13 +182,14 @@ std::string json_str(const std::string& s) {
 void Runtime::before(Op& op) {
   const int h = static_cast<int>(op.hook);
   g_c.calls[h].fetch_add(1, std::memory_order_relaxed);
-  g_c.bytes[h].fetch_add(op.bytes, std::memory_order_relaxed);
+  if (op.bytes) g_c.bytes[h].fetch_add(op.bytes, std::memory_order_relaxed);  // launches: 0, no locked add
   if (op.slot > 0) g_c.via_procaddr.fetch_add(1, std::memory_order_relaxed);
   if (cfg_.off) return;
   load_driver();
   if (op.kind == RH_KERNEL || op.kind == RH_GRAPH) g_c.launches.fetch_add(1, std::memory_order_relaxed);
   else if (op.kind == RH_COPY || op.kind == RH_SET || op.kind == RH_PREFETCH) {
     g_c.copies.fetch_add(1, std::memory_order_relaxed);
+    op.resolve_dir();  // asks the driver for a generic copy: here, never with RIPPLE_CUHOOK=off
     if (op.dir == RH_DIR_H2D) g_c.h2d_bytes.fetch_add(op.bytes, std::memory_order_relaxed);
     if (op.dir == RH_DIR_D2H) g_c.d2h_bytes.fetch_add(op.bytes, std::memory_order_relaxed);
     if (op.kind == RH_COPY && (op.dir == RH_DIR_H2D || op.dir == RH_DIR_D2H)) host_copy(op);

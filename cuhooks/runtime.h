@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -110,14 +111,54 @@ class Runtime {
   void start_stats_thread();
   void flush();
   const Config& cfg() const { return cfg_; }
-  void load_driver();
+  // The driver functions the runtime uses, resolved at the first call (one load of a flag
+  // after that: it runs on every intercepted call).
+  void load_driver() {
+    if (!drv_loaded_.load(std::memory_order_acquire)) load_driver_once();
+  }
 
  private:
+  void load_driver_once();
   std::once_flag drv_once_;
+  std::atomic<bool> drv_loaded_{false};
   struct FuncInfo {
     std::string name;
     bool comm = false;
   };
+  // Every kernel launch looks its function up: a fixed open-addressing table read without
+  // a lock (a key is published after its value, release/acquire), filled under func_m_
+  // from funcs_, which owns the entries (never erased: the pointers stay valid). Full
+  // (3/4 of the slots): later functions are found in funcs_ under func_m_.
+  class FuncTable {
+   public:
+    const FuncInfo* find(CUfunction f) const {
+      if (f == nullptr) return nullptr;  // an empty slot's key: never in the table
+      for (std::size_t i = slot(f), n = 0; n < kSlots; i = (i + 1) & (kSlots - 1), ++n) {
+        const CUfunction k = keys_[i].load(std::memory_order_acquire);
+        if (k == f) return vals_[i].load(std::memory_order_relaxed);
+        if (k == nullptr) return nullptr;
+      }
+      return nullptr;
+    }
+    void insert(CUfunction f, const FuncInfo* info) {  // under func_m_, f not in the table
+      if (f == nullptr || used_ >= kSlots / 4 * 3) return;
+      std::size_t i = slot(f);
+      while (keys_[i].load(std::memory_order_relaxed) != nullptr) i = (i + 1) & (kSlots - 1);
+      vals_[i].store(info, std::memory_order_relaxed);
+      keys_[i].store(f, std::memory_order_release);
+      ++used_;
+    }
+
+   private:
+    static constexpr std::size_t kSlots = 4096;
+    static std::size_t slot(CUfunction f) {
+      return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(f) * 0x9E3779B97F4A7C15ull) >> 52);
+    }
+    std::atomic<CUfunction> keys_[kSlots]{};
+    std::atomic<const FuncInfo*> vals_[kSlots]{};
+    std::size_t used_ = 0;
+  };
+  static_assert(sizeof(void*) == 8, "FuncTable::slot takes the top 12 bits of a 64-bit product");
   const FuncInfo& func_info(CUfunction f);
   bool capturing(CUstream s);
   bool is_comm(CUstream s);
@@ -214,6 +255,7 @@ class Runtime {
   // Function names (cuFuncGetName), cached.
   std::mutex func_m_;
   std::unordered_map<CUfunction, std::unique_ptr<FuncInfo>> funcs_;
+  FuncTable func_table_;
   std::mutex comm_m_;
   std::set<CUstream> comm_streams_;
   std::atomic<bool> has_comm_{false};

@@ -173,9 +173,22 @@ class CuhookTest : public ::testing::Test {
     std::map<std::string, std::vector<unsigned long long>> m;
     if (i >= r.fake_logs.size()) return m;
     std::istringstream in(slurp(r.fake_logs[i]));
-    std::string name;
+    std::string line, name;
     unsigned long long c, b, s, p;
-    while (in >> name >> c >> b >> s >> p) m[name] = {c, b, s, p};
+    while (std::getline(in, line))
+      if (std::istringstream l(line); line.rfind("query ", 0) != 0 && l >> name >> c >> b >> s >> p) m[name] = {c, b, s, p};
+    return m;
+  }
+  // The queries the driver answered (cuPointerGetAttribute, cuFuncGetName,
+  // cuStreamIsCapturing): name -> calls.
+  static std::map<std::string, unsigned long long> fake_queries(const Outcome& r, std::size_t i = 0) {
+    std::map<std::string, unsigned long long> m;
+    if (i >= r.fake_logs.size()) return m;
+    std::istringstream in(slurp(r.fake_logs[i]));
+    std::string q, name;
+    unsigned long long c;
+    for (std::string line; std::getline(in, line);)
+      if (std::istringstream l(line); line.rfind("query ", 0) == 0 && l >> q >> name >> c) m[name] = c;
     return m;
   }
   static bool exited_ok(const Outcome& r) { return r.status >= 0 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0; }
@@ -1137,6 +1150,45 @@ TEST_F(CuhookTest, OffMeansPassThrough) {
   ASSERT_TRUE(exited_ok(r)) << r.err;
   EXPECT_TRUE(srv.seen().hellos.empty());
   EXPECT_EQ(stats_of(r)["calls"]["cuLaunchKernel"][0].get<int>(), 3);
+}
+
+// Tests that the direction of a generic copy (cuMemcpy, cuMemcpyAsync, a batch: the
+// pointers decide) is asked of the driver only when the hook needs it: with
+// RIPPLE_CUHOOK=off never, each copy still counted with its bytes; gated, two pointer
+// queries a copy, and the host<->device bytes still counted by direction.
+TEST_F(CuhookTest, GenericCopyDirectionIsAskedOnlyWhenNeeded) {
+  Outcome off = run({"direct", "ops"}, {{"RIPPLE_CUHOOK", "off"}});
+  ASSERT_TRUE(exited_ok(off)) << off.err;
+  json st = stats_of(off);
+  EXPECT_EQ(st["calls"]["cuMemcpy"][1].get<unsigned long long>(), 524288ull);
+  EXPECT_EQ(st["calls"]["cuMemcpyAsync"][1].get<unsigned long long>(), 262144ull);
+  EXPECT_EQ(st["calls"]["cuMemcpyBatchAsync_v2"][1].get<unsigned long long>(), 12288ull);
+  auto q = fake_queries(off);
+  ASSERT_TRUE(q.count("cuPointerGetAttribute")) << "the fake driver wrote no query lines";
+  EXPECT_EQ(q["cuPointerGetAttribute"], 0u) << "RIPPLE_CUHOOK=off asked the driver about pointers";
+  EXPECT_EQ(q["cuFuncGetName"], 0u);
+  EXPECT_EQ(q["cuStreamIsCapturing"], 0u);
+
+  clear_outputs();
+  Outcome on = run({"direct", "ops"});
+  ASSERT_TRUE(exited_ok(on)) << on.err;
+  st = stats_of(on);
+  // The unified H2D cuMemcpy and the batch (as its first copy: H2D) against the unified
+  // D2H cuMemcpyAsync, besides the explicit forms.
+  EXPECT_EQ(st["h2d_bytes"].get<unsigned long long>(), 4194304ull + 3145728 + 524288 + 65536 + 12288);
+  EXPECT_EQ(st["d2h_bytes"].get<unsigned long long>(), 2097152ull + 1048576 + 262144);
+  EXPECT_EQ(fake_queries(on)["cuPointerGetAttribute"], 6u) << "two a generic copy: cuMemcpy, cuMemcpyAsync, the batch";
+}
+
+// Tests that a kernel's name is asked of the driver once per function, however many
+// times it is launched (the hook's name cache), and every launch is still seen.
+TEST_F(CuhookTest, KernelNamesAreAskedOncePerFunction) {
+  // 5 passes: embed_k, 4 layers x (attn_k, mlp_k, norm_k), head_k: 70 launches of 5 functions.
+  Outcome r = run({"direct", "layers", "5", "4", "3"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_EQ(fake_counts(r)["cuLaunchKernel"][0], 70u);
+  EXPECT_EQ(stats_of(r)["calls"]["cuLaunchKernel"][0].get<unsigned long long>(), 70u);
+  EXPECT_EQ(fake_queries(r)["cuFuncGetName"], 5u);
 }
 
 // --- whole passes: recorded copy bytes, learned NVTX passes ---------------------------

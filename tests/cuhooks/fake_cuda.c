@@ -18,7 +18,9 @@
  *    as the real driver does, so a hook that only interposes symbols misses them;
  *  - counts every call per entry point and per path (exported symbol vs pointer from
  *    cuGetProcAddress) and writes the counts at exit to $FAKE_CUDA_LOG
- *    ("name calls bytes via_symbol via_procaddr" lines); with $FAKE_CUDA_TRACE each
+ *    ("name calls bytes via_symbol via_procaddr" lines), then the queries about pointers,
+ *    functions and streams the interposer makes ("query name calls" lines: a hook that
+ *    only counts must make none per call); with $FAKE_CUDA_TRACE each
  *    executed operation is appended as "monotonic_ns name bytes function stream".
  *
  * Faults armed by environment variables (read once):
@@ -60,6 +62,11 @@ static const char* const fk_names[FK_COUNT] = {
 static pthread_mutex_t fk_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long fk_calls[FK_COUNT], fk_bytes[FK_COUNT], fk_via_sym[FK_COUNT], fk_via_pa[FK_COUNT];
 static unsigned long long fk_launches;
+/* Queries (not in the hook list): counted atomically, written as "query" lines. */
+enum { FQ_POINTER_ATTR, FQ_FUNC_NAME, FQ_IS_CAPTURING, FQ_COUNT };
+static const char* const fq_names[FQ_COUNT] = {"cuPointerGetAttribute", "cuFuncGetName", "cuStreamIsCapturing"};
+static unsigned long long fq_calls[FQ_COUNT];
+#define FQ_COUNT_CALL(q) __atomic_fetch_add(&fq_calls[q], 1, __ATOMIC_RELAXED)
 static int fk_capturing, fk_fail_launch, fk_no_func_name;
 static long fk_event_delay_ns;
 static unsigned long long fk_graph_bytes;
@@ -96,6 +103,7 @@ __attribute__((destructor)) static void fk_fini(void) {
   for (int i = 0; i < FK_COUNT; ++i)
     if (fk_calls[i])
       fprintf(f, "%s %llu %llu %llu %llu\n", fk_names[i], fk_calls[i], fk_bytes[i], fk_via_sym[i], fk_via_pa[i]);
+  for (int q = 0; q < FQ_COUNT; ++q) fprintf(f, "query %s %llu\n", fq_names[q], __atomic_load_n(&fq_calls[q], __ATOMIC_RELAXED));
   fclose(f);
 }
 
@@ -307,6 +315,7 @@ EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule m, const cha
   return CUDA_SUCCESS;
 }
 EXPORT CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction f) {
+  FQ_COUNT_CALL(FQ_FUNC_NAME);
   if (fk_no_func_name) return CUDA_ERROR_NOT_SUPPORTED;
   *name = f ? f->name : NULL;
   return f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
@@ -315,6 +324,7 @@ EXPORT CUresult CUDAAPI cuStreamCreate(CUstream* s, unsigned int flags) { (void)
 EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) { (void)s; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) { (void)s; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
+  FQ_COUNT_CALL(FQ_IS_CAPTURING);
   const int cap = fk_capturing || (FK_REAL_STREAM(s) && s->capturing);
   *st = cap ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
@@ -357,6 +367,7 @@ EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr p) { fk_free((void*)p); return 
 EXPORT CUresult CUDAAPI cuMemAllocHost_v2(void** p, size_t n) { *p = fk_alloc(n, 0); return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuMemFreeHost(void* p) { fk_free(p); return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute a, CUdeviceptr p) {
+  FQ_COUNT_CALL(FQ_POINTER_ATTR);
   if (a != CU_POINTER_ATTRIBUTE_MEMORY_TYPE) return CUDA_ERROR_NOT_SUPPORTED;
   *(unsigned int*)data = fk_is_device(p) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
   return CUDA_SUCCESS;
@@ -401,6 +412,7 @@ static const struct fk_plain fk_plain[] = {
     {"cuMemAllocHost", (void*)cuMemAllocHost_v2, 3020},
     {"cuPointerGetAttribute", (void*)cuPointerGetAttribute, 4000},
     {"cuGraphInstantiate", (void*)cuGraphInstantiateWithFlags, 11040},
+    {"cuGraphInstantiateWithFlags", (void*)cuGraphInstantiateWithFlags, 11040},
     {"cuGraphCreate", (void*)cuGraphCreate, 10000},
     {"cuStreamBeginCapture", (void*)cuStreamBeginCapture_v2, 10010},
     {"cuStreamEndCapture", (void*)cuStreamEndCapture, 10000},

@@ -28,6 +28,10 @@
 #    when llama-bench was not carried): plain, under ripple-run with the interposer only
 #    counting (RIPPLE_CUHOOK=off), and gated (unmanaged agent); OVERHEAD_RUNS (3) each,
 #    interleaved.
+# 5. Per-call cost: ripple-hook-bench (tools/bench/micro/hook_bench.c) plain / counting
+#    only / gated (the unmanaged agent of 4), HOOK_BENCH_RUNS (3) each, interleaved: ns per
+#    kernel launch, graph launch, 8-byte H2D copy and generic cuMemcpyAsync, in and out of
+#    a stream capture (its own table, after the checks' one).
 set -uo pipefail
 B=$(cd "$1" && pwd)
 OUT=$2
@@ -180,6 +184,22 @@ st=$OUT/bench-hook.1.stats
 R[tg-units]="units $(jget "$st" units) (graph $(jget "$st" units_graph)), grants $(jget "$st" grants), grant waits $(jget "$st" grant_waits), wait $(jget "$st" wait_ns) ns; works of several passes $(jget "$st" multi_pass_works), passes a work (last) $(jget "$st" passes_per_work), drained $(jget "$st" units_drained)"
 log "   hooked run 1: ${R[tg-units]}"
 
+# --- 5. per-call cost ----------------------------------------------------------------
+HB=("$B/bin/ripple-hook-bench")
+mkdir -p "$OUT/hookbench"
+if [ -x "${HB[0]}" ]; then
+  log "5. per-call cost: ripple-hook-bench plain / counting only / gated (unmanaged), ${HOOK_BENCH_RUNS:-3} runs each"
+  for i in $(seq "${HOOK_BENCH_RUNS:-3}"); do
+    taskset -c $ECORE "${HB[@]}" > "$OUT/hookbench/plain.$i" 2> "$OUT/hookbench/plain.$i.err"
+    hooked hookbench "$OUT/hookbench/off.$i.stats" RIPPLE_CUHOOK=off -- "${HB[@]}" > "$OUT/hookbench/off.$i" 2> "$OUT/hookbench/off.$i.err"
+    hooked hookbench "$OUT/hookbench/gated.$i.stats" -- "${HB[@]}" > "$OUT/hookbench/gated.$i" 2> "$OUT/hookbench/gated.$i.err"
+  done
+  python3 "$REPO/tools/bench/micro/hook_bench_table.py" "$OUT/hookbench" "${HOOK_BENCH_RUNS:-3}" > "$OUT/hookbench/table.md"
+  cat "$OUT/hookbench/table.md" >> "$OUT/checks.log"
+else
+  log "5. per-call cost: no ${HB[0]} in the build (tools/packaging/gpu/pack.sh packs it)"
+fi
+
 echo
 echo "| llama.cpp check | result |"
 echo "|---|---|"
@@ -194,3 +214,9 @@ for r in 400 200 100; do echo "| pace-$r | ${R[pace-$r]:-n/a} |"; done
 awk -v w="${R[tg-what]}" -v n="${OVERHEAD_RUNS:-3}" -v p="${R[tg-plain]}" -v o="${R[tg-off]}" -v h="${R[tg-hook]}" 'BEGIN{if(p>0) printf "| %s tok/s median of %d (plain / interposer counting only / gated, unmanaged agent) | %s / %s / %s (overhead %.2f %% / %.2f %%) |\n", w, n, p, o, h, 100*(1-o/p), 100*(1-h/p); else print "| overhead | n/a |"}'
 echo "| hooked overhead run | ${R[tg-units]} |"
 echo "| wall | $(($(date +%s) - T0)) s |"
+if [ -s "$OUT/hookbench/table.md" ]; then
+  echo
+  echo "ripple-hook-bench on the real driver ($(sed -n 's/^# ripple-hook-bench: //p' "$OUT/hookbench/plain.1"))"
+  echo
+  cat "$OUT/hookbench/table.md"
+fi

@@ -12,7 +12,7 @@
 set -euo pipefail
 DEST=${1:-.devcarry}
 O=${O:-build}
-BINS="ripple-agent ripple-run ripple-profile ripplectl ripple-llm ripple-costmap ripple-kdnn ripple-sgm ripple-control ripple-sim"
+BINS="ripple-agent ripple-run ripple-profile ripplectl ripple-llm ripple-costmap ripple-kdnn ripple-sgm ripple-control ripple-sim ripple-hook-bench"
 make -s $(for b in $BINS; do echo "$O/bin/$b"; done) "$O/lib/libripple-cuhook.so" "$O/bin/ripple-standin-engine" >/dev/null
 rm -rf "$DEST/build" "$DEST/deps.tar.xz"
 mkdir -p "$DEST/build/bin" "$DEST/build/lib" "$DEST/build/tests/integration"
