@@ -199,7 +199,12 @@ int Runtime::enter_locked(std::vector<std::uint32_t> units, Source src, const st
     // A new work: the learned pass or the profile's forward sequence from this unit on,
     // or just these units.
     std::vector<std::uint32_t> w = units;
-    if (whole_pass) {
+    if (whole_pass && bare && from == 0 && ahead_ && !ahead_->units.empty()) {
+      // The pass from its start: the work announced ahead (gate.cc, "grants ahead"), as
+      // announced (open_work_locked adopts it if nothing changed since).
+      w = ahead_->units;
+      g_c.passes_per_work.store(w.size() / pass_.size(), std::memory_order_relaxed);
+    } else if (whole_pass) {
       w.assign(pass_.begin() + static_cast<std::ptrdiff_t>(from), pass_.end());
       // A short bare pass: the work spans several passes (learning.cc, bare_passes_locked).
       if (bare)
@@ -210,7 +215,9 @@ int Runtime::enter_locked(std::vector<std::uint32_t> units, Source src, const st
     }
     pass_work_ = whole_pass && !bare;
     bare_work_ = whole_pass && bare;
+    bare_from_ = from;
     open_work_locked(w);
+    at_work_start_ = true;
   } else if (units.size() == 1 && work_units_[pos_] != units[0]) {
     // The engine went another way than the profile: positions advance regardless.
     g_c.seq_mismatch.fetch_add(1, std::memory_order_relaxed);
@@ -224,7 +231,9 @@ int Runtime::enter_locked(std::vector<std::uint32_t> units, Source src, const st
   for (std::size_t p = first; p <= last; ++p) {
     const std::size_t wp = work_pos0_[p];
     const bool fresh = !(grant_ && wp < grant_end_);  // else covered by the grant in hand
-    if (!cover_locked(wp)) {
+    const bool covered = cover_locked(wp);
+    at_work_start_ = false;
+    if (!covered) {
       g_c.unmanaged_units.fetch_add(1, std::memory_order_relaxed);
       rc = -1;
       break;
@@ -234,6 +243,7 @@ int Runtime::enter_locked(std::vector<std::uint32_t> units, Source src, const st
     // Its GPU time is this boundary's alone (a learned unit's duration).
     grant_single_ = p == first && base_ + grant_->first == wp && grant_end_ == work_pos0_[last + 1];
   }
+  at_work_start_ = false;
   ++occ_gen_;
   occ_w0_ = work_pos0_[last];
   occ_w1_ = work_pos0_[last + 1];
@@ -241,6 +251,7 @@ int Runtime::enter_locked(std::vector<std::uint32_t> units, Source src, const st
   occ_copied_ = 0;
   occ_unit_bytes_ = work_units_[last] < catalog_.size() ? catalog_[work_units_[last]].bytes : 0;
   occ_unit_label_ = label;
+  if (rc == 0) announce_ahead_locked();
   return rc;
 }
 
