@@ -247,6 +247,7 @@ bool Runtime::acquire_locked(std::size_t pos) {
       if (first_look) g_c.grants_in_hand.fetch_add(1, std::memory_order_relaxed);
       if (at_work_start_) {
         g_c.work_start_waits.fetch_add(1, std::memory_order_relaxed);
+        if (first_look) g_c.work_starts_in_hand.fetch_add(1, std::memory_order_relaxed);
         g_c.work_start_wait_ns.fetch_add(waited, std::memory_order_relaxed);
       }
       if (at_chunk_gate_) {  // inside a unit: a sub-unit the grant in hand did not cover

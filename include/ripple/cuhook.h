@@ -75,6 +75,7 @@ extern "C" {
   X(ahead_drained, "... of them drained: the engine went another way (acquired, closed unrun)") \
   X(grants_in_hand, "acquires whose grant had already arrived (no wait)")                       \
   X(work_start_waits, "acquires at a work's first unit")                                        \
+  X(work_starts_in_hand, "... whose grant had already arrived (announced ahead, granted ahead)") \
   X(work_start_wait_ns, "wait_ns spent at a work's first unit (the announce -> grant trip)")
 
 /* Counters of the interposer (a snapshot), one field per RIPPLE_CUHOOK_COUNTERS entry. */

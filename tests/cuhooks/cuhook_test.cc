@@ -252,7 +252,8 @@ void expect_pass_kept_across_restart(const json& st, const std::string& err, con
 // The units of the work announced ahead that the engine never ran (it stopped after the
 // work before): with works granted whole (the grant server), a stable learned bare pass
 // has every later work announced ahead, so it is the last work announced (0 when none was
-// announced ahead). cuhooks/gate.cc, "grants ahead".
+// announced ahead; a run must end on a stable pass: 16 passes matched since it was last
+// learned). cuhooks/gate.cc, "grants ahead".
 std::size_t unrun_ahead(const json& st, const GrantServer::Seen& seen) {
   return st["works_ahead"].get<std::size_t>() > 0 && !seen.works.empty() ? seen.works.back().units.size() : 0;
 }
@@ -691,6 +692,130 @@ TEST_F(CuhookTest, MultiPassWorkDrainsAndSurvivesRestart) {
   EXPECT_GE(multi + 1, seen.works.size()) << "all but the first (the rest of the open work) span passes";
   EXPECT_LT(announced, 700u) << "the new session announces what is left, not a replay";
   EXPECT_GE(st["grants"].get<std::size_t>(), seen.works.size());
+}
+
+// Tests that with an always-grant agent the work boundaries of a stable learned bare pass
+// (llama.cpp decoding: one graph launch a token) no longer wait for the announce -> grant
+// round trip: each next work is announced once the one before is granted to its end, and
+// its grant is in hand at the boundary. The agent takes 300 us to grant (a token takes
+// 2 ms): without grants ahead (RIPPLE_GRANT_AHEAD=off) every work start waits for it;
+// with them, every work start after the pass is stable finds its grant there. The
+// engine runs the same launches either way, each gated once.
+TEST_F(CuhookTest, GrantsAheadAreInHandAtWorkBoundaries) {
+  auto decode = [&](const std::string& ahead, const std::string& min_work_ms) {
+    clear_outputs();
+    GrantServer srv(sock_);
+    srv.set_decide_us(300);
+    EXPECT_TRUE(srv.start());
+    Outcome r = run({"direct", "sleep", "2", "llama", "120", "1", "6"},
+                    {{"RIPPLE_GRAPH_BYTES", "1000000"}, {"RIPPLE_GRANT_AHEAD", ahead}, {"RIPPLE_MIN_WORK_MS", min_work_ms}});
+    EXPECT_TRUE(exited_ok(r)) << r.err;
+    EXPECT_EQ(r.out, "driver_app: done\n");
+    EXPECT_EQ(fake_counts(r)["cuGraphLaunch"][0], 120u);
+    json st = stats_of(r);
+    EXPECT_EQ(st["units_graph"].get<int>(), 120);
+    EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
+    EXPECT_EQ(st["units_drained"].get<int>(), 0);
+    EXPECT_EQ(st["ahead_drained"].get<int>(), 0);
+    EXPECT_EQ(srv.seen().discards, 0u);
+    EXPECT_EQ(st["work_start_waits"].get<std::size_t>(), st["grants"].get<std::size_t>()) << "whole-work grants";
+    return st;
+  };
+  for (const char* min_work_ms : {"0", "10"}) {
+    SCOPED_TRACE(std::string("RIPPLE_MIN_WORK_MS=") + min_work_ms);
+    json off = decode("off", min_work_ms);
+    EXPECT_EQ(off["works_ahead"].get<int>(), 0);
+    EXPECT_EQ(off["work_starts_in_hand"].get<std::size_t>(), 0u) << "announced at the boundary: 300 us away";
+    EXPECT_GE(off["work_start_wait_ns"].get<std::size_t>(), off["work_start_waits"].get<std::size_t>() * 300'000);
+    json on = decode("on", min_work_ms);
+    const std::size_t ahead = on["works_ahead"].get<std::size_t>();
+    EXPECT_GE(ahead, 1u);
+    // Every work announced ahead that ran (all but the last: the engine stopped) found its
+    // grant in hand; before the pass was stable (16 passes matched), works waited.
+    EXPECT_GE(on["work_starts_in_hand"].get<std::size_t>() + 2, ahead - 1) << "(2: a stall of the test host)";
+    EXPECT_LE(on["work_start_waits"].get<std::size_t>() - on["work_starts_in_hand"].get<std::size_t>(), 8u + 16 + 2)
+        << "only the works before the pass was learned and stable waited";
+    EXPECT_LT(on["work_start_wait_ns"].get<std::size_t>(), off["work_start_wait_ns"].get<std::size_t>());
+  }
+}
+
+// Tests that a copy off the learned graph pass, coming where the work announced ahead
+// should begin, drains that work (acquired in order and closed unrun: charged, counted)
+// before the copy's own work; the launches and the copy run as without grants ahead.
+TEST_F(CuhookTest, DeviationDrainsTheWorkAnnouncedAhead) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  // One pass a work: the copy comes at a work boundary, nothing of the open work is left.
+  // The graph pass is learned again after the copy, stable 24 launches later: the run
+  // ends with a work announced ahead (unrun_ahead).
+  Outcome r = run({"direct", "sleep", "1", "graph", "60", "copies", "1", "2097152", "graph", "40"},
+                  {{"RIPPLE_GRAPH_BYTES", "1000000"}, {"RIPPLE_MIN_WORK_MS", "0"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_EQ(r.out, "driver_app: done\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  json st = stats_of(r);
+  auto seen = srv.seen();
+  auto fake = fake_counts(r);
+  EXPECT_EQ(fake["cuGraphLaunch"][0], 100u);
+  EXPECT_EQ(fake["cuMemcpyHtoDAsync_v2"].at(1), 2097152u) << "copied once, whole";
+  EXPECT_EQ(st["units_graph"].get<int>(), 100);
+  EXPECT_EQ(st["units_copy"].get<int>(), 1);
+  EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
+  EXPECT_GE(st["works_ahead"].get<int>(), 1);
+  EXPECT_EQ(st["ahead_drained"].get<int>(), 1);
+  EXPECT_EQ(st["units_drained"].get<int>(), 1) << "the one graph pass announced ahead";
+  EXPECT_EQ(st["seq_mismatch"].get<int>(), 0) << "no work was open: the copy came at a boundary";
+  EXPECT_EQ(st["relearns"].get<int>(), 1);
+  EXPECT_EQ(seen.discards, 0u);
+  ASSERT_GE(seen.hellos.size(), 1u);
+  std::uint32_t graph = 0;
+  while (graph < seen.hellos[0].units.size() && seen.hellos[0].units[graph].name != "graph") ++graph;
+  // The works: graph passes, the one drained, then the copy's own work right after it.
+  std::size_t graphs = 0, copy_at = seen.works.size();
+  for (std::size_t i = 0; i < seen.works.size(); ++i) {
+    const auto& w = seen.works[i].units;
+    const auto n = static_cast<std::size_t>(std::count(w.begin(), w.end(), graph));
+    if (n != w.size() && copy_at == seen.works.size()) copy_at = i;
+    graphs += n;
+  }
+  ASSERT_LT(copy_at, seen.works.size());
+  EXPECT_EQ(seen.works[copy_at].units.size(), 1u);
+  ASSERT_EQ(unrun_ahead(st, seen), 1u);
+  EXPECT_EQ(graphs, 100u + 1 + 1) << "each launch once, the drained pass, the last work ahead";
+  // The drained work was granted (charged) and its grant closed: reported like the others.
+  EXPECT_EQ(st["grants"].get<std::size_t>() + 1, seen.works.size());
+  EXPECT_EQ(seen.dones.size(), st["grants"].get<std::size_t>());
+}
+
+// Tests that an agent lost while a work is announced ahead does not strand the engine:
+// the work ahead goes with the session (the agent drops the engine's queue; it is not
+// drained against the next agent), the engine reconnects, announces what is left of the
+// open work and then works ahead again, every launch a boundary and none drained.
+TEST_F(CuhookTest, AgentLossForgetsTheWorkAnnouncedAhead) {
+  GrantServer::Seen seen;
+  Outcome r = run_across_restart({"direct", "sleep", "1", "graph", "400"}, &seen,
+                                 {{"RIPPLE_GRAPH_BYTES", "1000000"}, {"RIPPLE_MIN_WORK_MS", "0"}}, 150);
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_EQ(r.out, "driver_app: done\n");
+  json st = stats_of(r);
+  EXPECT_EQ(fake_counts(r)["cuGraphLaunch"][0], 400u);
+  EXPECT_EQ(st["units_graph"].get<int>(), 400);
+  EXPECT_GE(st["agent_losses"].get<int>(), 1);
+  EXPECT_EQ(st["passes_learned"].get<int>(), 1) << r.err;
+  EXPECT_EQ(st["ahead_drained"].get<int>(), 0) << "forgotten with the session, not drained";
+  EXPECT_EQ(st["units_drained"].get<int>(), 0);
+  EXPECT_EQ(st["seq_mismatch"].get<int>(), 0);
+  EXPECT_EQ(seen.discards, 0u) << "no grant of the old session's works asked of the new agent";
+  ASSERT_GE(seen.works.size(), 20u);
+  std::size_t announced = 0;
+  for (const auto& w : seen.works) {
+    EXPECT_EQ(w.units.size(), 1u) << "one pass a work";
+    announced += w.units.size();
+  }
+  EXPECT_LE(announced, 400u + 1) << "the new session announces what is left, not a replay";
+  // Works ahead before the loss (16 passes after learning, 150 ms in) and again after it.
+  EXPECT_GT(st["works_ahead"].get<std::size_t>(), seen.works.size() / 2);
+  EXPECT_GE(st["work_starts_in_hand"].get<std::size_t>(), seen.works.size() / 2);
 }
 
 // --- safety -----------------------------------------------------------------------
