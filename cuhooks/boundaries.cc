@@ -80,6 +80,7 @@ bool Runtime::chunk_bare(Op& op) {
 }
 
 void Runtime::chunk_in_unit(Op& op) {
+  if (!subunits_open_.load(std::memory_order_acquire)) return;  // the common case: no lock
   std::vector<Chunk> plan;
   std::uint64_t gen = 0;
   {
@@ -251,6 +252,7 @@ int Runtime::enter_locked(std::vector<std::uint32_t> units, Source src, const st
   occ_copied_ = 0;
   occ_unit_bytes_ = work_units_[last] < catalog_.size() ? catalog_[work_units_[last]].bytes : 0;
   occ_unit_label_ = label;
+  subunits_open_.store(occ_w1_ > occ_w0_ + 1, std::memory_order_release);
   if (rc == 0) announce_ahead_locked();
   return rc;
 }
@@ -285,6 +287,7 @@ void Runtime::clear_work_locked() {
   pos_ = base_ = 0;
   pass_work_ = bare_work_ = false;
   occ_w0_ = occ_w1_ = occ_cover_ = 0;
+  subunits_open_.store(false, std::memory_order_release);
 }
 
 void Runtime::exit_unit() {
@@ -299,6 +302,7 @@ void Runtime::exit_unit() {
   ++occ_gen_;  // copies issued from now on are not this unit's
   if (grant_ && (work_units_.empty() || grant_end_ <= occ_w1_)) close_grant_locked();
   occ_w0_ = occ_w1_ = occ_cover_ = 0;
+  subunits_open_.store(false, std::memory_order_release);
   if (!work_open()) {
     // Sub-units never reached (fewer copy bytes than announced) are still the agent's
     // next positions: granted and closed now (charged, never run), so the next work's

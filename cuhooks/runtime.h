@@ -318,6 +318,12 @@ class Runtime {
   std::size_t occ_w0_ = 0, occ_w1_ = 0, occ_cover_ = 0;
   std::uint64_t occ_unit_bytes_ = 0, occ_copied_ = 0, occ_gen_ = 0;
   std::string occ_unit_label_;
+  // A unit announced as sub-units is open (open_unit_, occ_w1_ > occ_w0_ + 1, a work):
+  // written under gm_, read without it, so a host<->device copy outside such a unit
+  // (llama.cpp's ~7 small copies a token) skips the gate lock in chunk_in_unit. A copy
+  // ordered after the unit's entry (its thread, or one synchronised with it) sees it set
+  // (release/acquire); one racing the entry on another thread was never ordered with it.
+  std::atomic<bool> subunits_open_{false};
   std::atomic<bool> pending_start_{false};
   CUevent start_ev_ = nullptr;
   CUcontext start_ctx_ = nullptr;
