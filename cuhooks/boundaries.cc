@@ -200,9 +200,10 @@ int Runtime::enter_locked(std::vector<std::uint32_t> units, Source src, const st
     // A new work: the learned pass or the profile's forward sequence from this unit on,
     // or just these units.
     std::vector<std::uint32_t> w = units;
-    if (whole_pass && bare && from == 0 && ahead_ && !ahead_->units.empty()) {
+    if (whole_pass && bare && from == 0 && ahead_ && !ahead_->units.empty() && ahead_->pass == pass_) {
       // The pass from its start: the work announced ahead (gate.cc, "grants ahead"), as
-      // announced (open_work_locked adopts it if nothing changed since).
+      // announced (open_work_locked adopts it if nothing changed since; a pass learned
+      // at this boundary, another one, drains it).
       w = ahead_->units;
       g_c.passes_per_work.store(w.size() / pass_.size(), std::memory_order_relaxed);
     } else if (whole_pass) {

@@ -74,6 +74,7 @@ void Runtime::announce_ahead_locked() {
   for (std::size_t n = bare_span_locked(0); n > 0; --n) units.insert(units.end(), pass_.begin(), pass_.end());
   Ahead a;
   build_work_locked(units, a.units, a.wire, a.pos0);
+  a.pass = pass_;
   engine::WorkMsg w;
   w.work_id = a.id = work_id_ + 1;
   w.units = a.wire;

@@ -392,6 +392,7 @@ class Runtime {
     std::uint64_t id = 0;
     std::vector<std::uint32_t> units, wire;
     std::vector<std::size_t> pos0;
+    std::vector<std::uint32_t> pass;  // the learned pass it repeats (a pass learned since: not it)
   };
   std::optional<Ahead> ahead_;
   bool at_work_start_ = false;  // the acquire is a work's first unit's (stats)
