@@ -80,6 +80,7 @@ bool Runtime::chunk_bare(Op& op) {
 }
 
 void Runtime::chunk_in_unit(Op& op) {
+  if (!subunits_open_.load(std::memory_order_acquire)) return;  // the common case: no lock
   std::vector<Chunk> plan;
   std::uint64_t gen = 0;
   {
@@ -199,7 +200,13 @@ int Runtime::enter_locked(std::vector<std::uint32_t> units, Source src, const st
     // A new work: the learned pass or the profile's forward sequence from this unit on,
     // or just these units.
     std::vector<std::uint32_t> w = units;
-    if (whole_pass) {
+    if (whole_pass && bare && from == 0 && ahead_ && !ahead_->units.empty() && ahead_->pass == pass_) {
+      // The pass from its start: the work announced ahead (gate.cc, "grants ahead"), as
+      // announced (open_work_locked adopts it if nothing changed since; a pass learned
+      // at this boundary, another one, drains it).
+      w = ahead_->units;
+      g_c.passes_per_work.store(w.size() / pass_.size(), std::memory_order_relaxed);
+    } else if (whole_pass) {
       w.assign(pass_.begin() + static_cast<std::ptrdiff_t>(from), pass_.end());
       // A short bare pass: the work spans several passes (learning.cc, bare_passes_locked).
       if (bare)
@@ -210,7 +217,9 @@ int Runtime::enter_locked(std::vector<std::uint32_t> units, Source src, const st
     }
     pass_work_ = whole_pass && !bare;
     bare_work_ = whole_pass && bare;
+    bare_from_ = from;
     open_work_locked(w);
+    at_work_start_ = true;
   } else if (units.size() == 1 && work_units_[pos_] != units[0]) {
     // The engine went another way than the profile: positions advance regardless.
     g_c.seq_mismatch.fetch_add(1, std::memory_order_relaxed);
@@ -224,7 +233,9 @@ int Runtime::enter_locked(std::vector<std::uint32_t> units, Source src, const st
   for (std::size_t p = first; p <= last; ++p) {
     const std::size_t wp = work_pos0_[p];
     const bool fresh = !(grant_ && wp < grant_end_);  // else covered by the grant in hand
-    if (!cover_locked(wp)) {
+    const bool covered = cover_locked(wp);
+    at_work_start_ = false;
+    if (!covered) {
       g_c.unmanaged_units.fetch_add(1, std::memory_order_relaxed);
       rc = -1;
       break;
@@ -234,6 +245,7 @@ int Runtime::enter_locked(std::vector<std::uint32_t> units, Source src, const st
     // Its GPU time is this boundary's alone (a learned unit's duration).
     grant_single_ = p == first && base_ + grant_->first == wp && grant_end_ == work_pos0_[last + 1];
   }
+  at_work_start_ = false;
   ++occ_gen_;
   occ_w0_ = work_pos0_[last];
   occ_w1_ = work_pos0_[last + 1];
@@ -241,6 +253,8 @@ int Runtime::enter_locked(std::vector<std::uint32_t> units, Source src, const st
   occ_copied_ = 0;
   occ_unit_bytes_ = work_units_[last] < catalog_.size() ? catalog_[work_units_[last]].bytes : 0;
   occ_unit_label_ = label;
+  subunits_open_.store(occ_w1_ > occ_w0_ + 1, std::memory_order_release);
+  if (rc == 0) announce_ahead_locked();
   return rc;
 }
 
@@ -274,6 +288,7 @@ void Runtime::clear_work_locked() {
   pos_ = base_ = 0;
   pass_work_ = bare_work_ = false;
   occ_w0_ = occ_w1_ = occ_cover_ = 0;
+  subunits_open_.store(false, std::memory_order_release);
 }
 
 void Runtime::exit_unit() {
@@ -288,6 +303,7 @@ void Runtime::exit_unit() {
   ++occ_gen_;  // copies issued from now on are not this unit's
   if (grant_ && (work_units_.empty() || grant_end_ <= occ_w1_)) close_grant_locked();
   occ_w0_ = occ_w1_ = occ_cover_ = 0;
+  subunits_open_.store(false, std::memory_order_release);
   if (!work_open()) {
     // Sub-units never reached (fewer copy bytes than announced) are still the agent's
     // next positions: granted and closed now (charged, never run), so the next work's

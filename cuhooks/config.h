@@ -60,6 +60,9 @@ struct Config {
   int chunk_hold_ms = 60000;
   // RIPPLE_MIN_WORK_MS in ns (0: off, one pass a work).
   std::uint64_t min_work_ns = kDefaultMinWorkMs * 1'000'000ull;
+  // RIPPLE_GRANT_AHEAD (on/off): a learned bare pass's next work is announced once the
+  // current one is granted to its end, so its grant is in hand at the boundary.
+  bool grant_ahead = true;
 };
 
 // A fail-open engine's default bound on one grant wait: far above any wait a working

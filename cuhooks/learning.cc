@@ -285,15 +285,19 @@ void Runtime::stop_bare_learning_locked(const char* why) {
 // over-charged by at most ~RIPPLE_MIN_WORK_MS of the engine's passes, never under-charged).
 std::size_t Runtime::bare_passes_locked(std::size_t from) {
   apply_chunk_locked();  // the wire as open_work_locked will build it (idempotent)
+  const std::size_t n = bare_span_locked(from);
+  g_c.passes_per_work.store(n, std::memory_order_relaxed);
+  if (n > 1) g_c.multi_pass_works.fetch_add(1, std::memory_order_relaxed);
+  return n;
+}
+
+std::size_t Runtime::bare_span_locked(std::size_t from) const {
   auto wire = [&](std::uint32_t u) { return u < subs_.size() && !subs_[u].empty() ? subs_[u].size() : std::size_t{1}; };
   std::size_t first = 0, whole = 0;
   for (std::size_t i = 0; i < pass_.size(); ++i) (i >= from ? first : whole) += wire(pass_[i]);
   whole += first;
-  const std::size_t n = passes_per_work(cfg_.min_work_ns, bperiod_.period_ns(), bpasses_ >= kSpanAfterPasses, first,
-                                        whole, engine::kMaxWorkUnits);
-  g_c.passes_per_work.store(n, std::memory_order_relaxed);
-  if (n > 1) g_c.multi_pass_works.fetch_add(1, std::memory_order_relaxed);
-  return n;
+  return passes_per_work(cfg_.min_work_ns, bperiod_.period_ns(), bpasses_ >= kSpanAfterPasses, first, whole,
+                         engine::kMaxWorkUnits);
 }
 
 }  // namespace ripple::cuhook

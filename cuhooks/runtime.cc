@@ -352,6 +352,7 @@ void Runtime::fork_child() {
   cur_pos_ = acq_next_ = 0;
   grant_.reset();
   grant_end_ = 0;
+  ahead_.reset();  // the parent's session's
   pending_start_.store(false);
   start_ev_ = nullptr;
   open_unit_ = false;

@@ -176,6 +176,17 @@ class Runtime {
   void drain_locked();
   void clear_work_locked();
   void open_work_locked(const std::vector<std::uint32_t>& units);
+  // A work's units as open_work_locked announces them: the units that fit a work, their
+  // wire positions, and each unit's first one (one past the end at the back).
+  void build_work_locked(const std::vector<std::uint32_t>& units, std::vector<std::uint32_t>& kept,
+                         std::vector<std::uint32_t>& wire, std::vector<std::size_t>& pos0) const;
+  // Grants ahead (gate.cc): the open learned bare-pass work is granted to its end, so the
+  // next one (the same pass from its start, the same span) is announced now.
+  void announce_ahead_locked();
+  // A new work opens: the one announced ahead is adopted when it is this one, else drained.
+  // True when adopted (nothing to announce).
+  bool settle_ahead_locked(const std::vector<std::uint32_t>& kept, const std::vector<std::uint32_t>& wire,
+                           const std::vector<std::size_t>& pos0);
   // Sub-layer grants. The wire catalog: catalog_, then the sub-unit entries of the units
   // larger than the chunk size; subs_[i]: the wire entries unit i is announced as.
   void rebuild_wire_locked();
@@ -307,6 +318,12 @@ class Runtime {
   std::size_t occ_w0_ = 0, occ_w1_ = 0, occ_cover_ = 0;
   std::uint64_t occ_unit_bytes_ = 0, occ_copied_ = 0, occ_gen_ = 0;
   std::string occ_unit_label_;
+  // A unit announced as sub-units is open (open_unit_, occ_w1_ > occ_w0_ + 1, a work):
+  // written under gm_, read without it, so a host<->device copy outside such a unit
+  // (llama.cpp's ~7 small copies a token) skips the gate lock in chunk_in_unit. A copy
+  // ordered after the unit's entry (its thread, or one synchronised with it) sees it set
+  // (release/acquire); one racing the entry on another thread was never ordered with it.
+  std::atomic<bool> subunits_open_{false};
   std::atomic<bool> pending_start_{false};
   CUevent start_ev_ = nullptr;
   CUcontext start_ctx_ = nullptr;
@@ -366,6 +383,19 @@ class Runtime {
   // a token pays 16 round trips more.
   static constexpr std::size_t kSpanAfterPasses = 16;
   std::size_t bare_passes_locked(std::size_t from);
+  // The same count without applying a pending chunk size or counting (grants ahead).
+  std::size_t bare_span_locked(std::size_t from) const;
+  std::size_t bare_from_ = 0;  // the pass position the open bare work starts at
+  // The work announced ahead (its id is work_id_, the last announced; only while a session
+  // is open: a session that ends takes it along, the agent drops the engine's queue).
+  struct Ahead {
+    std::uint64_t id = 0;
+    std::vector<std::uint32_t> units, wire;
+    std::vector<std::size_t> pos0;
+    std::vector<std::uint32_t> pass;  // the learned pass it repeats (a pass learned since: not it)
+  };
+  std::optional<Ahead> ahead_;
+  bool at_work_start_ = false;  // the acquire is a work's first unit's (stats)
 };
 
 }  // namespace ripple::cuhook

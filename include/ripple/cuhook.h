@@ -69,7 +69,14 @@ extern "C" {
   X(chunk_wait_ns, "wait_ns spent at chunk gates; wait_ns - chunk_wait_ns: at boundaries")     \
   /* v5: */                                                                                     \
   X(multi_pass_works, "works of a learned bare pass spanning more than one pass")              \
-  X(passes_per_work, "passes the last learned bare-pass work spans (a gauge; RIPPLE_MIN_WORK_MS)")
+  X(passes_per_work, "passes the last learned bare-pass work spans (a gauge; RIPPLE_MIN_WORK_MS)")    \
+  /* v6: */                                                                                     \
+  X(works_ahead, "bare-pass works announced ahead (the work before granted to its end)")       \
+  X(ahead_drained, "... of them drained: the engine went another way (acquired, closed unrun)") \
+  X(grants_in_hand, "acquires whose grant had already arrived (no wait)")                       \
+  X(work_start_waits, "acquires at a work's first unit")                                        \
+  X(work_starts_in_hand, "... whose grant had already arrived (announced ahead, granted ahead)") \
+  X(work_start_wait_ns, "wait_ns spent at a work's first unit (the announce -> grant trip)")
 
 /* Counters of the interposer (a snapshot), one field per RIPPLE_CUHOOK_COUNTERS entry. */
 struct ripple_cuhook_stats {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "ripple/client.h"
@@ -97,6 +98,7 @@ void GrantServer::handle(int fd, const engine::Message& m) {
     seen_.works.push_back(*w);
     seen_.work_hello.push_back(hello_of_.count(fd) ? hello_of_[fd] : SIZE_MAX);
     pending_.push_back({fd, *w, 0});
+    if (decide_us_) std::this_thread::sleep_for(std::chrono::microseconds(decide_us_));
     if (mode_ == Mode::kAuto || released_) grant_pending_locked();
   } else if (auto* st = std::get_if<engine::StartMsg>(&m)) {
     ++seen_.starts;

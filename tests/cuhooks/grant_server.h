@@ -63,6 +63,9 @@ class GrantServer {
     suggest_from_ = from_session;
     suggest_alternate_ = alternate;
   }
+  // Each announced work is granted this long after it came (an agent's decision and
+  // delivery, the announce -> grant round trip; the server thread sleeps). Call before start().
+  void set_decide_us(std::uint32_t us) { decide_us_ = us; }
   Seen seen();
 
  private:
@@ -85,6 +88,7 @@ class GrantServer {
   };
   std::vector<Pending> pending_;
   std::uint32_t per_grant_ = 0;
+  std::uint32_t decide_us_ = 0;
   std::uint64_t suggest_welcome_ = 0, suggest_grant_ = 0;
   bool suggest_alternate_ = false;
   std::size_t suggest_from_ = 0;

@@ -181,7 +181,7 @@ median() { sort -g | awk '{v[NR]=$1} END{if(NR==0){print "n/a"} else if(NR%2){pr
 for v in plain off hook; do R[tg-$v]=$(awk -v v=$v '$1==v && $3!="n/a"{print $3}' "$OUT/overhead.txt" | median); done
 log "   $(tr '\n' ';' < "$OUT/overhead.txt")"
 st=$OUT/bench-hook.1.stats
-R[tg-units]="units $(jget "$st" units) (graph $(jget "$st" units_graph)), grants $(jget "$st" grants), grant waits $(jget "$st" grant_waits), wait $(jget "$st" wait_ns) ns; works of several passes $(jget "$st" multi_pass_works), passes a work (last) $(jget "$st" passes_per_work), drained $(jget "$st" units_drained)"
+R[tg-units]="units $(jget "$st" units) (graph $(jget "$st" units_graph)), grants $(jget "$st" grants), grant waits $(jget "$st" grant_waits), wait $(jget "$st" wait_ns) ns; works of several passes $(jget "$st" multi_pass_works), passes a work (last) $(jget "$st" passes_per_work), drained $(jget "$st" units_drained); works ahead $(jget "$st" works_ahead) (drained $(jget "$st" ahead_drained)), work starts with the grant in hand $(jget "$st" work_starts_in_hand) of $(jget "$st" work_start_waits), waited at work starts $(jget "$st" work_start_wait_ns) ns"
 log "   hooked run 1: ${R[tg-units]}"
 
 # --- 5. per-call cost ----------------------------------------------------------------
