@@ -194,6 +194,45 @@ TEST(Admission, BestEffortHeldForDueTime) {
   }
 }
 
+// Tests the reservation (issue 12; Documentation/agent.md): while a deadline-bound request
+// is behind its due times, a best-effort grant leaves the budget for all of its ungranted
+// units, even while the request's two slots are taken; on schedule, nothing changes.
+// A = 100 MB, fully released at 40 ms. At 60 ms the VLM (60 units of 1 MB, 1 ms) takes
+// 18 + 18 units, leaving 64 MB and 24 ungranted units. Behind (deadline 100 ms: unit 36
+// due at 58.6 ms), the LLM gets 100 - 36 - 24 = 40 MB and its successor is held; on
+// schedule (deadline 200 ms: due at 117 ms) it takes all 64 MB it fits (6 units).
+TEST(Admission, BestEffortLeavesBudgetForABehindRequest) {
+  for (bool behind : {true, false}) {
+    Fixture f;
+    const EngineId llm = f.add(engine("llm", EngineKind::kBestEffort, 10 * kMB, 100'000));
+    EngineSpec v = engine("vlm", EngineKind::kDeadlineBound, 1 * kMB, kMs);
+    v.period = v.deadline = (behind ? 100 : 200) * kMs;
+    const EngineId vlm = f.add(v);
+    f.add(engine("idle"));  // the 100 MB probe unit, no work
+    ASSERT_TRUE(f.adm->announce(vlm, work(1, 60), 0));
+    ASSERT_TRUE(f.adm->announce(llm, work(1, 10), 0));
+    f.adm->on_release(f.t, 1, 0);
+    const Decision d = f.adm->decide(60 * kMs);
+    ASSERT_EQ(d.grants.size(), 3u);
+    EXPECT_EQ(d.grants[0].engine, vlm);
+    EXPECT_EQ(d.grants[1].engine, vlm);
+    EXPECT_EQ(d.grants[0].count + d.grants[1].count, 36u);
+    EXPECT_EQ(d.grants[2].engine, llm);
+    if (behind) {
+      EXPECT_EQ(d.grants[2].bytes, 40 * kMB);
+      const WaitReason why = f.adm->explain(llm);
+      EXPECT_EQ(why.cause, WaitCause::kReserve);
+      EXPECT_EQ(why.other, vlm);
+      EXPECT_EQ(why.until, 76 * kMs);  // the deadline less the 24 units' 24 ms
+      EXPECT_EQ(to_string(why.cause), "reserve");
+      EXPECT_NE(describe(why, 60 * kMs).find("16.000 ms"), std::string::npos) << describe(why, 60 * kMs);
+    } else {
+      EXPECT_EQ(d.grants[2].bytes, 60 * kMB);
+      EXPECT_NE(f.adm->explain(llm).cause, WaitCause::kReserve);
+    }
+  }
+}
+
 // Tests that start_by is the lease or the CPU-release limit, whichever is earlier:
 // with the next release predicted at 100 ms, a grant predicted to run 1-19 ms may
 // start by 100 - 18 = 82 ms, its 10 ms successor by 100 - 10 = 90 ms (lease 200 ms).
