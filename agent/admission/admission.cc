@@ -17,6 +17,7 @@ std::string_view to_string(WaitCause cause) {
     case WaitCause::kBudget: return "budget";
     case WaitCause::kCrossing: return "crossing";
     case WaitCause::kDueTime: return "due-time";
+    case WaitCause::kReserve: return "reserve";
     case WaitCause::kPaused: return "paused";
     case WaitCause::kBoundary: return "boundary";
   }
@@ -41,6 +42,11 @@ std::string describe(const WaitReason& w, Nanos now) {
       return fmt::format("one unit ({} B) fits B(t) but its crossing into a release is not allowed", w.need);
     case WaitCause::kDueTime:
       return fmt::format("held for engine {}'s unit due in {:.3f} ms", w.other, in_ms);
+    case WaitCause::kReserve:
+      if (w.until <= now)
+        return fmt::format("held for engine {}'s deadline: its remaining units need all the budget now", w.other);
+      return fmt::format("held for engine {}'s deadline: its remaining units need the budget due within {:.3f} ms",
+                         w.other, in_ms);
     case WaitCause::kPaused: return "paused by the policy";
     case WaitCause::kBoundary: return "waits for the grant in flight to end";
   }

@@ -90,6 +90,7 @@ enum class WaitCause : std::uint8_t {
   kBudget,         // B(t) below the next unit (Eq. 4)
   kCrossing,       // fits B(t) but would cross a release the crossing bound forbids
   kDueTime,        // best-effort held back for a deadline-bound due time
+  kReserve,        // best-effort held so a deadline-bound request can pay all its units in time
   kPaused,         // a baseline policy pauses it (PT job active, cap spent, PI pause)
   kBoundary,       // a policy that acts at boundaries waits for the grant in flight
 };
@@ -101,7 +102,7 @@ struct WaitReason {
   Bytes budget = 0;     // B(t) when it was decided
   Nanos until = kNever; // when it is expected to end (kNever: at an event)
   std::string detail;   // a policy's own line; empty: describe() composes one
-  EngineId other = 0;   // kDueTime: the deadline-bound engine it is held for
+  EngineId other = 0;   // kDueTime, kReserve: the deadline-bound engine it is held for
 };
 // One human line for a wait, from its detail or its structured fields.
 std::string describe(const WaitReason& why, Nanos now);

@@ -72,6 +72,38 @@ Ahead ahead_for_release(const Context& ctx, const EngineState& e, Nanos start, B
   return out;
 }
 
+// Reservation for deadline-bound requests that have fallen behind (§3: objective 2 before
+// objective 3). The paper's rule (§4.1) holds a best-effort grant only for the waiting
+// request's *next* unit. When B(t) binds, a request behind its due times can stay behind:
+// the best-effort engine spends the budget its later units need, notably while the
+// request's two slots are taken and it is no candidate at all, and the request finishes
+// late (issue 12: a VLM that streams its weights from host memory). So while a request's
+// next unit is past its due time, a best-effort grant of `bytes` must leave the budget for
+// all of the request's ungranted units in time for them to run: the ledger's projection
+// must reach `bytes` + those units' bytes by the deadline less their predicted GPU time
+// alone (conservative: as if they all ran after the budget for the last is there).
+// kNever (more than the active jobs can release) fails too: the grant waits until the
+// request needs less. A request on schedule keeps only the next-unit rule, so one that
+// keeps up (an HBM-resident VLM, whose units carry no host bytes) sees no change.
+struct Reserve {
+  const EngineState* e = nullptr;  // the request that would be short
+  Nanos latest = kNever;           // when its budget must be there
+};
+
+Reserve reserve_violated(const Context& ctx, Bytes bytes) {
+  for (const EngineState& d : ctx.engines) {
+    if (!d.connected || d.spec.kind != EngineKind::kDeadlineBound || !d.has_work()) continue;
+    const Nanos deadline = d.queue.front()->deadline;
+    if (deadline == kNever) continue;
+    if (d.due_time(0, ctx.gamma) > ctx.now) continue;  // on schedule
+    const std::uint32_t left = d.remaining();
+    const Bytes need = d.bytes_of(left);
+    const Nanos latest = deadline - d.duration_alone(left);
+    if (ctx.ledger.time_budget_reaches(bytes + need, ctx.now) > latest) return {&d, latest};
+  }
+  return {};
+}
+
 }  // namespace
 
 Pick RipplePolicy::pick(const Context& ctx) {
@@ -135,6 +167,11 @@ Pick RipplePolicy::pick(const Context& ctx) {
         --n;
       held_for_due = n == 0;
     }
+    Reserve reserve;
+    if (n > 0 && c.due == kNever && budget != kUnlimitedBytes) {
+      while (n > 0 && (reserve = reserve_violated(ctx, e.bytes_of(n))).e != nullptr) --n;
+      held_for_due = n == 0;
+    }
     if (n > 0) {
       out.engine = e.id;
       out.count = n;
@@ -144,7 +181,9 @@ Pick RipplePolicy::pick(const Context& ctx) {
       const Ahead a = ahead_for_release(ctx, e, c.start, budget);
       const bool before_due = c.due != kNever || waiting_bound == nullptr ||
                               a.release + e.duration_alone(a.count) <= waiting_bound->due;
-      if (a.count > 0 && before_due) {
+      const bool reserved = c.due != kNever || budget == kUnlimitedBytes || a.count == 0 ||
+                            reserve_violated(ctx, e.bytes_of(a.count)).e == nullptr;
+      if (a.count > 0 && before_due && reserved) {
         out.engine = e.id;
         out.count = a.count;
         out.not_before = a.release;
@@ -159,7 +198,11 @@ Pick RipplePolicy::pick(const Context& ctx) {
     WaitReason why;
     why.need = need;
     why.budget = budget;
-    if (held_for_due) {
+    if (held_for_due && reserve.e != nullptr) {
+      why.cause = WaitCause::kReserve;
+      why.until = reserve.latest;
+      why.other = reserve.e->id;
+    } else if (held_for_due) {
       why.cause = WaitCause::kDueTime;
       why.until = waiting_bound->due;
       why.other = waiting_bound->e->id;

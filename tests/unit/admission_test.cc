@@ -1,6 +1,7 @@
 // Unit tests of the admission framework and the `ripple` policy (paper §4.1, §4.3):
 // longest run that fits B(t), the horizon, budget-accrual wake-ups, EDF due times,
-// best-effort grants held for a deadline-bound due time, pipelined successors with
+// best-effort grants held for a deadline-bound due time or for the remaining units of a
+// request behind its due times (the reservation), pipelined successors with
 // lease and release limit, refunds of stale successors, disconnects, measured-time
 // scaling and the wait-time breakdown. Simulated clock; every number hand-computed.
 #include <gtest/gtest.h>
@@ -192,6 +193,68 @@ TEST(Admission, BestEffortHeldForDueTime) {
       EXPECT_EQ(f.adm->explain(llm).until, 237'500'000);
     }
   }
+}
+
+// Tests the reservation (issue 12; Documentation/agent.md): while a deadline-bound request
+// is behind its due times, a best-effort grant leaves the budget for all of its ungranted
+// units, even while the request's two slots are taken; on schedule, nothing changes.
+// A = 100 MB, fully released at 40 ms. At 60 ms the VLM (60 units of 1 MB, 1 ms) takes
+// 18 + 18 units, leaving 64 MB and 24 ungranted units. Behind (deadline 100 ms: unit 36
+// due at 58.6 ms), the LLM gets 100 - 36 - 24 = 40 MB and its successor is held; on
+// schedule (deadline 200 ms: due at 117 ms) it takes all 64 MB it fits (6 units).
+TEST(Admission, BestEffortLeavesBudgetForABehindRequest) {
+  for (bool behind : {true, false}) {
+    Fixture f;
+    const EngineId llm = f.add(engine("llm", EngineKind::kBestEffort, 10 * kMB, 100'000));
+    EngineSpec v = engine("vlm", EngineKind::kDeadlineBound, 1 * kMB, kMs);
+    v.period = v.deadline = (behind ? 100 : 200) * kMs;
+    const EngineId vlm = f.add(v);
+    f.add(engine("idle"));  // the 100 MB probe unit, no work
+    ASSERT_TRUE(f.adm->announce(vlm, work(1, 60), 0));
+    ASSERT_TRUE(f.adm->announce(llm, work(1, 10), 0));
+    f.adm->on_release(f.t, 1, 0);
+    const Decision d = f.adm->decide(60 * kMs);
+    ASSERT_EQ(d.grants.size(), 3u);
+    EXPECT_EQ(d.grants[0].engine, vlm);
+    EXPECT_EQ(d.grants[1].engine, vlm);
+    EXPECT_EQ(d.grants[0].count + d.grants[1].count, 36u);
+    EXPECT_EQ(d.grants[2].engine, llm);
+    if (behind) {
+      EXPECT_EQ(d.grants[2].bytes, 40 * kMB);
+      const WaitReason why = f.adm->explain(llm);
+      EXPECT_EQ(why.cause, WaitCause::kReserve);
+      EXPECT_EQ(why.other, vlm);
+      EXPECT_EQ(why.until, 76 * kMs);  // the deadline less the 24 units' 24 ms
+      EXPECT_EQ(to_string(why.cause), "reserve");
+      EXPECT_NE(describe(why, 60 * kMs).find("16.000 ms"), std::string::npos) << describe(why, 60 * kMs);
+    } else {
+      EXPECT_EQ(d.grants[2].bytes, 60 * kMB);
+      EXPECT_NE(f.adm->explain(llm).cause, WaitCause::kReserve);
+    }
+  }
+}
+
+// Tests that the reservation holds a best-effort engine outright when the active job cannot
+// release what a behind request still needs (time_budget_reaches is kNever): the VLM of 100
+// units of 1 MB (deadline 150 ms; unit 36 due at 52.7 ms) has 64 MB ungranted after its two
+// grants at 60 ms, and 36 + 64 MB leave no room for a 10 MB LLM unit in A = 100 MB.
+TEST(Admission, BestEffortHeldWhenTheJobCannotPayABehindRequest) {
+  Fixture f;
+  const EngineId llm = f.add(engine("llm", EngineKind::kBestEffort, 10 * kMB, 100'000));
+  EngineSpec v = engine("vlm", EngineKind::kDeadlineBound, 1 * kMB, kMs);
+  v.period = v.deadline = 150 * kMs;
+  const EngineId vlm = f.add(v);
+  f.add(engine("idle"));  // the 100 MB probe unit, no work
+  ASSERT_TRUE(f.adm->announce(vlm, work(1, 100), 0));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 10), 0));
+  f.adm->on_release(f.t, 1, 0);
+  const Decision d = f.adm->decide(60 * kMs);
+  ASSERT_EQ(d.grants.size(), 2u);
+  EXPECT_EQ(d.grants[0].engine, vlm);
+  EXPECT_EQ(d.grants[1].engine, vlm);
+  const WaitReason why = f.adm->explain(llm);
+  EXPECT_EQ(why.cause, WaitCause::kReserve);
+  EXPECT_EQ(why.until, 86 * kMs);  // 150 ms less the 64 units' 64 ms
 }
 
 // Tests that start_by is the lease or the CPU-release limit, whichever is earlier:

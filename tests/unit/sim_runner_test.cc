@@ -204,6 +204,39 @@ TEST(SimPlantValidation, ChunkedRippleGrantsAtLeastSigammaAtATightPoint) {
   EXPECT_GT(at["ripple"]["llm_grants"]["grants"].get<std::uint64_t>(), w["llm_grants"]["grants"].get<std::uint64_t>());
 }
 
+// Tests that a VLM streaming its weights from host memory (issue 12: qwen3-vl-2b, 59 GB a
+// 5-s frame, beside the offloaded LLM; preset h200-vlm-host) meets every frame deadline under
+// ripple at k = 1.1, where the budget binds, as it does unmanaged, with the CPU tasks within
+// eps and the LLM still served. Before the reservation (Documentation/agent.md) ripple was
+// late on 3 of 18 frames here. Measured when written: ripple 0/18 late, worst DMR 0.67 %,
+// 0.36 tokens/s (before: 3/18, 0.67 %, 0.34); unmanaged 0/18 at 20.1 % DMR.
+TEST(SimVlmHost, RippleMeetsEveryFrameOfAHostStreamingVlm) {
+  auto p = load_preset("h200-vlm-host", src("tools/bench/ripple-sim/presets"));
+  ASSERT_TRUE(p) << p.error().message;
+  SweepOptions o;
+  o.preset = *p;
+  o.mix_path = src("tools/workloads/mixes/robotic1.toml");
+  o.policies = {"ripple", "unmanaged"};
+  o.ks = {1.1};
+  o.runs = 3;
+  auto r = sweep(o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->protocol_errors, 0u);
+  std::map<std::string, nlohmann::ordered_json> at;
+  for (const auto& pt : r->summary["points"]) at[pt["policy"]] = pt;
+  const auto& rip = at["ripple"];
+  std::printf("ripple: VLM late %llu/%llu, worst DMR %.4f, %.3f tokens/s\n",
+              static_cast<unsigned long long>(rip["vlm_misses"].get<std::uint64_t>()),
+              static_cast<unsigned long long>(rip["vlm_frames"].get<std::uint64_t>()), rip["worst_dmr"].get<double>(),
+              rip["llm_tok_s"].get<double>());
+  EXPECT_EQ(at["unmanaged"]["vlm_misses"].get<std::uint64_t>(), 0u) << "the frames fit unmanaged";
+  EXPECT_FALSE(at["unmanaged"]["feasible"].get<bool>()) << "a tight point: protection is needed";
+  EXPECT_GT(rip["vlm_frames"].get<std::uint64_t>(), 10u);
+  EXPECT_EQ(rip["vlm_misses"].get<std::uint64_t>(), 0u);
+  EXPECT_TRUE(rip["feasible"].get<bool>()) << rip.dump();
+  EXPECT_GT(rip["llm_tok_s"].get<double>(), 0.3) << "best-effort work still gets the rest";
+}
+
 // Tests that a per-job spread of the slowdown (slowdown_sigma) widens the responses beside a
 // constant stream while their mean stretch stays about the same.
 TEST(SimRunner, SlopeSpreadWidensTheTailNotTheMean) {
