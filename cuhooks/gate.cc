@@ -217,11 +217,13 @@ bool Runtime::acquire_locked(std::size_t pos) {
     // starved the watcher and cost each unit up to the acquire timeout.
     Result<engine::GrantMsg> g = make_error("no client");
     int fd = -1;
+    std::uint64_t hold_until = 0;  // a grant in hand held (not_before) until then
     {
       std::lock_guard<std::mutex> c(cm_);
       if (client_) {
         g = client_->acquire(work_id_, static_cast<std::uint32_t>(pos - base_), 0);
         fd = client_->fd();
+        hold_until = client_->hold_until_ns();
       }
     }
     if (!g && g.error().code == engine::kErrTimeout && fd >= 0) {
@@ -230,8 +232,16 @@ bool Runtime::acquire_locked(std::size_t pos) {
         return false;
       }
       first_look = false;
+      // Look again after 5 ms, or when a held grant may start (held for a CPU release or
+      // the shared link: the agent predicted it to start then, so not up to 5 ms later).
+      std::uint64_t wait_ns = 5'000'000;
+      if (hold_until != 0) {
+        const std::uint64_t now = monotonic_ns();
+        wait_ns = hold_until > now ? std::min(wait_ns, hold_until - now) : 0;
+      }
+      const timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000ull), static_cast<long>(wait_ns % 1'000'000'000ull)};
       pollfd p{fd, POLLIN, 0};
-      (void)::poll(&p, 1, 5);
+      (void)::ppoll(&p, 1, &ts, nullptr);
       continue;  // read what came (or look again after 5 ms) under cm_
     }
     if (g) {

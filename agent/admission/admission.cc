@@ -20,6 +20,7 @@ std::string_view to_string(WaitCause cause) {
     case WaitCause::kReserve: return "reserve";
     case WaitCause::kPaused: return "paused";
     case WaitCause::kBoundary: return "boundary";
+    case WaitCause::kLink: return "link";
   }
   return "?";
 }
@@ -49,6 +50,9 @@ std::string describe(const WaitReason& w, Nanos now) {
                          w.other, in_ms);
     case WaitCause::kPaused: return "paused by the policy";
     case WaitCause::kBoundary: return "waits for the grant in flight to end";
+    case WaitCause::kLink:
+      return fmt::format("granted {} B, held {:.3f} ms for engine {}'s host-byte grant (shared link)", w.need,
+                         in_ms > 0 ? in_ms : 0.0, w.other);
   }
   return "?";
 }
@@ -70,6 +74,8 @@ Nanos EngineState::duration_of(std::uint32_t count) const { return predicted(*th
 Nanos EngineState::duration_alone(std::uint32_t count) const { return predicted(*this, count, scale); }
 
 Nanos EngineState::end_of(Nanos start, std::uint32_t count, Nanos now) const {
+  // Held past its own slot (for the shared link), it finds nothing queued to overlap.
+  if (start > std::max(now, busy_until)) return start + duration_alone(count);
   const Nanos end = start + duration_of(count);
   return queued_slot() ? std::max(end, now + duration_alone(count)) : end;
 }
@@ -84,6 +90,27 @@ Nanos EngineState::due_time(std::uint32_t k, double gamma) const {
 }
 
 std::optional<Nanos> Context::slot(const EngineState& e) const {
+  const auto own = own_slot(e);
+  if (!own) return own;
+  return std::max(*own, link_free(e));
+}
+
+Nanos Context::link_free(const EngineState& e) const {
+  if (!shared_link || !e.has_work() || e.unit(0).bytes < kLinkMinBytes) return 0;
+  Nanos free = 0;
+  for (const EngineState& d : engines)
+    if (d.id != e.id && d.connected && d.link_until > now) free = std::max(free, d.link_until);
+  return free;
+}
+
+EngineId Context::link_holder(const EngineState& e) const {
+  const Nanos free = link_free(e);
+  for (const EngineState& d : engines)
+    if (d.id != e.id && d.connected && free > 0 && d.link_until == free) return d.id;
+  return e.id;
+}
+
+std::optional<Nanos> Context::own_slot(const EngineState& e) const {
   if (!e.connected) return std::nullopt;
   if (e.outstanding == 0) return now + e.start_lag;
   if (e.outstanding == 1 && pipelining) return std::max(now, e.busy_until);
@@ -137,8 +164,8 @@ Admission::Outstanding* Admission::find_grant(EngineId engine, GrantId grant) {
 }
 
 Context Admission::context(Nanos now) const {
-  return Context{ledger_, engines_, now, opts_.gamma, opts_.horizon, opts_.pipelining && policy_->pipelines(),
-                 opts_.lease};
+  return Context{ledger_,    engines_, now, opts_.gamma, opts_.horizon, opts_.pipelining && policy_->pipelines(),
+                 opts_.lease, opts_.shared_link && policy_->models_shared_link()};
 }
 
 void Admission::update_probe_unit() {
@@ -183,6 +210,7 @@ void Admission::remove_engine(EngineId id, Nanos now) {
   }
   e->connected = false;
   e->outstanding = 0;
+  e->link_until = 0;
   e->queue.clear();
   e->cursor = 0;
   e->idle_since = -1;
@@ -284,6 +312,8 @@ Decision Admission::decide(Nanos now) {
     EngineState& e = *picked;
     const auto start = ctx.slot(e);
     RIPPLE_CHECK(start.has_value());
+    const Nanos own = *ctx.own_slot(e);
+    EngineId holder = e.id;
     RIPPLE_CHECK(pick.count >= 1 && pick.count <= e.remaining());
     GrantPlan g;
     g.engine = e.id;
@@ -299,10 +329,19 @@ Decision Admission::decide(Nanos now) {
       g.predicted_start = pick.not_before;
       g.not_before = pick.not_before;
       ++e.stats.for_release;
+    } else if (*start > own) {
+      // Held for the shared link: another engine's host-byte grant is predicted to run
+      // until *start, and the two at once would each run at about half speed. The
+      // engine's client holds it until then (not_before), so it runs alone as predicted.
+      g.not_before = *start;
+      g.link_held = true;
+      holder = ctx.link_holder(e);
+      ++e.stats.link_held;
     }
-    // Delivered ahead for a release, it may find the engine idle: it runs alone.
-    g.predicted_end = pick.not_before > 0 ? g.predicted_start + e.duration_alone(pick.count)
-                                          : e.end_of(g.predicted_start, pick.count, now);
+    // Delivered ahead for a release or held for the link, it may find the engine idle:
+    // it runs alone.
+    g.predicted_end = g.not_before > 0 ? g.predicted_start + e.duration_alone(pick.count)
+                                       : e.end_of(g.predicted_start, pick.count, now);
     g.successor = e.outstanding > 0;
     // The engine may start it only while the checks that admitted it hold: within
     // the lease, and not so late that it would cross a release it was admitted not
@@ -314,7 +353,7 @@ Decision Admission::decide(Nanos now) {
       if (next && *next >= g.predicted_end) g.start_by = std::min(g.start_by, *next - dur);
     }
     g.id = ledger_.charge(e.id, g.bytes, g.predicted_end, now);
-    grants_.push_back({g, e.queue.front(), -1, -1});
+    grants_.push_back({g, e.queue.front(), -1, -1, e.id});
     if (e.outstanding == 0 && e.idle_since >= 0) {
       e.stats.wait_budget += now - e.idle_since;
       e.idle_since = -1;
@@ -328,8 +367,19 @@ Decision Admission::decide(Nanos now) {
       e.queue.pop_front();
       e.cursor = 0;
     }
+    grants_.back().link_holder = holder;
+    refresh_link(e);
     e.wait = {WaitCause::kNone, 0, 0, kNever, {}};
     d.grants.push_back(g);
+  }
+  // An engine whose next grant is held for the link waits for the link, whatever else
+  // (slots full, nothing more announced) the policy said.
+  for (const Outstanding& o : grants_) {
+    if (!o.plan.link_held || o.started >= 0 || o.plan.not_before <= now) continue;
+    EngineState& x = *slot(o.plan.engine);
+    const WaitCause c = x.wait.cause;
+    if (c == WaitCause::kNone || c == WaitCause::kSlotsFull || c == WaitCause::kNoWork)
+      x.wait = {WaitCause::kLink, o.plan.bytes, 0, o.plan.not_before, {}, o.link_holder};
   }
   return d;
 }
@@ -356,6 +406,7 @@ Status Admission::on_start(EngineId engine, GrantId grant, Nanos now) {
   // later end (one decided before keeps the prediction it was admitted with).
   const GrantPlan& p = g->plan;
   if (now > p.predicted_start && p.predicted_end == e.busy_until) e.busy_until = now + (p.predicted_end - p.predicted_start);
+  refresh_link(e);
   if (!p.successor && p.not_before == 0) {
     // Bounded by the lease: a grant not started within it is stale anyway.
     const double lag = static_cast<double>(std::clamp<Nanos>(now - p.decided, 0, opts_.lease));
@@ -366,9 +417,20 @@ Status Admission::on_start(EngineId engine, GrantId grant, Nanos now) {
   return Status::Ok();
 }
 
+void Admission::refresh_link(EngineState& e) {
+  e.link_until = 0;
+  for (const Outstanding& o : grants_) {
+    if (o.plan.engine != e.id || o.plan.bytes < kLinkMinBytes) continue;
+    Nanos end = o.plan.predicted_end;
+    if (o.started > o.plan.predicted_start) end = o.started + (o.plan.predicted_end - o.plan.predicted_start);
+    e.link_until = std::max(e.link_until, end);
+  }
+}
+
 void Admission::finish_grant(std::size_t index, Nanos now) {
   EngineState& e = *slot(grants_[index].plan.engine);
   grants_.erase(grants_.begin() + static_cast<std::ptrdiff_t>(index));
+  refresh_link(e);
   --e.outstanding;
   e.last_done = now;
   if (e.outstanding == 0) {

@@ -36,6 +36,12 @@ struct Options {
   // sooner than a lone one, and its event pairs span the overlap. Off: the paper's single
   // measured/profiled scale.
   bool queued_durations = false;
+  // The engines' host-byte grants share one host link (PCIe): for a policy that
+  // models_shared_link(), a grant whose next unit moves host bytes (>= kLinkMinBytes)
+  // starts after the predicted end of every other engine's outstanding host-byte grant,
+  // delivered with not_before (GrantPlan::link_held) and predicted to run alone. Off:
+  // each engine's grants are predicted at solo speed whatever the others move.
+  bool shared_link = true;
   // Disconnected engines kept in engines() (the most recent; their grants are settled),
   // so the table stays bounded however many sessions come and go.
   std::size_t gone_engines_kept = 16;
@@ -96,6 +102,7 @@ class Admission {
     GrantPlan plan;
     std::shared_ptr<const Work> work;
     Nanos sent = -1, started = -1;
+    EngineId link_holder = 0;  // link_held: the engine whose host-byte grant it waits for
   };
   const std::vector<Outstanding>& outstanding() const { return grants_; }
   const pricing::Ledger& ledger() const { return ledger_; }
@@ -111,6 +118,7 @@ class Admission {
   void erase_grant(GrantId grant);
   void update_probe_unit();
   void finish_grant(std::size_t index, Nanos now);
+  void refresh_link(EngineState& e);
   Context context(Nanos now) const;
 
   pricing::Ledger& ledger_;

@@ -30,6 +30,9 @@ struct EngineState {
   std::uint32_t cursor = 0;    // next ungranted unit of queue.front()
   int outstanding = 0;         // grants decided and not yet done: 0, 1 or 2
   Nanos busy_until = 0;        // predicted end of the last outstanding grant
+  // Predicted end of its last outstanding grant that moves host bytes (>= kLinkMinBytes;
+  // a late start pushes it out); 0: none outstanding. Read by Context::link_free.
+  Nanos link_until = 0;
   Nanos last_done = 0;         // when the last grant finished
   double scale = 1.0;          // measured / profiled duration, smoothed
   // A grant queued behind the one before it: its incremental time (its end minus that
@@ -84,10 +87,23 @@ struct Context {
   Nanos horizon;       // longest grant, H (App. D: 18 ms)
   bool pipelining;     // successors allowed (framework option and policy agree)
   Nanos lease = 20 * kNsPerMs;  // how long ahead a grant may be delivered (App. D)
+  // The engines' host-byte grants share one link (Options::shared_link, for a policy
+  // that models_shared_link()): see link_free.
+  bool shared_link = false;
 
   // Earliest time a new grant of `e` could start: now plus its start lag, or after its
-  // outstanding grant; nullopt when both slots are taken or it may not take a successor.
+  // outstanding grant, and, with shared_link, not before link_free(e); nullopt when
+  // both slots are taken or it may not take a successor.
   std::optional<Nanos> slot(const EngineState& e) const;
+  // The same without the link: when the engine itself could start it.
+  std::optional<Nanos> own_slot(const EngineState& e) const;
+  // With shared_link, when e's next unit moves host bytes: the latest predicted end of
+  // every other engine's outstanding host-byte grant (0: none, or e's unit moves none).
+  // Two engines' copies at once each run at about half their solo rate, so a grant
+  // predicted at solo speed beside another must instead start after it.
+  Nanos link_free(const EngineState& e) const;
+  // The engine whose host-byte grant ends at link_free(e).
+  EngineId link_holder(const EngineState& e) const;
   bool any_job_active() const { return !ledger.active_jobs().empty(); }
 };
 
@@ -110,6 +126,10 @@ class Policy {
   // Whether it delivers a successor grant ahead (§4.3). Policies that act at
   // forward-pass boundaries decide at the boundary instead.
   virtual bool pipelines() const { return false; }
+  // Whether its predictions assume the shared host link (Options::shared_link): ripple,
+  // whose crossing bound and charges rely on predicted ends. The baselines grant whole
+  // passes without predicting ends, and unmanaged must stay unmanaged: they do not.
+  virtual bool models_shared_link() const { return false; }
   // Picks at most one grant. Called repeatedly until it picks none.
   virtual Pick pick(const Context& ctx) = 0;
 

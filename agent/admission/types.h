@@ -77,9 +77,18 @@ struct GrantPlan {
   Nanos predicted_start = 0;
   Nanos predicted_end = 0;
   Nanos start_by = kNever;  // lease and CPU-release limit together
-  Nanos not_before = 0;     // the CPU release it waits for (0: none)
+  Nanos not_before = 0;     // the CPU release it waits for (0: none), or the link (link_held)
   bool successor = false;
+  // Held for the shared host link (Options::shared_link): not_before is when another
+  // engine's host-byte grant is predicted to end, not a CPU release.
+  bool link_held = false;
 };
+
+// The host link (Options::shared_link): a unit or grant of at least this many bytes moves
+// host bytes over the PCIe link. Below it (an HBM-resident engine's 1-byte units, the
+// interposer's placeholder units) it is never held for the link and never holds it: 1 MiB
+// is ~20 us of a 55 GB/s link.
+inline constexpr Bytes kLinkMinBytes = 1 << 20;
 
 // Why an engine with work has no grant (paper Fig. 9 breaks gap time down the
 // same way): what `ripplectl explain` prints.
@@ -93,6 +102,7 @@ enum class WaitCause : std::uint8_t {
   kReserve,        // best-effort held so a deadline-bound request can pay all its units in time
   kPaused,         // a baseline policy pauses it (PT job active, cap spent, PI pause)
   kBoundary,       // a policy that acts at boundaries waits for the grant in flight
+  kLink,           // granted, held (not_before) until another engine's host-byte grant ends
 };
 std::string_view to_string(WaitCause cause);
 
@@ -102,7 +112,7 @@ struct WaitReason {
   Bytes budget = 0;     // B(t) when it was decided
   Nanos until = kNever; // when it is expected to end (kNever: at an event)
   std::string detail;   // a policy's own line; empty: describe() composes one
-  EngineId other = 0;   // kDueTime, kReserve: the deadline-bound engine it is held for
+  EngineId other = 0;   // kDueTime, kReserve: the deadline-bound engine it is held for; kLink: the link's holder
 };
 // One human line for a wait, from its detail or its structured fields.
 std::string describe(const WaitReason& why, Nanos now);
@@ -111,6 +121,7 @@ std::string describe(const WaitReason& why, Nanos now);
 struct EngineStats {
   std::uint64_t grants = 0, units = 0, successors = 0, stale = 0, works_done = 0;
   std::uint64_t for_release = 0;  // grants delivered ahead for a CPU release
+  std::uint64_t link_held = 0;    // grants held for another engine's host-byte grant (shared link)
   Bytes bytes = 0;           // granted bytes that executed
   // GPU time the engine's grants occupied: the union of the intervals [done - measured,
   // done]. A grant queued behind the one before it (pipelined) adds only its time after
@@ -132,7 +143,7 @@ inline constexpr Nanos kLateEndSlack = 1'000'000;  // 1 ms
 // `to` += `from`, field by field (late_max: the larger): the daemon sums an engine
 // process's sessions (daemon/engine_session.h, EngineProcess). Beside the struct so that
 // a new counter is added here too.
-static_assert(sizeof(EngineStats) == 15 * 8, "a new EngineStats field: add it to accumulate()");
+static_assert(sizeof(EngineStats) == 16 * 8, "a new EngineStats field: add it to accumulate()");
 inline void accumulate(EngineStats& to, const EngineStats& from) {
   to.grants += from.grants;
   to.units += from.units;
@@ -140,6 +151,7 @@ inline void accumulate(EngineStats& to, const EngineStats& from) {
   to.stale += from.stale;
   to.works_done += from.works_done;
   to.for_release += from.for_release;
+  to.link_held += from.link_held;
   to.bytes += from.bytes;
   to.busy += from.busy;
   to.queued += from.queued;

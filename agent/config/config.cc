@@ -94,7 +94,7 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
   if (Status s = known_keys(w, t, "agent",
                             {"core", "policy", "fail_mode", "engine_socket", "control_socket", "allowed_uids",
                              "allowed_gids", "log_level", "pin_dir", "tracer_wakeup", "poll_us", "spin_us",
-                             "lease_ms", "horizon_ms", "gamma", "pipelining", "queued_durations", "max_sessions",
+                             "lease_ms", "horizon_ms", "gamma", "pipelining", "queued_durations", "shared_link", "max_sessions",
                              "hello_timeout_ms", "max_queued_works", "metrics_file", "metrics_interval_s",
                              "unconfigured_engines"});
       !s)
@@ -144,10 +144,12 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
       auto v = id_list<gid_t>(w, n, key);
       if (!v) return v.error();
       a.allowed_gids = *v;
-    } else if (k == "tracer_wakeup" || k == "pipelining" || k == "queued_durations") {
+    } else if (k == "tracer_wakeup" || k == "pipelining" || k == "queued_durations" || k == "shared_link") {
       if (!n.is_boolean()) return error_at(w, n, key, "must be true or false");
-      (k == "pipelining" ? a.admission.pipelining : k == "queued_durations" ? a.admission.queued_durations : a.tracer_wakeup) =
-          *n.value<bool>();
+      (k == "pipelining"         ? a.admission.pipelining
+       : k == "queued_durations" ? a.admission.queued_durations
+       : k == "shared_link"      ? a.admission.shared_link
+                                 : a.tracer_wakeup) = *n.value<bool>();
     } else if (k == "poll_us") {
       auto v = number(w, n, key);
       if (!v) return v.error();

@@ -189,6 +189,8 @@ std::string render(const json& s) {
                at(x, "stale"));
       e.add_if("ripple_engine_for_release_total", counter, "Grants ahead of a predicted release.", l,
                at(x, "for_release"));
+      e.add_if("ripple_engine_link_held_total", counter,
+               "Grants held for another engine's host-byte grant (shared link).", l, at(x, "link_held"));
       e.add_if("ripple_engine_units_total", counter, "Units granted.", l, at(x, "units"));
       e.add_if("ripple_engine_bytes_total", counter, "GPU bytes granted.", l, at(x, "bytes"));
       e.add_if("ripple_engine_works_done_total", counter, "Work items the engine finished.", l, at(x, "works_done"));

@@ -24,6 +24,7 @@ void put_counters(json& x, const admission::EngineStats& s) {
   x["successors"] = s.successors;
   x["stale"] = s.stale;
   x["for_release"] = s.for_release;
+  x["link_held"] = s.link_held;  // grants held for another engine's host-byte grant
   x["units"] = s.units;
   x["bytes"] = s.bytes;
   x["works_done"] = s.works_done;

@@ -19,6 +19,7 @@ class RipplePolicy final : public Policy {
  public:
   std::string_view name() const override { return "ripple"; }
   bool pipelines() const override { return true; }
+  bool models_shared_link() const override { return true; }
   Pick pick(const Context& ctx) override;
 };
 

@@ -142,6 +142,7 @@ Result<GrantMsg> Client::acquire(std::uint64_t work, std::uint32_t first, int ti
   const std::uint64_t deadline = timeout_ms < 0 ? 0 : monotonic_ns() + std::uint64_t(timeout_ms) * 1000000ull;
   for (;;) {
     std::uint64_t hold_until = 0;  // a usable grant waits for its CPU release
+    hold_until_ns_ = 0;
     while (!cache_.empty()) {
       const GrantMsg& g = cache_.front();
       const std::uint64_t now = monotonic_ns();
@@ -154,6 +155,7 @@ Result<GrantMsg> Client::acquire(std::uint64_t work, std::uint32_t first, int ti
           return out;
         }
         hold_until = g.not_before_ns;
+        hold_until_ns_ = hold_until;
         if (held_id_ != g.grant_id) {
           held_id_ = g.grant_id;
           ++held_;

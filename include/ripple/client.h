@@ -63,6 +63,9 @@ class Client {
   std::uint64_t discarded() const { return discarded_; }
   // Times acquire() held a usable grant for its CPU release (not_before_ns).
   std::uint64_t held_for_release() const { return held_; }
+  // The not_before_ns of the grant the last acquire() held (0: it held none): a caller
+  // that waits outside acquire() looks again then, not later.
+  std::uint64_t hold_until_ns() const { return hold_until_ns_; }
   // Busy-polls the socket this long before sleeping in poll() (0: never spin). For an
   // engine thread with a core of its own: trades CPU for the wake-up latency.
   void set_spin_ns(std::uint64_t ns) { spin_ns_ = ns; }
@@ -85,6 +88,7 @@ class Client {
   bool open_ = true;
   std::uint64_t discarded_ = 0;
   std::uint64_t held_ = 0, held_id_ = 0;
+  std::uint64_t hold_until_ns_ = 0;
   std::uint64_t spin_ns_ = 0;
   std::uint64_t last_delivery_ns_ = 0;
 };

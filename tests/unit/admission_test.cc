@@ -818,5 +818,129 @@ TEST(Admission, GoneEnginesDoNotAccumulate) {
   EXPECT_TRUE(f.adm->on_sent(stay, d.grants[0].id, now).ok());
 }
 
+// Two engines that move host bytes, no PT job active: the deadline-bound VLM (EDF first)
+// gets its 5 units at 0-5 ms; the LLM's grant is held for the link until the VLM's
+// predicted end (not_before = 5 ms, start_by 5 + lease), predicted alone to 23 ms.
+struct LinkRun {
+  Decision d;
+  EngineId llm = 0, vlm = 0;
+};
+LinkRun two_host_engines(Fixture& f, Bytes vlm_unit = kUnit) {
+  LinkRun r;
+  r.llm = f.add(engine("llm"));
+  r.vlm = f.add(engine("vlm", EngineKind::kDeadlineBound, vlm_unit));
+  EXPECT_TRUE(f.adm->announce(r.vlm, work(1, 5), 0));
+  EXPECT_TRUE(f.adm->announce(r.llm, work(1, 40), 0));
+  r.d = f.adm->decide(0);
+  return r;
+}
+
+// Tests that a grant moving host bytes starts after another engine's outstanding
+// host-byte grant is predicted to end, delivered with not_before, counted as held for
+// the link (not for a release), and that explain names the link and its holder.
+TEST(Admission, SharedLinkHoldsASecondEnginesHostByteGrant) {
+  Fixture f;
+  const LinkRun r = two_host_engines(f);
+  ASSERT_EQ(r.d.grants.size(), 3u);
+  const GrantPlan& v = r.d.grants[0];
+  EXPECT_EQ(v.engine, r.vlm);
+  EXPECT_EQ(v.predicted_start, 0);
+  EXPECT_EQ(v.predicted_end, 5 * kMs);
+  EXPECT_EQ(v.not_before, 0);
+  EXPECT_FALSE(v.link_held);
+  const GrantPlan& l = r.d.grants[1];
+  EXPECT_EQ(l.engine, r.llm);
+  EXPECT_EQ(l.count, 18u);
+  EXPECT_EQ(l.predicted_start, 5 * kMs);
+  EXPECT_EQ(l.not_before, 5 * kMs);
+  EXPECT_TRUE(l.link_held);
+  EXPECT_EQ(l.predicted_end, 23 * kMs);
+  EXPECT_EQ(l.start_by, 25 * kMs);
+  // Its successor queues behind it on the LLM's own slot: not held for the link.
+  const GrantPlan& s = r.d.grants[2];
+  EXPECT_TRUE(s.successor);
+  EXPECT_EQ(s.predicted_start, 23 * kMs);
+  EXPECT_EQ(s.not_before, 0);
+  EXPECT_FALSE(s.link_held);
+  EXPECT_EQ(f.adm->engine(r.llm)->stats.link_held, 1u);
+  EXPECT_EQ(f.adm->engine(r.llm)->stats.for_release, 0u);
+  const WaitReason why = f.adm->explain(r.llm);
+  EXPECT_EQ(why.cause, WaitCause::kLink);
+  EXPECT_EQ(why.until, 5 * kMs);
+  EXPECT_EQ(why.other, r.vlm);
+  EXPECT_EQ(describe(why, 0), "granted 1800000000 B, held 5.000 ms for engine 1's host-byte grant (shared link)");
+  // The VLM's next frame waits for the LLM's grants: its slot is after their predicted end.
+  ASSERT_TRUE(f.adm->announce(r.vlm, work(2, 2), kMs));
+  const Decision d = f.adm->decide(kMs);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_EQ(d.grants[0].engine, r.vlm);
+  EXPECT_EQ(d.grants[0].predicted_start, 41 * kMs);
+  EXPECT_EQ(d.grants[0].not_before, 41 * kMs);
+  EXPECT_TRUE(d.grants[0].link_held);
+}
+
+// Tests that a late start of the holder's grant pushes the link out: a grant decided
+// after it is held until the holder's later predicted end.
+TEST(Admission, SharedLinkFollowsTheHoldersLateStart) {
+  Fixture f;
+  const EngineId llm = f.add(engine("llm"));
+  const EngineId vlm = f.add(engine("vlm", EngineKind::kDeadlineBound));
+  ASSERT_TRUE(f.adm->announce(vlm, work(1, 5), 0));
+  Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 1u);
+  const GrantId held_by = d.grants[0].id;
+  ASSERT_TRUE(f.adm->on_start(vlm, held_by, 2 * kMs));  // 2 ms late: ends at 7 ms
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 4), 3 * kMs));
+  d = f.adm->decide(3 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_EQ(d.grants[0].predicted_start, 7 * kMs);
+  EXPECT_EQ(d.grants[0].not_before, 7 * kMs);
+  EXPECT_EQ(d.grants[0].predicted_end, 11 * kMs);
+  // Done: the link is free, the next grant is not held.
+  ASSERT_TRUE(f.adm->on_done(vlm, held_by, 5 * kMs, 7 * kMs));
+  ASSERT_TRUE(f.adm->announce(vlm, work(2, 1), 8 * kMs));
+  d = f.adm->decide(8 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_EQ(d.grants[0].predicted_start, 11 * kMs);  // behind the LLM's held grant
+  EXPECT_TRUE(d.grants[0].link_held);
+}
+
+// Tests that an engine whose units carry no host bytes (an HBM-resident VLM's 1-byte
+// units) is never held for the link and never holds another engine.
+TEST(Admission, SharedLinkIgnoresEnginesWithoutHostBytes) {
+  Fixture f;
+  const LinkRun r = two_host_engines(f, /*vlm_unit=*/1);
+  ASSERT_EQ(r.d.grants.size(), 3u);
+  EXPECT_EQ(r.d.grants[0].engine, r.vlm);
+  EXPECT_EQ(r.d.grants[1].engine, r.llm);
+  EXPECT_EQ(r.d.grants[1].predicted_start, 0);
+  EXPECT_EQ(r.d.grants[1].not_before, 0);
+  EXPECT_FALSE(r.d.grants[1].link_held);
+  EXPECT_EQ(r.d.grants[1].predicted_end, 18 * kMs);
+  // With the LLM's host-byte grants outstanding, the VLM's next frame is not held either.
+  ASSERT_TRUE(f.adm->announce(r.vlm, work(2, 2), kMs));
+  const Decision d = f.adm->decide(kMs);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_EQ(d.grants[0].predicted_start, 5 * kMs);  // its own slot, after its first grant
+  EXPECT_FALSE(d.grants[0].link_held);
+  EXPECT_EQ(f.adm->engine(r.llm)->stats.link_held + f.adm->engine(r.vlm)->stats.link_held, 0u);
+}
+
+// Tests that agent.shared_link = false restores solo predictions: both engines' grants
+// start at once, nothing held.
+TEST(Admission, SharedLinkOffPredictsEachEngineAlone) {
+  Options o;
+  o.shared_link = false;
+  Fixture f(0, o);
+  const LinkRun r = two_host_engines(f);
+  ASSERT_EQ(r.d.grants.size(), 3u);
+  EXPECT_EQ(r.d.grants[1].engine, r.llm);
+  EXPECT_EQ(r.d.grants[1].predicted_start, 0);
+  EXPECT_EQ(r.d.grants[1].not_before, 0);
+  EXPECT_FALSE(r.d.grants[1].link_held);
+  EXPECT_EQ(r.d.grants[1].predicted_end, 18 * kMs);
+  EXPECT_EQ(f.adm->engine(r.llm)->stats.link_held, 0u);
+}
+
 }  // namespace
 }  // namespace ripple::admission

@@ -29,6 +29,7 @@ lease_ms = 26
 horizon_ms = 12
 gamma = 0.9
 queued_durations = true
+shared_link = false
 
 [pricing]
 peak_rate_gbps = 200.0
@@ -74,6 +75,7 @@ TEST(AgentConfig, ParsesFullFile) {
   EXPECT_EQ(c.agent.admission.horizon, 12'000'000);
   EXPECT_DOUBLE_EQ(c.agent.admission.gamma, 0.9);
   EXPECT_TRUE(c.agent.admission.queued_durations);
+  EXPECT_FALSE(c.agent.admission.shared_link);  // on by default
   EXPECT_DOUBLE_EQ(c.pricing.peak_rate_bytes_per_ns, 200.0);
   ASSERT_EQ(c.tasks.size(), 2u);
   EXPECT_EQ(c.tasks[0].spec.deadline, 75'000'000);
@@ -110,6 +112,7 @@ TEST(AgentConfig, ErrorsNameFileLineAndKey) {
             "ripple.toml:1: engine[0].period_ms: required for a deadline-bound engine");
   EXPECT_EQ(error_of("[pricing]\neta = \"x\"\n").rfind("ripple.toml: pricing key 'eta' (line 2) must be a number", 0),
             0u);
+  EXPECT_EQ(error_of("[agent]\nshared_link = 1\n"), "ripple.toml:2: agent.shared_link: must be true or false");
   EXPECT_EQ(error_of("[agent\n").rfind("ripple.toml:1: ", 0), 0u);
 }
 

@@ -250,7 +250,7 @@ TEST(EngineClient, DiscardsStaleSuccessor) {
 // Tests that a grant delivered ahead for a CPU release is held until its not_before:
 // an acquire with a 5 ms timeout ends before the release (300 ms ahead) and keeps the
 // grant; the next acquire returns the same grant no earlier than the release, with
-// nothing discarded.
+// nothing discarded; hold_until_ns() says when, while it holds it.
 TEST(EngineClient, HoldsGrantUntilItsCpuRelease) {
   AgentSocket sock;
   ASSERT_TRUE(sock.ok());
@@ -273,6 +273,7 @@ TEST(EngineClient, HoldsGrantUntilItsCpuRelease) {
   ASSERT_FALSE(early.ok());
   EXPECT_EQ(early.error().code, kErrTimeout);
   EXPECT_EQ((*client)->held_for_release(), 1u);
+  EXPECT_EQ((*client)->hold_until_ns(), release.load());  // a caller polling outside looks again then
   auto g = (*client)->acquire(5, 0, 2000);
   const std::uint64_t got = monotonic_ns();
   ASSERT_TRUE(g.ok()) << g.error().message;
@@ -280,6 +281,7 @@ TEST(EngineClient, HoldsGrantUntilItsCpuRelease) {
   EXPECT_GE(got, release);
   EXPECT_EQ((*client)->discarded(), 0u);
   EXPECT_EQ((*client)->held_for_release(), 1u);
+  EXPECT_EQ((*client)->hold_until_ns(), 0u);  // returned: nothing held
   client->reset();
   agent.join();
 }

@@ -476,5 +476,28 @@ TEST(Policy, MakeByName) {
   EXPECT_NE(bad.error().message.find("pace-R"), std::string::npos);
 }
 
+// Tests that the shared-link rule (agent.shared_link, on by default) leaves the baselines
+// as they are: with two engines that move host bytes, each gets its grant at once, none
+// held for the other's; only ripple models the link.
+TEST(Policy, BaselinesDoNotModelTheSharedLink) {
+  for (const char* name : {"unmanaged", "pause", "cap-1/4", "sigamma", "sereno", "pace-2"}) {
+    Harness r(name);
+    const EngineId llm = r.add(engine("llm"));
+    const EngineId vlm = r.add(engine("vlm", EngineKind::kDeadlineBound));
+    EXPECT_FALSE(r.adm->policy().models_shared_link()) << name;
+    ASSERT_TRUE(r.adm->announce(vlm, work(1, 5), 0));
+    ASSERT_TRUE(r.adm->announce(llm, work(1, 5), 0));
+    const Decision d = r.adm->decide(0);
+    ASSERT_FALSE(d.grants.empty()) << name;
+    for (const auto& g : d.grants) {
+      EXPECT_FALSE(g.link_held) << name;
+      EXPECT_EQ(g.not_before, 0) << name;
+    }
+    EXPECT_EQ(r.adm->engine(llm)->stats.link_held + r.adm->engine(vlm)->stats.link_held, 0u) << name;
+  }
+  Harness r("ripple");
+  EXPECT_TRUE(r.adm->policy().models_shared_link());
+}
+
 }  // namespace
 }  // namespace ripple::policy

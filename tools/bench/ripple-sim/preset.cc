@@ -240,13 +240,13 @@ Status apply_agent_key(Preset& p, const std::string& key, const toml::node& n) {
     auto v = n.value<double>();
     if (!v || !(*v > 0 && *v <= 1)) return make_error("agent.gamma must be in (0, 1]");
     o.gamma = *v;
-  } else if (key == "pipelining" || key == "queued_durations") {
+  } else if (key == "pipelining" || key == "queued_durations" || key == "shared_link") {
     auto v = n.value<bool>();
     if (!v) return make_error("agent.{} must be true or false", key);
-    (key == "pipelining" ? o.pipelining : o.queued_durations) = *v;
+    (key == "pipelining" ? o.pipelining : key == "queued_durations" ? o.queued_durations : o.shared_link) = *v;
   } else if (key == "source") {
   } else {
-    return make_error("agent.{}: not an admission key (lease_ms, horizon_ms, gamma, pipelining, queued_durations)", key);
+    return make_error("agent.{}: not an admission key (lease_ms, horizon_ms, gamma, pipelining, queued_durations, shared_link)", key);
   }
   return Status::Ok();
 }
