@@ -113,13 +113,14 @@ std::string markdown_table(const json& s) {
     }
   }
   out.push_back("");
-  out.push_back("Per point: per-task DMR (%), VLM misses/frames, LLM GB/s, and the LLM's scored time (Fig. 9): busy, "
-                "budget wait, decision, delivery, other gap (%).");
+  out.push_back("Per point: per-task DMR (%), VLM frames late/judged, LLM tokens/s and GB/s, VLM GB/s, the LLM's "
+                "share of both engines' granted bytes (%), and the LLM's scored time (Fig. 9): busy, budget wait, "
+                "decision, delivery, other gap (%).");
   out.push_back("");
   std::string h2 = "| policy | k | ", s2 = "|---|---|";
   for (std::size_t i = 0; i < s["tasks"].size(); ++i) h2 += (i ? " | " : "") + s["tasks"][i].get<std::string>() + " DMR";
-  for (std::size_t i = 0; i < s["tasks"].size() + 8; ++i) s2 += "---|";
-  out.push_back(h2 + " | VLM miss | tok/s | GB/s | busy | budget | decision | delivery | other |");
+  for (std::size_t i = 0; i < s["tasks"].size() + 10; ++i) s2 += "---|";
+  out.push_back(h2 + " | VLM late | tok/s | GB/s | VLM GB/s | LLM share | busy | budget | decision | delivery | other |");
   out.push_back(s2);
   for (const auto& p : s["points"]) {
     std::string l = fmt::format("| {} | {} | ", p["policy"].get<std::string>(), g(d(p["k"])));
@@ -130,6 +131,8 @@ std::string markdown_table(const json& s) {
     }
     l += fmt::format(" | {}/{} | {:.2f} | {:.3f} | ", p["vlm_misses"].get<std::uint64_t>(),
                      p["vlm_frames"].get<std::uint64_t>(), d(p["llm_tok_s"]), d(p["llm_gbps"]));
+    l += fmt::format("{:.3f} | {} | ", p.contains("vlm_gbps") ? d(p["vlm_gbps"]) : kNan,
+                     pct(p.contains("llm_byte_share") ? d(p["llm_byte_share"]) : kNan));
     int i = 0;
     for (const char* c : {"busy", "budget", "decision", "delivery", "other"})
       l += (i++ ? " | " : "") + pct(p["gaps"].contains(c) ? d(p["gaps"][c]) : kNan);

@@ -267,11 +267,18 @@ Result<SweepResult> sweep(const SweepOptions& o) {
                                     {"p99_ms", resp.empty() ? json(nullptr) : num(percentile(resp, 99))}};
       }
       std::uint64_t vlm_misses = 0, vlm_frames = 0;
-      std::vector<double> tok, gbps;
+      std::vector<double> tok, gbps, vlm_gbps;
+      double llm_bytes = 0, vlm_bytes = 0;  // over the scored windows, for the LLM's share
       std::map<std::string, std::vector<double>> gp;
       json grants = {{"grants", 0}, {"successors", 0}, {"stale", 0}, {"late_ends", 0}, {"queued", 0}};
       for (const auto& r : runs) {
-        if (const EngineResult* v = find_kind(r, admission::EngineKind::kDeadlineBound)) {
+        // The VLM's granted bytes a second and both engines' bytes, as ripple-bench reports
+        // them (report.summarize: vlm_gbps, llm_byte_share).
+        const EngineResult* v = find_kind(r, admission::EngineKind::kDeadlineBound);
+        const double vb = v ? static_cast<double>(v->s1.bytes - v->s0.bytes) : 0.0;
+        vlm_gbps.push_back(vb / 1e9 / r.scored_s);
+        vlm_bytes += vb;
+        if (v) {
           vlm_misses += v->frames_late;
           vlm_frames += v->frames_judged;
         }
@@ -279,6 +286,7 @@ Result<SweepResult> sweep(const SweepOptions& o) {
         if (l == nullptr) continue;
         tok.push_back(static_cast<double>(l->passes) / r.scored_s);
         gbps.push_back(static_cast<double>(l->s1.bytes - l->s0.bytes) / 1e9 / r.scored_s);
+        llm_bytes += static_cast<double>(l->s1.bytes - l->s0.bytes);
         for (auto& [key, v] : gaps(*l, r.scored_s)) gp[key].push_back(v);
         grants["grants"] = grants["grants"].get<std::uint64_t>() + (l->s1.grants - l->s0.grants);
         grants["successors"] = grants["successors"].get<std::uint64_t>() + (l->s1.successors - l->s0.successors);
@@ -293,7 +301,9 @@ Result<SweepResult> sweep(const SweepOptions& o) {
       json pt = {{"policy", pol}, {"k", k}, {"runs", o.runs}, {"deadlines_ms", dl}, {"tasks", tasks},
                  {"worst_dmr", num(worst)}, {"vlm_misses", vlm_misses}, {"vlm_frames", vlm_frames},
                  {"llm_tok_s", num(tok_m)}, {"llm_tok_s_sd", num(tok_sd)}, {"llm_tok_s_granted", nullptr},
-                 {"llm_gbps", num(mean_sd(gbps).first)}, {"llm_grants", grants}, {"gaps", g},
+                 {"llm_gbps", num(mean_sd(gbps).first)}, {"vlm_gbps", num(mean_sd(vlm_gbps).first)},
+                 {"llm_byte_share", num(llm_bytes + vlm_bytes > 0 ? llm_bytes / (llm_bytes + vlm_bytes) : kNan)},
+                 {"llm_grants", grants}, {"gaps", g},
                  {"feasible", feasible}, {"timelines", json::array()}};
       if (o.keep_responses) {
         json jobs = json::array();
