@@ -121,7 +121,9 @@ Config read_config() {
   // Capped at 1 s: a work spans at most ~1 s of the engine's passes (what is announced and
   // never run when the engine stops mid-work, at most kMaxWorkUnits positions anyway).
   c.min_work_ns = std::min<std::uint64_t>(env_u64("RIPPLE_MIN_WORK_MS", kDefaultMinWorkMs), 1000) * 1'000'000ull;
-  c.grant_ahead = env_str("RIPPLE_GRANT_AHEAD", "on") != "off";
+  const std::string ahead = env_str("RIPPLE_GRANT_AHEAD", "on");
+  c.grant_ahead = ahead != "off";
+  if (ahead != "on" && ahead != "off") say("RIPPLE_GRANT_AHEAD=%s is neither on nor off: using on", ahead.c_str());
   return c;
 }
 
