@@ -17,7 +17,13 @@ void EngineSessions::joined(EngineId id, const EngineSession& s) {
   while (it != processes_.end() &&
          !(it->second.pid == s.cred.pid && it->second.start_time == start && it->second.name == s.name))
     ++it;
-  if (it == processes_.end()) it = processes_.emplace(next_process_++, EngineProcess{s.name, s.cred.pid, start}).first;
+  if (it == processes_.end()) {
+    EngineProcess np;
+    np.name = s.name;
+    np.pid = s.cred.pid;
+    np.start_time = start;
+    it = processes_.emplace(next_process_++, std::move(np)).first;
+  }
   EngineProcess& p = it->second;
   ++p.sessions;
   ++p.open;
