@@ -645,9 +645,11 @@ TEST_F(CuhookTest, MultiPassWorkDrainsAndSurvivesRestart) {
     std::uint32_t graph = 0;
     while (graph < seen.hellos[0].units.size() && seen.hellos[0].units[graph].name != "graph") ++graph;
     std::size_t before = 0, multi = 0, i = 0;
+    bool at_boundary = false;  // a work (the one announced ahead, if any) started at launch 156
     for (; i < seen.works.size(); ++i) {
       const auto& w = seen.works[i].units;
       if (std::count(w.begin(), w.end(), graph) != static_cast<std::ptrdiff_t>(w.size())) break;
+      at_boundary = at_boundary || before == 155;
       before += w.size();
       multi += w.size() > 1;
     }
@@ -657,11 +659,15 @@ TEST_F(CuhookTest, MultiPassWorkDrainsAndSurvivesRestart) {
     EXPECT_EQ(st["units_graph"].get<int>(), 175);
     EXPECT_EQ(st["units_copy"].get<int>(), 1);
     // (At ~1 ms a token, 9 or 10 passes a work from the 24th launch on: the copy comes in
-    // one, and the work after it was announced ahead: both drained.)
+    // one, and the work after it was announced ahead: both drained; or, under a slow
+    // emulation, at a work boundary: then only the work announced ahead there.)
     EXPECT_EQ(st["units_drained"].get<std::size_t>(), before - 155) << "the rest of the work the copy came in";
     EXPECT_LT(before - 155, 20u);
     EXPECT_EQ(st["ahead_drained"].get<int>(), 1);
-    EXPECT_EQ(st["seq_mismatch"].get<std::size_t>(), before > 155 ? 1u : 0u);
+    // The copy in the middle of a work: that work's sequence mismatched (its rest drained);
+    // at a work's boundary only the work announced ahead there is drained.
+    EXPECT_EQ(st["seq_mismatch"].get<std::size_t>(), before > 155 && !at_boundary ? 1u : 0u)
+        << "before " << before << (at_boundary ? ", at a boundary" : "");
     EXPECT_EQ(st["relearns"].get<int>(), 1);
     EXPECT_EQ(st["copy_passes_learned"].get<int>(), 2) << "the graph pass again after the copy";
     EXPECT_EQ(st["unmanaged_units"].get<int>(), 0);
