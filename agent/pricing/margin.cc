@@ -25,6 +25,7 @@ ConformalMargin::ConformalMargin(const Params& params, double window_target)
       alpha_ppm_(target_ppm_),  // ACI starts at its target level
       margin_start_(params.margin_start),
       clip_(params.margin_clip),
+      antiwindup_(params.margin_antiwindup),
       window_(static_cast<std::size_t>(params.margin_window)),
       warm_pooled_(static_cast<std::size_t>(params.warmup_window)),
       warm_phase_{SortedWindow(static_cast<std::size_t>(params.warmup_window)),
@@ -63,8 +64,15 @@ std::optional<double> ConformalMargin::worst_margin() const {
   return std::max(*head, *rest);
 }
 
+std::int64_t ConformalMargin::level_floor_ppm() const {
+  // m = ceil((1 - alpha)(n + 1)) <= n  <=>  alpha >= 1 / (n + 1).
+  return ceil_div(kPpm, static_cast<std::int64_t>(window_.size()) + 1);
+}
+
 void ConformalMargin::update_level(bool err) {
-  alpha_ppm_ += mul_ppm(eta_ppm_, target_ppm_ - (err ? kPpm : 0));
+  const std::int64_t next = alpha_ppm_ + mul_ppm(eta_ppm_, target_ppm_ - (err ? kPpm : 0));
+  // Anti-windup: a step down stops at the floor; a level already below it stays.
+  alpha_ppm_ = err && antiwindup_ ? std::max(next, std::min(alpha_ppm_, level_floor_ppm())) : next;
 }
 
 void ConformalMargin::add_residual(double residual_ns, Phase phase) {

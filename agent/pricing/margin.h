@@ -32,7 +32,10 @@ class ConformalMargin {
   std::optional<double> worst_margin() const;
 
   // Level update (Eq. 5) after a job: err = 1 if it exceeded its saved pricing line.
+  // With Params::margin_antiwindup an err lowers the level no further than level_floor().
   void update_level(bool err);
+  // The lowest level whose rank is within the retained residuals: ceil(1e6 / (n + 1)) ppm.
+  std::int64_t level_floor_ppm() const;
   // A residual e_ij = CT - a_hat - kappa_hat C, computed before the job enters the fit.
   void add_residual(double residual_ns, Phase phase);
   // A solo-profile residual: seeds the pooled warm-up quantile only.
@@ -57,6 +60,7 @@ class ConformalMargin {
   std::int64_t alpha_ppm_;
   std::int64_t margin_start_;
   bool clip_;
+  bool antiwindup_;
   std::int64_t observed_ = 0;
   SortedWindow window_;                        // last W_q observed residuals
   SortedWindow warm_pooled_;                   // last 50, seeds included

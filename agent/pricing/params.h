@@ -36,6 +36,14 @@ inline constexpr double kDefaultMissTolerance = 0.02;             // eps (§5.1)
 // With eta = 0.01 and eps' ~ 1.1 %, one above-line job lowers the level by 0.0099, below
 // 1/(W_q + 1); the margin stays unbounded for ~37 jobs (Documentation/estimator.md).
 inline constexpr bool kDefaultMarginClip = true;
+// Anti-windup of Eq. 5's level (ours): an above-line job lowers the level at most to where
+// the rank reaches the largest retained residual (alpha = 1/(n + 1)). Below that the margin
+// is the largest residual (margin_clip) or unbounded whatever the level, so App. C's
+// integrator only stores debt there: after a burst of k above-line jobs the level climbs
+// back ~k x 91 jobs (eta eps' = 0.000109 a job) before the margin leaves the largest
+// residual; with the floor, ~46 whatever k (Documentation/estimator.md). A level already
+// below the floor (a window still filling) is left where it is.
+inline constexpr bool kDefaultMarginAntiwindup = false;
 
 // Pessimistic slope and allowance (Eq. 2, App. C).
 inline constexpr double kDefaultUnestimableSlopeShare = 0.85;  // s = kappa_hat / 0.85
@@ -83,6 +91,7 @@ struct Params {
   int margin_start = kDefaultMarginStart;
   int warmup_window = kDefaultWarmupWindow;
   bool margin_clip = kDefaultMarginClip;
+  bool margin_antiwindup = kDefaultMarginAntiwindup;
   double vlm_head_fraction = kDefaultVlmHeadFraction;
   Nanos contract_window = kDefaultContractWindow;
   double min_window_target = kDefaultMinWindowTarget;

@@ -61,6 +61,59 @@ TEST(PricingMargin, ClipTakesTheLargestResidual) {
   EXPECT_EQ(b.margin(Phase::kRest), 60.0);
 }
 
+// Tests margin_antiwindup: a burst of above-line jobs lowers the level only to where the
+// rank reaches the largest residual, so the margin leaves it after the same ~46 calm jobs
+// whatever the burst; App. C's level stores the burst as debt (~91 jobs a job above line).
+TEST(PricingMargin, AntiwindupStopsTheLevelAtTheLargestResidual) {
+  Params spec, aw;
+  aw.margin_antiwindup = true;
+  ConformalMargin a(spec, 0.01090766), b(aw, 0.01090766);
+  for (int k = 1; k <= 200; ++k) {
+    a.add_residual(k, Phase::kRest);
+    b.add_residual(k, Phase::kRest);
+  }
+  EXPECT_EQ(b.level_floor_ppm(), 4'976);  // ceil(1e6 / 201)
+  EXPECT_EQ(b.margin(Phase::kRest), 199.0);  // at eps': m = ceil(0.989092 * 201) = 199
+  for (int j = 0; j < 3; ++j) {
+    a.update_level(true);
+    b.update_level(true);
+  }
+  EXPECT_EQ(a.alpha_ppm(), 10'908 - 3 * 9'891);
+  EXPECT_EQ(b.alpha_ppm(), 4'976);
+  EXPECT_EQ(a.margin(Phase::kRest), 200.0);
+  EXPECT_EQ(b.margin(Phase::kRest), 200.0);  // the same margin at the floor
+  auto calm_until_below_max = [](ConformalMargin& m) {
+    int jobs = 0;
+    while (m.margin(Phase::kRest) == 200.0 && jobs < 10'000) {
+      m.update_level(false);
+      ++jobs;
+    }
+    return jobs;
+  };
+  EXPECT_EQ(calm_until_below_max(b), 46);  // (9951 - 4976) / 109 -> 46
+  EXPECT_EQ(calm_until_below_max(a), 264);  // (9951 + 18765) / 109 -> 264
+  // A calm job raises the level as before; a job above line at the floor stays there.
+  b.update_level(true);
+  EXPECT_EQ(b.alpha_ppm(), 4'976);
+  b.update_level(false);
+  EXPECT_EQ(b.alpha_ppm(), 4'976 + 109);
+}
+
+// Tests that antiwindup leaves a level already below the floor where it is: a window still
+// filling (n = 60: floor 16,394 ppm above eps') prices with its largest residual either way.
+TEST(PricingMargin, AntiwindupKeepsALevelBelowTheFloor) {
+  Params aw;
+  aw.margin_antiwindup = true;
+  ConformalMargin m(aw, 0.01090766);
+  for (int k = 1; k <= 60; ++k) m.add_residual(k, Phase::kRest);
+  EXPECT_EQ(m.level_floor_ppm(), 16'394);
+  m.update_level(true);
+  EXPECT_EQ(m.alpha_ppm(), 10'908) << "not lowered: below the floor already";
+  m.update_level(false);
+  EXPECT_EQ(m.alpha_ppm(), 11'017) << "not raised to the floor either";
+  EXPECT_EQ(m.margin(Phase::kRest), 60.0);
+}
+
 // Tests the level update alpha += eta (eps' - err) in integer ppm.
 TEST(PricingMargin, LevelUpdateInPartsPerMillion) {
   Params params;
