@@ -104,6 +104,18 @@ Reserve reserve_violated(const Context& ctx, Bytes bytes) {
   return {};
 }
 
+// Until when a deadline-bound request that the crossing bound holds back cannot start:
+// the earliest predicted release of an uncertified task, or a task turning idle (the
+// crossings it is refused change only at those events; its slot only moves later).
+Nanos crossing_fixed_until(const pricing::Ledger& ledger, Nanos now) {
+  Nanos t = ledger.next_idle(now);
+  for (pricing::TaskId k = 0; k < ledger.task_count(); ++k) {
+    if (ledger.task(k).exempt()) continue;
+    if (const auto next = ledger.next_release(k, now)) t = std::min(t, *next);
+  }
+  return t;
+}
+
 }  // namespace
 
 Pick RipplePolicy::pick(const Context& ctx) {
@@ -136,6 +148,7 @@ Pick RipplePolicy::pick(const Context& ctx) {
   });
 
   const Candidate* waiting_bound = nullptr;  // earliest-due deadline-bound request left waiting
+  WaitCause waiting_cause = WaitCause::kNone;  // and why it waits
   for (const Candidate& c : cands) {
     const EngineState& e = *c.e;
     // Longest run that fits B(t) and the horizon (at least one unit for the horizon).
@@ -160,7 +173,16 @@ Pick RipplePolicy::pick(const Context& ctx) {
     // request's next due time and leave budget for its next unit.
     bool held_for_due = false;
     if (n > 0 && c.due == kNever && waiting_bound != nullptr) {
-      const Nanos due = waiting_bound->due;
+      Nanos due = waiting_bound->due;
+      // Gap filling (issue 12): a request the crossing bound holds back, with no job
+      // active (B unlimited), cannot start before the next release (or a task turning
+      // idle). A best-effort grant that ends by then crosses no release and is charged
+      // to no job: it takes neither GPU time nor budget from the request. Holding it to
+      // a due time that has passed would idle the GPU until the request finds a gap,
+      // which may not come for many periods (the plant at k = 1.1: 16-ms VLM units
+      // between 20-Hz releases).
+      if (waiting_cause == WaitCause::kCrossing && budget == kUnlimitedBytes)
+        due = std::max(due, crossing_fixed_until(ledger, now));
       const Bytes need = waiting_bound->e->bytes_of(1);
       while (n > 0 && (e.end_of(c.start, n, now) > due ||
                        (budget != kUnlimitedBytes && ledger.time_budget_reaches(e.bytes_of(n) + need, now) > due)))
@@ -215,7 +237,10 @@ Pick RipplePolicy::pick(const Context& ctx) {
       why.until = ledger.next_idle(now);
       out.wake_at = std::min(out.wake_at, why.until);
     }
-    if (c.due != kNever && waiting_bound == nullptr) waiting_bound = &c;
+    if (c.due != kNever && waiting_bound == nullptr) {
+      waiting_bound = &c;
+      waiting_cause = why.cause;
+    }
     out.waits.emplace_back(e.id, std::move(why));
   }
   return out;

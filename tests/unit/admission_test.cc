@@ -195,6 +195,42 @@ TEST(Admission, BestEffortHeldForDueTime) {
   }
 }
 
+// Tests gap filling while a deadline-bound request waits for the crossing bound (issue 12):
+// with no job active, a best-effort grant that ends by the next release runs even though
+// the request's due time has passed, since the request cannot start before that release.
+// Job 1 ran 0-40 ms; the next release is at 100 ms. At 80 ms the VLM's 60-ms unit (its
+// first, due at 23.75 ms) would cross it by 40 ms: 40 + a_hat 40 > D = 70 ms, refused. The
+// LLM's 1-ms units fill the gap: 18 (H) to 98 ms and a successor of 2 to 100 ms, none past
+// the release. While a job is active (B limited) the due-time rule holds the LLM as before.
+TEST(Admission, BestEffortFillsTheGapBeforeAReleaseTheRequestCannotCross) {
+  for (bool job_active : {false, true}) {
+    Fixture f;
+    const EngineId llm = f.add(engine("llm", EngineKind::kBestEffort, 10 * kMB, kMs));
+    EngineSpec v = engine("vlm", EngineKind::kDeadlineBound, 1 * kMB, 60 * kMs);
+    v.period = v.deadline = 100 * kMs;
+    const EngineId vlm = f.add(v);
+    f.adm->on_release(f.t, 1, 0);
+    if (!job_active) f.adm->on_complete(f.t, 1, 40 * kMs);
+    ASSERT_TRUE(f.adm->announce(vlm, work(1, 4), 0));
+    ASSERT_TRUE(f.adm->announce(llm, work(1, 30), 0));
+    const Decision d = f.adm->decide(80 * kMs);
+    EXPECT_EQ(f.adm->explain(vlm).cause, WaitCause::kCrossing);
+    if (job_active) {
+      EXPECT_TRUE(d.grants.empty());
+      EXPECT_EQ(f.adm->explain(llm).cause, WaitCause::kDueTime);
+      continue;
+    }
+    ASSERT_EQ(d.grants.size(), 2u) << "the LLM is held for a due time that has passed";
+    EXPECT_EQ(d.grants[0].engine, llm);
+    EXPECT_EQ(d.grants[0].count, 18u);
+    EXPECT_EQ(d.grants[0].predicted_end, 98 * kMs);
+    EXPECT_EQ(d.grants[1].engine, llm);
+    EXPECT_TRUE(d.grants[1].successor);
+    EXPECT_EQ(d.grants[1].count, 2u);
+    EXPECT_EQ(d.grants[1].predicted_end, 100 * kMs);
+  }
+}
+
 // Tests the reservation (issue 12; Documentation/agent.md): while a deadline-bound request
 // is behind its due times, a best-effort grant leaves the budget for all of its ungranted
 // units, even while the request's two slots are taken; on schedule, nothing changes.
