@@ -25,9 +25,11 @@
 #    launch declared as one token's bytes: RIPPLE_GRAPH_BYTES) against R, over
 #    llama-simple's whole timer and over llama.cpp's decode time alone (its eval line).
 # 4. Overhead: llama-bench tg256 tokens/s (llama-simple's decode speed over 512 tokens
-#    when llama-bench was not carried): plain, under ripple-run with the interposer only
-#    counting (RIPPLE_CUHOOK=off), and gated (unmanaged agent); OVERHEAD_RUNS (3) each,
-#    interleaved.
+#    when llama-bench was not carried): plain, gated under ripple-run (unmanaged agent)
+#    and, in OVERHEAD_ARMS, with the interposer only counting (RIPPLE_CUHOOK=off);
+#    interleaved blocks for OVERHEAD_S seconds (400) or OVERHEAD_RUNS blocks, llama-bench
+#    -r OVERHEAD_REPS (2); overhead_ci.py's medians, bootstrap 95 % CI and verdict on the
+#    1 % goal (overhead.txt, overhead-reps.txt, overhead-ci.txt).
 # 5. Per-call cost: ripple-hook-bench (tools/bench/micro/hook_bench.c) plain / counting
 #    only / gated (the unmanaged agent of 4), HOOK_BENCH_RUNS (3) each, interleaved: ns per
 #    kernel launch, graph launch, 8-byte H2D copy and generic cuMemcpyAsync, in and out of
@@ -156,30 +158,48 @@ for r in 400 200 100; do
 done
 
 # --- 4. overhead ---------------------------------------------------------------------
+# Processes differ far more than llama-bench's reps inside one (engines-runs/s6-call7: a
+# process's mean spreads 3-5 %, a rep 1-4 %), so the design is many short processes:
+# -r OVERHEAD_REPS (2: a rep spread is still seen), blocks of one run of each arm of
+# OVERHEAD_ARMS ("plain hook": the goal's arm; "plain off hook" adds counting only), the
+# order rotating block by block (ABC, BCA, CAB), until OVERHEAD_S seconds (400) are spent
+# or OVERHEAD_RUNS blocks (no limit) are done. ~1.2 s a process: ~160 runs an arm.
+# overhead_ci.py turns them into medians, a bootstrap 95 % CI and a verdict on <= 1 %.
 agent unmanaged || exit 1
+ARMS=(${OVERHEAD_ARMS:-plain hook})
 if [ -x "$L/bin/llama-bench" ]; then
-  log "4. overhead: llama-bench tg256, plain / counting only / gated (unmanaged), ${OVERHEAD_RUNS:-3} runs each"
-  BN=("$L/bin/llama-bench" -m "$M" -ngl 99 -t 4 -p 0 -n 256 -r 3 -o csv)
-  ts_of() { python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(r[-1]["avg_ts"] if r else "n/a")' "$1" 2>/dev/null || echo n/a; }
-  R[tg-what]="llama-bench tg256"
+  BN=("$L/bin/llama-bench" -m "$M" -ngl 99 -t 4 -p 0 -n 256 -r "${OVERHEAD_REPS:-2}" -o jsonl)
+  # avg_ts to overhead.txt, each rep's tokens/s (samples_ts) to overhead-reps.txt
+  fig_of() { python3 -c 'import json,sys
+r=[json.loads(x) for x in open(sys.argv[1]) if x.strip()][-1]
+with open(sys.argv[4], "a") as f:
+    for i, t in enumerate(r["samples_ts"]): print(sys.argv[2], sys.argv[3], i + 1, t, file=f)
+print(r["avg_ts"])' "$1" "$2" "$3" "$OUT/overhead-reps.txt" 2>/dev/null || echo n/a; }
+  R[tg-what]="llama-bench tg256 -r ${OVERHEAD_REPS:-2}"
 else
   # No llama-bench in the carry: llama-simple's own decode speed over 512 greedy tokens.
-  log "4. overhead: llama-simple -n 512 decode speed, plain / counting only / gated (unmanaged), ${OVERHEAD_RUNS:-3} runs each"
   BN=("$L/bin/llama-simple" -m "$M" -n 512 -ngl 99 "Hello world")
-  ts_of() { v=$(sed -n 's/.*speed: *\([0-9.]*\) t\/s.*/\1/p' "${1%.csv}.err" | tail -1); echo "${v:-n/a}"; }
+  fig_of() { v=$(sed -n 's/.*speed: *\([0-9.]*\) t\/s.*/\1/p' "${1%.out}.err" | tail -1); echo "${v:-n/a}"; }
   R[tg-what]="llama-simple -n 512"
 fi
-# Interleaved: plain, hooked with the interposer counting only (RIPPLE_CUHOOK=off: its
-# path on every call, no agent), hooked and gated (unmanaged agent). OVERHEAD_RUNS each.
-for i in $(seq "${OVERHEAD_RUNS:-3}"); do
-  taskset -c $ECORE "${BN[@]}" > "$OUT/bench-plain.$i.csv" 2> "$OUT/bench-plain.$i.err"
-  hooked llama "$OUT/bench-off.$i.stats" RIPPLE_CUHOOK=off -- "${BN[@]}" > "$OUT/bench-off.$i.csv" 2> "$OUT/bench-off.$i.err"
-  hooked llama "$OUT/bench-hook.$i.stats" -- "${BN[@]}" > "$OUT/bench-hook.$i.csv" 2> "$OUT/bench-hook.$i.err"
-  for v in plain off hook; do echo "$v $i $(ts_of "$OUT/bench-$v.$i.csv")" >> "$OUT/overhead.txt"; done
+log "4. overhead: ${R[tg-what]}, arms ${ARMS[*]} (plain; off: interposer counting only; hook: gated, unmanaged agent), interleaved, ${OVERHEAD_S:-400} s or ${OVERHEAD_RUNS:-unlimited} blocks"
+run_arm() { # ARM I
+  local f=$OUT/bench-$1.$2.out
+  case $1 in
+    plain) taskset -c $ECORE "${BN[@]}" > "$f" 2> "${f%.out}.err" ;;
+    off)   hooked llama "$OUT/bench-off.$2.stats" RIPPLE_CUHOOK=off -- "${BN[@]}" > "$f" 2> "${f%.out}.err" ;;
+    hook)  hooked llama "$OUT/bench-hook.$2.stats" -- "${BN[@]}" > "$f" 2> "${f%.out}.err" ;;
+  esac
+  echo "$1 $2 $(fig_of "$f" "$1" "$2")" >> "$OUT/overhead.txt"
+}
+: > "$OUT/overhead.txt"; : > "$OUT/overhead-reps.txt"
+t4=$(date +%s) i=0
+while [ $((i < ${OVERHEAD_RUNS:-1000000})) = 1 ] && [ $(($(date +%s) - t4)) -lt "${OVERHEAD_S:-400}" ]; do
+  i=$((i + 1))
+  for k in $(seq 0 $((${#ARMS[@]} - 1))); do run_arm "${ARMS[$(((i - 1 + k) % ${#ARMS[@]}))]}" $i; done
 done
-median() { sort -g | awk '{v[NR]=$1} END{if(NR==0){print "n/a"} else if(NR%2){print v[(NR+1)/2]} else {print (v[NR/2]+v[NR/2+1])/2}}'; }
-for v in plain off hook; do R[tg-$v]=$(awk -v v=$v '$1==v && $3!="n/a"{print $3}' "$OUT/overhead.txt" | median); done
-log "   $(tr '\n' ';' < "$OUT/overhead.txt")"
+R[tg-n]=$i
+log "   $i blocks in $(($(date +%s) - t4)) s; $(grep -c 'n/a$' "$OUT/overhead.txt") runs without a figure"
 st=$OUT/bench-hook.1.stats
 R[tg-units]="units $(jget "$st" units) (graph $(jget "$st" units_graph)), grants $(jget "$st" grants), grant waits $(jget "$st" grant_waits), wait $(jget "$st" wait_ns) ns; works of several passes $(jget "$st" multi_pass_works), passes a work (last) $(jget "$st" passes_per_work), drained $(jget "$st" units_drained); works ahead $(jget "$st" works_ahead) (drained $(jget "$st" ahead_drained)), work starts with the grant in hand $(jget "$st" work_starts_in_hand) of $(jget "$st" work_start_waits), waited at work starts $(jget "$st" work_start_wait_ns) ns"
 log "   hooked run 1: ${R[tg-units]}"
@@ -211,7 +231,20 @@ done
 echo "| units, graphs on | ${R[units]} |"
 echo "| units, copy min 64 KiB | ${R[units-copy]} |"
 for r in 400 200 100; do echo "| pace-$r | ${R[pace-$r]:-n/a} |"; done
-awk -v w="${R[tg-what]}" -v n="${OVERHEAD_RUNS:-3}" -v p="${R[tg-plain]}" -v o="${R[tg-off]}" -v h="${R[tg-hook]}" 'BEGIN{if(p>0) printf "| %s tok/s median of %d (plain / interposer counting only / gated, unmanaged agent) | %s / %s / %s (overhead %.2f %% / %.2f %%) |\n", w, n, p, o, h, 100*(1-o/p), 100*(1-h/p); else print "| overhead | n/a |"}'
+median() { sort -g | awk '{v[NR]=$1} END{if(NR==0){print "n/a"} else if(NR%2){print v[(NR+1)/2]} else {print (v[NR/2]+v[NR/2+1])/2}}'; }
+tg=""; for v in plain off hook; do tg="$tg / $(awk -v v=$v '$1==v && $3!="n/a"{print $3}' "$OUT/overhead.txt" | median)"; done
+echo "| ${R[tg-what]} tok/s medians, ${R[tg-n]} interleaved blocks of ${ARMS[*]} (plain / counting only / gated, unmanaged agent) | ${tg# / } |"
+# Against plain: overhead of the medians, bootstrap 95 % CI, verdict on <= 1 % (Documentation/results/engines.md).
+acc=(); [ -s "$OUT/hookbench/table.md" ] && for v in off hook; do
+  [ -s "$OUT/bench-$v.1.stats" ] && acc+=(--stats "$v=$OUT/bench-$v.1.stats"); done
+[ ${#acc[@]} -gt 0 ] && acc+=(--hook-table "$OUT/hookbench/table.md")
+reps=(); [ -s "$OUT/overhead-reps.txt" ] && reps=(--reps "$OUT/overhead-reps.txt")
+python3 "$REPO/tools/packaging/gpu/overhead_ci.py" "$OUT/overhead.txt" "${acc[@]}" "${reps[@]}" > "$OUT/overhead-ci.txt" 2>&1
+if cell=$(python3 "$REPO/tools/packaging/gpu/overhead_ci.py" "$OUT/overhead.txt" "${acc[@]}" --cell 2>&1); then
+  echo "$cell" | sed 's/^\([a-z]*\): \(.*\)$/| overhead of \1 against plain: medians [95 % CI], verdict on <= 1 % | \2 |/'
+else
+  echo "| overhead | n/a: $cell |"
+fi
 echo "| hooked overhead run | ${R[tg-units]} |"
 echo "| wall | $(($(date +%s) - T0)) s |"
 if [ -s "$OUT/hookbench/table.md" ]; then
@@ -220,3 +253,7 @@ if [ -s "$OUT/hookbench/table.md" ]; then
   echo
   cat "$OUT/hookbench/table.md"
 fi
+echo
+echo "overhead_ci.py (the overhead step's analysis; tools/packaging/gpu/overhead_ci.py)"
+echo
+cat "$OUT/overhead-ci.txt"
