@@ -128,6 +128,7 @@ bool Runtime::connect_locked(std::size_t from) {
   hello.kind = cfg_.kind;
   hello.period_ns = cfg_.period_ns;
   hello.deadline_ns = cfg_.deadline_ns;
+  hello.memory = device_memory_locked();
   hello.units = wire_cat_;
   auto c = engine::Client::connect(cfg_.socket, hello, 1000, engine::AgentCheck{true, cfg_.agent_uid});
   if (!c) {
@@ -159,6 +160,16 @@ bool Runtime::connect_locked(std::size_t from) {
     return false;
   }
   return true;
+}
+
+engine::Memory Runtime::device_memory_locked() {
+  if (memory_ != engine::Memory::kUnknown) return memory_;
+  CUdevice dev = 0;
+  int integrated = 0;
+  if (drv_.ctx_get_device && drv_.device_attribute && drv_.ctx_get_device(&dev) == CUDA_SUCCESS &&
+      drv_.device_attribute(&integrated, CU_DEVICE_ATTRIBUTE_INTEGRATED, dev) == CUDA_SUCCESS)
+    memory_ = integrated ? engine::Memory::kIntegrated : engine::Memory::kDiscrete;
+  return memory_;
 }
 
 void Runtime::end_session_locked(std::uint64_t retry_ns) {

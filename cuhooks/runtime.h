@@ -48,6 +48,8 @@ struct Driver {
   CUresult(CUDAAPI* ctx_get)(CUcontext*) = nullptr;
   CUresult(CUDAAPI* ctx_set)(CUcontext) = nullptr;
   CUresult(CUDAAPI* exchange_capture_mode)(CUstreamCaptureMode*) = nullptr;
+  CUresult(CUDAAPI* ctx_get_device)(CUdevice*) = nullptr;
+  CUresult(CUDAAPI* device_attribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
   void load() {
     auto sym = [](const char* a, const char* b = nullptr) {
       void* p = driver_symbol(a);
@@ -62,6 +64,8 @@ struct Driver {
     ctx_get = reinterpret_cast<decltype(ctx_get)>(sym("cuCtxGetCurrent"));
     ctx_set = reinterpret_cast<decltype(ctx_set)>(sym("cuCtxSetCurrent"));
     exchange_capture_mode = reinterpret_cast<decltype(exchange_capture_mode)>(sym("cuThreadExchangeStreamCaptureMode"));
+    ctx_get_device = reinterpret_cast<decltype(ctx_get_device)>(sym("cuCtxGetDevice"));
+    device_attribute = reinterpret_cast<decltype(device_attribute)>(sym("cuDeviceGetAttribute"));
   }
 };
 
@@ -207,6 +211,9 @@ class Runtime {
   void mark_start(CUstream s);
   bool acquire_locked(std::size_t pos);
   bool connect_locked(std::size_t from);
+  // The GPU's memory for the hello (CU_DEVICE_ATTRIBUTE_INTEGRATED of the calling
+  // thread's context's device): asked until the driver answers, then kept.
+  engine::Memory device_memory_locked();
   void lose_agent_locked(const std::string& why);
   // Ends the session without a message; the next connect is tried after `retry_ns`.
   void end_session_locked(std::uint64_t retry_ns);
@@ -285,6 +292,7 @@ class Runtime {
   std::atomic<std::uint64_t> gen_{1};
   engine::FailMode agent_fail_ = engine::FailMode::kOpen;
   std::uint64_t next_connect_ns_ = 0;
+  engine::Memory memory_ = engine::Memory::kUnknown;
   bool warned_unmanaged_ = false, ever_connected_ = false;
   std::uint64_t work_id_ = 0;
   // The open work: its units (positions pos_, cur_pos_ count these) and what is announced,

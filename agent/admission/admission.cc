@@ -9,6 +9,24 @@ std::string_view to_string(EngineKind kind) {
   return kind == EngineKind::kDeadlineBound ? "deadline-bound" : "best-effort";
 }
 
+std::string_view to_string(DeviceMemory memory) {
+  switch (memory) {
+    case DeviceMemory::kDiscrete: return "discrete";
+    case DeviceMemory::kIntegrated: return "integrated";
+    case DeviceMemory::kUnknown: break;
+  }
+  return "unknown";
+}
+
+std::string_view to_string(LinkMode mode) {
+  switch (mode) {
+    case LinkMode::kOff: return "off";
+    case LinkMode::kOn: return "on";
+    case LinkMode::kAuto: break;
+  }
+  return "auto";
+}
+
 std::string_view to_string(WaitCause cause) {
   switch (cause) {
     case WaitCause::kNone: return "none";
@@ -96,17 +114,17 @@ std::optional<Nanos> Context::slot(const EngineState& e) const {
 }
 
 Nanos Context::link_free(const EngineState& e) const {
-  if (!shared_link || !e.has_work() || e.unit(0).bytes < kLinkMinBytes) return 0;
+  if (!on_link(e) || !e.has_work() || e.unit(0).bytes < kLinkMinBytes) return 0;
   Nanos free = 0;
   for (const EngineState& d : engines)
-    if (d.id != e.id && d.connected && d.link_until > now) free = std::max(free, d.link_until);
+    if (d.id != e.id && d.connected && on_link(d) && d.link_until > now) free = std::max(free, d.link_until);
   return free;
 }
 
 EngineId Context::link_holder(const EngineState& e) const {
   const Nanos free = link_free(e);
   for (const EngineState& d : engines)
-    if (d.id != e.id && d.connected && free > 0 && d.link_until == free) return d.id;
+    if (d.id != e.id && d.connected && on_link(d) && free > 0 && d.link_until == free) return d.id;
   return e.id;
 }
 
@@ -165,7 +183,8 @@ Admission::Outstanding* Admission::find_grant(EngineId engine, GrantId grant) {
 
 Context Admission::context(Nanos now) const {
   return Context{ledger_,    engines_, now, opts_.gamma, opts_.horizon, opts_.pipelining && policy_->pipelines(),
-                 opts_.lease, opts_.shared_link && policy_->models_shared_link()};
+                 opts_.lease, opts_.shared_link != LinkMode::kOff && policy_->models_shared_link(),
+                 opts_.shared_link == LinkMode::kAuto};
 }
 
 void Admission::update_probe_unit() {

@@ -40,8 +40,10 @@ struct Options {
   // models_shared_link(), a grant whose next unit moves host bytes (>= kLinkMinBytes)
   // starts after the predicted end of every other engine's outstanding host-byte grant,
   // delivered with not_before (GrantPlan::link_held) and predicted to run alone. Off:
-  // each engine's grants are predicted at solo speed whatever the others move.
-  bool shared_link = true;
+  // each engine's grants are predicted at solo speed whatever the others move. Auto (the
+  // default): as on, but an engine whose hello reports an integrated GPU (unified memory:
+  // no host link) neither waits for another's grant nor holds another's back.
+  LinkMode shared_link = LinkMode::kAuto;
   // Disconnected engines kept in engines() (the most recent; their grants are settled),
   // so the table stays bounded however many sessions come and go.
   std::size_t gone_engines_kept = 16;

@@ -90,6 +90,11 @@ struct Context {
   // The engines' host-byte grants share one link (Options::shared_link, for a policy
   // that models_shared_link()): see link_free.
   bool shared_link = false;
+  // LinkMode::kAuto: an engine on an integrated GPU is not on the link (link_free).
+  bool link_auto = false;
+  bool on_link(const EngineState& e) const {
+    return shared_link && !(link_auto && e.spec.memory == DeviceMemory::kIntegrated);
+  }
 
   // Earliest time a new grant of `e` could start: now plus its start lag, or after its
   // outstanding grant, and, with shared_link, not before link_free(e); nullopt when

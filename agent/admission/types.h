@@ -30,6 +30,14 @@ using pricing::TaskId;
 // deadline and are served first (§3, objectives 2 and 3).
 enum class EngineKind : std::uint8_t { kBestEffort = 0, kDeadlineBound = 1 };
 std::string_view to_string(EngineKind kind);
+// The engine's GPU memory, as its hello reports it: discrete (host bytes cross a host
+// link) or integrated (unified memory); unknown from an engine that does not say.
+enum class DeviceMemory : std::uint8_t { kUnknown = 0, kDiscrete = 1, kIntegrated = 2 };
+std::string_view to_string(DeviceMemory memory);
+// Options::shared_link: off, on (every engine), or auto (engines whose GPU is not
+// integrated: unified memory has no host link to share).
+enum class LinkMode : std::uint8_t { kOff = 0, kOn = 1, kAuto = 2 };
+std::string_view to_string(LinkMode mode);
 
 // One entry of an engine's unit catalog: a pausable piece of a forward pass (a
 // decoder layer, the output head, a vision block) with its profiled volume and solo
@@ -46,6 +54,7 @@ struct EngineSpec {
   EngineKind kind = EngineKind::kBestEffort;
   std::vector<UnitSpec> catalog;
   Nanos grant_overhead = 0;  // per-grant fixed cost (launch, sync, report)
+  DeviceMemory memory = DeviceMemory::kUnknown;
   // Deadline-bound engines: request period and relative deadline (0: the period).
   Nanos period = 0;
   Nanos deadline = 0;

@@ -144,11 +144,18 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
       auto v = id_list<gid_t>(w, n, key);
       if (!v) return v.error();
       a.allowed_gids = *v;
-    } else if (k == "tracer_wakeup" || k == "pipelining" || k == "queued_durations" || k == "shared_link") {
+    } else if (k == "shared_link") {
+      if (n.is_boolean()) {
+        a.admission.shared_link = *n.value<bool>() ? admission::LinkMode::kOn : admission::LinkMode::kOff;
+      } else if (n.value<std::string>() == "auto") {
+        a.admission.shared_link = admission::LinkMode::kAuto;
+      } else {
+        return error_at(w, n, key, "must be true, false or \"auto\"");
+      }
+    } else if (k == "tracer_wakeup" || k == "pipelining" || k == "queued_durations") {
       if (!n.is_boolean()) return error_at(w, n, key, "must be true or false");
       (k == "pipelining"         ? a.admission.pipelining
        : k == "queued_durations" ? a.admission.queued_durations
-       : k == "shared_link"      ? a.admission.shared_link
                                  : a.tracer_wakeup) = *n.value<bool>();
     } else if (k == "poll_us") {
       auto v = number(w, n, key);

@@ -83,6 +83,7 @@ EngineSessions::Outcome EngineSessions::hello(std::uint64_t id, EngineSession& s
   spec.period = static_cast<Nanos>(h.period_ns);
   spec.deadline = static_cast<Nanos>(h.deadline_ns);
   spec.grant_overhead = static_cast<Nanos>(h.grant_overhead_ns);
+  spec.memory = static_cast<admission::DeviceMemory>(h.memory);  // the same values; decode() checked the range
   for (const auto& u : h.units)
     spec.catalog.push_back({u.name, static_cast<pricing::Bytes>(u.bytes), static_cast<Nanos>(u.duration_ns)});
   // Who the peer is decides, not what it declares: a configured name is claimed only by

@@ -144,6 +144,7 @@ json status_json(const StatusInputs& in, Nanos now) {
     x["name"] = e.spec.name;
     x["id"] = e.id;
     x["kind"] = std::string(admission::to_string(e.spec.kind));
+    x["memory"] = std::string(admission::to_string(e.spec.memory));
     x["connected"] = e.connected;
     put_counters(x, s);  // this session's
     x["scale"] = e.scale;

@@ -11,7 +11,8 @@ namespace {
 struct WireHello {
   char name[kNameBytes];
   std::uint8_t kind;
-  std::uint8_t pad[3];
+  std::uint8_t memory;  // Hello::memory (was padding: 0 = unknown)
+  std::uint8_t pad[2];
   std::uint32_t unit_count;
   std::uint64_t period_ns;
   std::uint64_t deadline_ns;
@@ -130,6 +131,7 @@ Status encode(const Message& m, std::vector<std::uint8_t>& out) {
     WireHello w{};
     if (Status s = put_string(w.name, h->name, "hello.name"); !s) return s;
     w.kind = static_cast<std::uint8_t>(h->kind);
+    w.memory = static_cast<std::uint8_t>(h->memory);
     w.unit_count = static_cast<std::uint32_t>(h->units.size());
     w.period_ns = h->period_ns;
     w.deadline_ns = h->deadline_ns;
@@ -228,6 +230,8 @@ Result<Message> decode(std::span<const std::uint8_t> d) {
       m.name = *name;
       if (w.kind > 1) return make_error("hello.kind: {} is neither best-effort (0) nor deadline-bound (1)", w.kind);
       m.kind = static_cast<Kind>(w.kind);
+      if (w.memory > 2) return make_error("hello.memory: {} is not unknown (0), discrete (1) or integrated (2)", w.memory);
+      m.memory = static_cast<Memory>(w.memory);
       m.period_ns = w.period_ns;
       m.deadline_ns = w.deadline_ns;
       m.grant_overhead_ns = w.grant_overhead_ns;

@@ -9,7 +9,7 @@
 // version, declared length = datagram length = the type's exact size, counts within
 // bounds, strings NUL-terminated, enums in range) and never trusts the peer.
 //
-//   engine -> agent   Hello     name, kind, period/deadline, grant overhead, unit catalog
+//   engine -> agent   Hello     name, kind, period/deadline, grant overhead, GPU memory, unit catalog
 //   agent  -> engine  Welcome   engine id, policy, lease, fail mode, suggested chunk size
 //   engine -> agent   Work      work id, deadline (0: the engine's default), unit indices
 //   agent  -> engine  Grant     grant id, work id, first unit, count, bytes, start_by, chunk size,
@@ -55,6 +55,11 @@ enum class Type : std::uint16_t {
 };
 
 enum class Kind : std::uint8_t { kBestEffort = 0, kDeadlineBound = 1 };
+// The engine's GPU memory as its driver reports it (CU_DEVICE_ATTRIBUTE_INTEGRATED):
+// discrete (its host bytes cross a host link, PCIe or C2C) or integrated (unified memory,
+// no link: Jetson, GB10). Optional: it travels in a byte that was padding, so an older
+// engine sends unknown (0).
+enum class Memory : std::uint8_t { kUnknown = 0, kDiscrete = 1, kIntegrated = 2 };
 enum class FailMode : std::uint8_t { kOpen = 0, kClosed = 1 };
 
 // Bye reasons.
@@ -97,6 +102,7 @@ struct Hello {
   std::uint64_t period_ns = 0;
   std::uint64_t deadline_ns = 0;
   std::uint64_t grant_overhead_ns = 0;
+  Memory memory = Memory::kUnknown;
   std::vector<UnitInfo> units;
 };
 

@@ -440,6 +440,25 @@ TEST_F(CuhookTest, GatingHoldsTheThreadUntilGranted) {
   EXPECT_GE(r.seconds, 0.3);
 }
 
+// Tests that the hello reports the GPU's memory as the driver gives it
+// (CU_DEVICE_ATTRIBUTE_INTEGRATED of the context's device: discrete or integrated), unknown
+// when the driver does not answer, and that the driver is asked once a process, not a call.
+TEST_F(CuhookTest, HelloReportsTheGpuMemory) {
+  using ripple::engine::Memory;
+  for (const auto& [value, want] : std::vector<std::pair<std::string, Memory>>{
+           {"0", Memory::kDiscrete}, {"1", Memory::kIntegrated}, {"fail", Memory::kUnknown}}) {
+    clear_outputs();
+    GrantServer srv(sock_);
+    ASSERT_TRUE(srv.start());
+    Outcome r = run({"direct", "copies", "3", "5000000"}, {{"FAKE_CUDA_INTEGRATED", value}});
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    auto seen = srv.seen();
+    ASSERT_EQ(seen.hellos.size(), 1u) << value;
+    EXPECT_EQ(seen.hellos[0].memory, want) << "FAKE_CUDA_INTEGRATED=" << value;
+    EXPECT_EQ(fake_queries(r)["cuDeviceGetAttribute"], 1u) << "asked once (at the hello), not per call";
+  }
+}
+
 // Tests that during stream capture nothing blocks even if the agent never grants.
 TEST_F(CuhookTest, NeverBlocksDuringStreamCapture) {
   GrantServer srv(sock_, GrantServer::Mode::kHold);

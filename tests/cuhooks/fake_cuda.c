@@ -33,6 +33,8 @@
  *   FAKE_CUDA_FAIL_LAUNCH=N   the N-th kernel launch (1-based) fails with LAUNCH_FAILED
  *   FAKE_CUDA_EVENT_DELAY_US  an event completes only this long after its record
  *   FAKE_CUDA_NO_FUNC_NAME=1  cuFuncGetName is not supported (old drivers)
+ *   FAKE_CUDA_INTEGRATED=1    the device reports CU_DEVICE_ATTRIBUTE_INTEGRATED = 1 (a
+ *                             Jetson or GB10: unified memory); =fail: the query fails
  */
 #define _GNU_SOURCE
 #define __CUDA_API_VERSION_INTERNAL 1
@@ -63,11 +65,13 @@ static pthread_mutex_t fk_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long fk_calls[FK_COUNT], fk_bytes[FK_COUNT], fk_via_sym[FK_COUNT], fk_via_pa[FK_COUNT];
 static unsigned long long fk_launches;
 /* Queries (not in the hook list): counted atomically, written as "query" lines. */
-enum { FQ_POINTER_ATTR, FQ_FUNC_NAME, FQ_IS_CAPTURING, FQ_COUNT };
-static const char* const fq_names[FQ_COUNT] = {"cuPointerGetAttribute", "cuFuncGetName", "cuStreamIsCapturing"};
+enum { FQ_POINTER_ATTR, FQ_FUNC_NAME, FQ_IS_CAPTURING, FQ_DEVICE_ATTR, FQ_COUNT };
+static const char* const fq_names[FQ_COUNT] = {"cuPointerGetAttribute", "cuFuncGetName", "cuStreamIsCapturing",
+                                               "cuDeviceGetAttribute"};
 static unsigned long long fq_calls[FQ_COUNT];
 #define FQ_COUNT_CALL(q) __atomic_fetch_add(&fq_calls[q], 1, __ATOMIC_RELAXED)
 static int fk_capturing, fk_fail_launch, fk_no_func_name;
+static int fk_integrated;  /* -1: the attribute query fails */
 static long fk_event_delay_ns;
 static unsigned long long fk_graph_bytes;
 static FILE* fk_trace;
@@ -88,6 +92,7 @@ __attribute__((constructor)) static void fk_init(void) {
   fk_event_delay_ns = (v = getenv("FAKE_CUDA_EVENT_DELAY_US")) ? atol(v) * 1000 : 0;
   fk_graph_bytes = (v = getenv("FAKE_CUDA_GRAPH_BYTES")) ? strtoull(v, NULL, 0) : 0;
   fk_no_func_name = (v = getenv("FAKE_CUDA_NO_FUNC_NAME")) && atoi(v) != 0;
+  fk_integrated = (v = getenv("FAKE_CUDA_INTEGRATED")) ? (strcmp(v, "fail") == 0 ? -1 : atoi(v) != 0) : 0;
   if ((v = getenv("FAKE_CUDA_TRACE")) && *v) fk_trace = fopen(v, "a");
   if (fk_trace) setvbuf(fk_trace, NULL, _IOLBF, 0);
   fk_scratch = calloc(1, kScratch);
@@ -306,6 +311,18 @@ EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice* d, int ordinal) { *d = ordinal; re
 EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) { (void)d; *c = &fk_ctx; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext c) { fk_current = c; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext* c) { *c = fk_current; return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice* d) {
+  if (!fk_current) return CUDA_ERROR_INVALID_CONTEXT;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice d) {
+  FQ_COUNT_CALL(FQ_DEVICE_ATTR);
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (a != CU_DEVICE_ATTRIBUTE_INTEGRATED || fk_integrated < 0) return CUDA_ERROR_INVALID_VALUE;
+  *v = fk_integrated;
+  return CUDA_SUCCESS;
+}
 EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule* m, const void* image) { (void)image; static struct CUmod_st mod; *m = &mod; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
   (void)m;
@@ -395,6 +412,8 @@ static const struct fk_plain fk_plain[] = {
     {"cuDevicePrimaryCtxRetain", (void*)cuDevicePrimaryCtxRetain, 7000},
     {"cuCtxSetCurrent", (void*)cuCtxSetCurrent, 4000},
     {"cuCtxGetCurrent", (void*)cuCtxGetCurrent, 4000},
+    {"cuCtxGetDevice", (void*)cuCtxGetDevice, 2000},
+    {"cuDeviceGetAttribute", (void*)cuDeviceGetAttribute, 2000},
     {"cuModuleLoadData", (void*)cuModuleLoadData, 2000},
     {"cuModuleGetFunction", (void*)cuModuleGetFunction, 2000},
     {"cuFuncGetName", (void*)cuFuncGetName, 12030},

@@ -861,10 +861,14 @@ struct LinkRun {
   Decision d;
   EngineId llm = 0, vlm = 0;
 };
-LinkRun two_host_engines(Fixture& f, Bytes vlm_unit = kUnit) {
+LinkRun two_host_engines(Fixture& f, Bytes vlm_unit = kUnit, DeviceMemory llm_memory = DeviceMemory::kUnknown,
+                         DeviceMemory vlm_memory = DeviceMemory::kUnknown) {
   LinkRun r;
-  r.llm = f.add(engine("llm"));
-  r.vlm = f.add(engine("vlm", EngineKind::kDeadlineBound, vlm_unit));
+  EngineSpec llm = engine("llm"), vlm = engine("vlm", EngineKind::kDeadlineBound, vlm_unit);
+  llm.memory = llm_memory;
+  vlm.memory = vlm_memory;
+  r.llm = f.add(llm);
+  r.vlm = f.add(vlm);
   EXPECT_TRUE(f.adm->announce(r.vlm, work(1, 5), 0));
   EXPECT_TRUE(f.adm->announce(r.llm, work(1, 40), 0));
   r.d = f.adm->decide(0);
@@ -966,7 +970,7 @@ TEST(Admission, SharedLinkIgnoresEnginesWithoutHostBytes) {
 // start at once, nothing held.
 TEST(Admission, SharedLinkOffPredictsEachEngineAlone) {
   Options o;
-  o.shared_link = false;
+  o.shared_link = LinkMode::kOff;
   Fixture f(0, o);
   const LinkRun r = two_host_engines(f);
   ASSERT_EQ(r.d.grants.size(), 3u);
@@ -976,6 +980,34 @@ TEST(Admission, SharedLinkOffPredictsEachEngineAlone) {
   EXPECT_FALSE(r.d.grants[1].link_held);
   EXPECT_EQ(r.d.grants[1].predicted_end, 18 * kMs);
   EXPECT_EQ(f.adm->engine(r.llm)->stats.link_held, 0u);
+}
+
+// Tests agent.shared_link = "auto" (the default) by what each engine's hello reports: an
+// engine on an integrated GPU (unified memory: Jetson, GB10) is off the link, neither
+// held nor holding; discrete and unknown engines share it; "on" holds whatever they say.
+TEST(Admission, SharedLinkAutoFollowsTheReportedMemory) {
+  EXPECT_EQ(Options{}.shared_link, LinkMode::kAuto);
+  struct Case {
+    LinkMode mode;
+    DeviceMemory llm, vlm;
+    bool held;
+  };
+  const DeviceMemory kU = DeviceMemory::kUnknown, kD = DeviceMemory::kDiscrete, kI = DeviceMemory::kIntegrated;
+  for (const Case& c : {Case{LinkMode::kAuto, kU, kU, true}, Case{LinkMode::kAuto, kD, kD, true},
+                        Case{LinkMode::kAuto, kD, kU, true}, Case{LinkMode::kAuto, kI, kI, false},
+                        Case{LinkMode::kAuto, kI, kD, false}, Case{LinkMode::kAuto, kD, kI, false},
+                        Case{LinkMode::kOn, kI, kI, true}, Case{LinkMode::kOff, kD, kD, false}}) {
+    Options o;
+    o.shared_link = c.mode;
+    Fixture f(0, o);
+    const LinkRun r = two_host_engines(f, kUnit, c.llm, c.vlm);
+    const std::string what = fmt::format("{} llm {} vlm {}", to_string(c.mode), to_string(c.llm), to_string(c.vlm));
+    ASSERT_EQ(r.d.grants.size(), 3u) << what;
+    EXPECT_EQ(r.d.grants[1].engine, r.llm) << what;
+    EXPECT_EQ(r.d.grants[1].link_held, c.held) << what;
+    EXPECT_EQ(r.d.grants[1].predicted_start, c.held ? 5 * kMs : 0) << what;
+    EXPECT_EQ(f.adm->engine(r.llm)->stats.link_held, c.held ? 1u : 0u) << what;
+  }
 }
 
 }  // namespace

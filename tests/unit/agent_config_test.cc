@@ -75,7 +75,7 @@ TEST(AgentConfig, ParsesFullFile) {
   EXPECT_EQ(c.agent.admission.horizon, 12'000'000);
   EXPECT_DOUBLE_EQ(c.agent.admission.gamma, 0.9);
   EXPECT_TRUE(c.agent.admission.queued_durations);
-  EXPECT_FALSE(c.agent.admission.shared_link);  // on by default
+  EXPECT_EQ(c.agent.admission.shared_link, admission::LinkMode::kOff);  // auto by default
   EXPECT_DOUBLE_EQ(c.pricing.peak_rate_bytes_per_ns, 200.0);
   ASSERT_EQ(c.tasks.size(), 2u);
   EXPECT_EQ(c.tasks[0].spec.deadline, 75'000'000);
@@ -87,6 +87,20 @@ TEST(AgentConfig, ParsesFullFile) {
   ASSERT_EQ(c.engines.size(), 1u);
   EXPECT_EQ(c.engines[0].deadline, 5'000'000'000);
   EXPECT_EQ(c.engines[0].kind, admission::EngineKind::kDeadlineBound);
+}
+
+// Tests agent.shared_link's three values: "auto" (the default: engines on an integrated
+// GPU are off the link), true (every engine on it) and false.
+TEST(AgentConfig, SharedLinkModes) {
+  const auto mode_of = [](const std::string& text) {
+    auto r = parse(text, "ripple.toml");
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    return r.ok() ? r->agent.admission.shared_link : admission::LinkMode::kOff;
+  };
+  EXPECT_EQ(mode_of(""), admission::LinkMode::kAuto);
+  EXPECT_EQ(mode_of("[agent]\nshared_link = \"auto\"\n"), admission::LinkMode::kAuto);
+  EXPECT_EQ(mode_of("[agent]\nshared_link = true\n"), admission::LinkMode::kOn);
+  EXPECT_EQ(mode_of("[agent]\nshared_link = false\n"), admission::LinkMode::kOff);
 }
 
 // Tests that each kind of error is refused with the file, the line (of the key, or of
@@ -112,7 +126,8 @@ TEST(AgentConfig, ErrorsNameFileLineAndKey) {
             "ripple.toml:1: engine[0].period_ms: required for a deadline-bound engine");
   EXPECT_EQ(error_of("[pricing]\neta = \"x\"\n").rfind("ripple.toml: pricing key 'eta' (line 2) must be a number", 0),
             0u);
-  EXPECT_EQ(error_of("[agent]\nshared_link = 1\n"), "ripple.toml:2: agent.shared_link: must be true or false");
+  EXPECT_EQ(error_of("[agent]\nshared_link = 1\n"), "ripple.toml:2: agent.shared_link: must be true, false or \"auto\"");
+  EXPECT_EQ(error_of("[agent]\nshared_link = \"yes\"\n"), "ripple.toml:2: agent.shared_link: must be true, false or \"auto\"");
   EXPECT_EQ(error_of("[agent\n").rfind("ripple.toml:1: ", 0), 0u);
 }
 

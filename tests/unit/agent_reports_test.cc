@@ -76,7 +76,7 @@ TEST(Reports, StatusShowsTasksCountersAndRefusals) {
   f.counters.refused.note(1);
   f.cfg.agent.refuse_unconfigured = true;
   EngineSession s;
-  f.engines.handle(1, s, engine::Hello{"x", engine::Kind::kBestEffort, 0, 0, 0, {}}, 0,
+  f.engines.handle(1, s, engine::Hello{"x", engine::Kind::kBestEffort, 0, 0, 0, engine::Memory::kUnknown, {}}, 0,
                    [](const engine::Message&) { return true; });
   f.latency.add(2'000);
 
@@ -133,9 +133,10 @@ TEST(Reports, EnginesAndExplain) {
   Reports f;
   EngineSession a, b;
   auto ok = [](const engine::Message&) { return true; };
-  engine::Hello h{"llm", engine::Kind::kBestEffort, 0, 0, 0, {{"layer", 100'000'000, 1'000'000}}};
+  engine::Hello h{"llm", engine::Kind::kBestEffort, 0, 0, 0, engine::Memory::kIntegrated, {{"layer", 100'000'000, 1'000'000}}};
   ASSERT_TRUE(f.engines.handle(1, a, h, 0, ok).close.empty());
   h.name = "vlm";
+  h.memory = engine::Memory::kUnknown;
   ASSERT_TRUE(f.engines.handle(2, b, h, 0, ok).close.empty());
   ASSERT_TRUE(f.engines.close(b, 0));
   f.tasks.on_event(event(tracer::JobEventKind::kRelease, 1, 0), 0);
@@ -150,7 +151,9 @@ TEST(Reports, EnginesAndExplain) {
   EXPECT_EQ(j["engines"][0]["name"], "llm");
   EXPECT_EQ(j["engines"][0]["connected"], true);
   EXPECT_GE(j["engines"][0]["grants"].get<int>(), 1);
+  EXPECT_EQ(j["engines"][0]["memory"], "integrated");  // as its hello reported
   EXPECT_EQ(j["engines"][1]["name"], "vlm");
+  EXPECT_EQ(j["engines"][1]["memory"], "unknown");
   EXPECT_EQ(j["engines_gone"]["count"], 1);
   EXPECT_EQ(j["engines_not_listed"], 0);
 
@@ -170,7 +173,7 @@ TEST(Reports, EnginesAndExplain) {
 TEST(Reports, EngineTotalsSpanARenewedSession) {
   Reports f;
   auto ok = [](const engine::Message&) { return true; };
-  const engine::Hello h{"llm", engine::Kind::kBestEffort, 0, 0, 0, {{"layer", 100'000'000, 1'000'000}}};
+  const engine::Hello h{"llm", engine::Kind::kBestEffort, 0, 0, 0, engine::Memory::kUnknown, {{"layer", 100'000'000, 1'000'000}}};
   auto one_grant = [&](EngineSession& s, std::uint64_t work_id, Nanos t) {
     engine::WorkMsg w;
     w.work_id = work_id;

@@ -161,6 +161,29 @@ TEST(EngineProtocol, WelcomeSuggestsAChunkSize) {
   EXPECT_NE(gs.error().message.find("grant.chunk_bytes"), std::string::npos) << gs.error().message;
 }
 
+// Tests that a Hello carries the engine's GPU memory in a former padding byte: an older
+// engine's hello (that byte 0) reads as unknown, and a value out of range is refused.
+TEST(EngineProtocol, HelloCarriesTheGpuMemory) {
+  Hello h = hello();
+  const auto none = bytes_of(h);
+  EXPECT_EQ(std::get<Hello>(*decode(none)).memory, Memory::kUnknown);
+  for (Memory m : {Memory::kDiscrete, Memory::kIntegrated}) {
+    h.memory = m;
+    const auto some = bytes_of(h);
+    ASSERT_EQ(some.size(), none.size());
+    EXPECT_EQ(std::get<Hello>(*decode(some)).memory, m);
+    std::size_t diff = 0;
+    for (std::size_t i = 0; i < some.size(); ++i) diff += some[i] != none[i];
+    EXPECT_EQ(diff, 1u) << "one former padding byte carries it";
+  }
+  auto bad = bytes_of(h);
+  for (std::size_t i = 0; i < bad.size(); ++i)
+    if (bad[i] != none[i]) bad[i] = 3;
+  EXPECT_NE(decode_error(bad).find("hello.memory: 3 is not unknown (0), discrete (1) or integrated (2)"),
+            std::string::npos)
+      << decode_error(bad);
+}
+
 // Tests that malformed datagrams are refused with a message naming what is wrong:
 // too short, bad magic, other version, length mismatch, truncation, unknown type,
 // an unterminated name, a kind out of range, a zero-byte unit, a zero-unit grant.

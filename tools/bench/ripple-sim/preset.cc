@@ -240,10 +240,18 @@ Status apply_agent_key(Preset& p, const std::string& key, const toml::node& n) {
     auto v = n.value<double>();
     if (!v || !(*v > 0 && *v <= 1)) return make_error("agent.gamma must be in (0, 1]");
     o.gamma = *v;
-  } else if (key == "pipelining" || key == "queued_durations" || key == "shared_link") {
+  } else if (key == "shared_link") {
+    if (auto v = n.value<bool>()) {
+      o.shared_link = *v ? admission::LinkMode::kOn : admission::LinkMode::kOff;
+    } else if (n.value<std::string>() == "auto") {
+      o.shared_link = admission::LinkMode::kAuto;
+    } else {
+      return make_error("agent.shared_link must be true, false or \"auto\"");
+    }
+  } else if (key == "pipelining" || key == "queued_durations") {
     auto v = n.value<bool>();
     if (!v) return make_error("agent.{} must be true or false", key);
-    (key == "pipelining" ? o.pipelining : key == "queued_durations" ? o.queued_durations : o.shared_link) = *v;
+    (key == "pipelining" ? o.pipelining : o.queued_durations) = *v;
   } else if (key == "source") {
   } else {
     return make_error("agent.{}: not an admission key (lease_ms, horizon_ms, gamma, pipelining, queued_durations, shared_link)", key);
