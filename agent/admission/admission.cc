@@ -380,6 +380,7 @@ Decision Admission::decide(Nanos now) {
     ++e.outstanding;
     e.busy_until = g.predicted_end;
     ++e.stats.grants;
+    e.stats.first_grant = std::min(e.stats.first_grant, now);
     if (g.successor) ++e.stats.successors;
     e.cursor += pick.count;
     if (e.cursor >= e.queue.front()->units.size()) {
@@ -485,6 +486,8 @@ Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos 
   ledger_.grant_executed(plan.id);  // executed bytes stay charged (App. C, "Charging")
   e.stats.units += plan.count;
   e.stats.bytes += plan.bytes;
+  e.stats.done_bytes += plan.bytes;
+  e.stats.last_done = std::max(e.stats.last_done, now);
   e.stats.busy += own;
   if (queued) ++e.stats.queued;
   const Nanos end = g->started >= 0 ? g->started + measured : now;

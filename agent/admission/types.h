@@ -146,13 +146,23 @@ struct EngineStats {
   // the budget and crossing checks relied on, and the largest such overrun.
   std::uint64_t late_ends = 0;
   Nanos late_max = 0;
+  // The span the engine's grants were paced over: from its first grant's decision (when
+  // a pacing policy charges it) to the arrival of its last Done, and the bytes of the
+  // grants reported done (`bytes` less those settled when an engine leaves, which may
+  // not have run). Every one of these bytes was decided and completed inside the span,
+  // so done_bytes / span is the engine's byte rate over exactly the interval a pace
+  // applies to: without the start-up before the first grant, with the CPU time between
+  // grants (pace-R, Documentation/agent.md). kNever / -1: no grant, no Done yet.
+  Nanos first_grant = kNever;
+  Nanos last_done = -1;
+  Bytes done_bytes = 0;
 };
 inline constexpr Nanos kLateEndSlack = 1'000'000;  // 1 ms
 
-// `to` += `from`, field by field (late_max: the larger): the daemon sums an engine
-// process's sessions (daemon/engine_session.h, EngineProcess). Beside the struct so that
-// a new counter is added here too.
-static_assert(sizeof(EngineStats) == 16 * 8, "a new EngineStats field: add it to accumulate()");
+// `to` += `from`, field by field (late_max and last_done: the larger; first_grant: the
+// smaller): the daemon sums an engine process's sessions (daemon/engine_session.h,
+// EngineProcess). Beside the struct so that a new counter is added here too.
+static_assert(sizeof(EngineStats) == 19 * 8, "a new EngineStats field: add it to accumulate()");
 inline void accumulate(EngineStats& to, const EngineStats& from) {
   to.grants += from.grants;
   to.units += from.units;
@@ -170,6 +180,9 @@ inline void accumulate(EngineStats& to, const EngineStats& from) {
   to.deadline_misses += from.deadline_misses;
   to.late_ends += from.late_ends;
   to.late_max = to.late_max > from.late_max ? to.late_max : from.late_max;
+  to.first_grant = to.first_grant < from.first_grant ? to.first_grant : from.first_grant;
+  to.last_done = to.last_done > from.last_done ? to.last_done : from.last_done;
+  to.done_bytes += from.done_bytes;
 }
 
 }  // namespace ripple::admission

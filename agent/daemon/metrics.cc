@@ -204,6 +204,13 @@ std::string render(const json& s) {
                at(x, "refusals"));
       e.add_if("ripple_engine_busy_seconds_total", counter, "GPU time of the engine's grants (their union).", l,
                at(x, "busy_s"));
+      const json& span = at(x, "grant_span");
+      e.add_if("ripple_engine_done_bytes_total", counter,
+               "GPU bytes of the grants reported done (bytes_total less grants settled at disconnect).", l,
+               at(span, "done_bytes"));
+      e.add_if("ripple_engine_grant_span_seconds", gauge,
+               "From the engine's first grant to its last reported Done (done bytes / this: its paced rate).", l,
+               at(span, "s"));
       const json& w = at(x, "wait_ms");
       for (const char* cause : {"budget", "decision", "delivery"}) {
         Labels lc = l;

@@ -34,6 +34,20 @@ void put_counters(json& x, const admission::EngineStats& s) {
   x["busy_s"] = static_cast<double>(s.busy) / 1e9;  // union of the grants' GPU intervals
   x["queued"] = s.queued;  // grants that ran queued behind the one before
   x["wait_ms"] = {{"budget", ms(s.wait_budget)}, {"decision", ms(s.wait_decision)}, {"delivery", ms(s.wait_delivery)}};
+  // From the first grant's decision to the last Done, and the bytes done inside it: the
+  // interval a pace applies over (pace-R's rate without the engine's start-up). Null
+  // until a grant is done. Times on the agent's monotonic clock.
+  if (s.first_grant != kNever && s.last_done >= s.first_grant) {
+    const Nanos span = s.last_done - s.first_grant;
+    x["grant_span"] = {{"first_grant_ns", s.first_grant},
+                       {"last_done_ns", s.last_done},
+                       {"s", static_cast<double>(span) / 1e9},
+                       {"done_bytes", s.done_bytes},
+                       {"gbps", span > 0 ? json(static_cast<double>(s.done_bytes) / static_cast<double>(span))
+                                         : json(nullptr)}};  // B/ns = GB/s
+  } else {
+    x["grant_span"] = nullptr;
+  }
 }
 
 }  // namespace

@@ -390,6 +390,49 @@ TEST(Admission, DisconnectSettlesChargedGrant) {
   EXPECT_EQ(d.grants[0].engine, b);
 }
 
+// Tests the grant span an engine's rate is taken over: from its first grant's decision
+// (5 ms, not its connection at 0) to its last Done (30 ms), with the bytes of the grants
+// done; a successor handed back unexecuted and a grant settled at disconnect are in
+// `bytes` or nowhere, never in `done_bytes`, and do not move the span's end.
+TEST(Admission, GrantSpanFromFirstGrantToLastDone) {
+  Fixture f;
+  const EngineId llm = f.add(engine("llm"));
+  EXPECT_EQ(f.adm->engine(llm)->stats.first_grant, kNever);
+  EXPECT_EQ(f.adm->engine(llm)->stats.last_done, -1);
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 40), 5 * kMs));
+  Decision d = f.adm->decide(5 * kMs);  // 18 units, then a successor of 18
+  ASSERT_EQ(d.grants.size(), 2u);
+  EXPECT_EQ(f.adm->engine(llm)->stats.first_grant, 5 * kMs);
+  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 6 * kMs));
+  ASSERT_TRUE(f.adm->on_discard(llm, d.grants[1].id, 7 * kMs));  // stale: never ran
+  ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, 18 * kMs, 24 * kMs));
+  d = f.adm->decide(25 * kMs);  // the discarded 18 again, then the last 4
+  ASSERT_EQ(d.grants.size(), 2u);
+  ASSERT_EQ(d.grants[1].count, 4u);
+  EXPECT_EQ(f.adm->engine(llm)->stats.first_grant, 5 * kMs);  // the first stays
+  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 25 * kMs));
+  ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, 5 * kMs, 30 * kMs));
+  f.adm->remove_engine(llm, 40 * kMs);  // the 4-unit successor: settled, not reported done
+  const EngineStats& s = f.adm->engine(llm)->stats;
+  EXPECT_EQ(s.first_grant, 5 * kMs);
+  EXPECT_EQ(s.last_done, 30 * kMs);
+  EXPECT_EQ(s.done_bytes, 36 * kUnit);
+  EXPECT_EQ(s.bytes, 40 * kUnit);
+  EXPECT_EQ(s.stale, 1u);
+
+  // A process's sessions: the span from the earliest first grant to the latest Done.
+  EngineStats total;
+  accumulate(total, s);
+  EngineStats later;
+  later.first_grant = 50 * kMs;
+  later.last_done = 60 * kMs;
+  later.done_bytes = kUnit;
+  accumulate(total, later);
+  EXPECT_EQ(total.first_grant, 5 * kMs);
+  EXPECT_EQ(total.last_done, 60 * kMs);
+  EXPECT_EQ(total.done_bytes, 37 * kUnit);
+}
+
 // Tests that measured GPU time rescales predictions: a grant that took twice its
 // profile moves the scale to 0.8 + 0.2 x 2 = 1.2, so a 5-unit grant is predicted at 6 ms.
 TEST(Admission, MeasuredTimeScalesPredictions) {

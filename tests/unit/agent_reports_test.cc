@@ -214,6 +214,44 @@ TEST(Reports, EngineTotalsSpanARenewedSession) {
   EXPECT_DOUBLE_EQ(e1["total"]["busy_s"].get<double>() - e0["total"]["busy_s"].get<double>(), 0.002);
   EXPECT_EQ(after["engines"][1]["session"], 1);
   EXPECT_EQ(after["engines"][1]["total"]["grants"], 2);
+
+  // The grant span: the session's own from its grant at 40 ms to its Done at 42 ms; the
+  // process's from its first grant (10 ms) to its last Done, over both sessions.
+  const json& own = e1["grant_span"];
+  EXPECT_EQ(own["first_grant_ns"], 40 * kMs);
+  EXPECT_EQ(own["last_done_ns"], 42 * kMs);
+  EXPECT_EQ(own["done_bytes"], 100'000'000);
+  EXPECT_DOUBLE_EQ(own["s"].get<double>(), 0.002);
+  EXPECT_DOUBLE_EQ(own["gbps"].get<double>(), 50.0);  // 100 MB in 2 ms
+  const json& all = e1["total"]["grant_span"];
+  EXPECT_EQ(all["first_grant_ns"], 10 * kMs);
+  EXPECT_EQ(all["last_done_ns"], 42 * kMs);
+  EXPECT_EQ(all["done_bytes"], 300'000'000);
+  EXPECT_DOUBLE_EQ(all["gbps"].get<double>(), 300e6 / 32e6);
+  EXPECT_EQ(before["engines"][0]["total"]["grant_span"]["last_done_ns"], 22 * kMs);
+}
+
+// Tests that an engine with no grant done has no grant span (null, not zeros), and
+// one whose only grant was done at its decision instant has a span of 0 s and no rate.
+TEST(Reports, GrantSpanNullUntilAGrantIsDone) {
+  Reports f;
+  auto ok = [](const engine::Message&) { return true; };
+  const engine::Hello h{"llm", engine::Kind::kBestEffort, 0, 0, 0, {{"layer", 100'000'000, 1'000'000}}};
+  EngineSession a;
+  ASSERT_TRUE(f.engines.handle(1, a, h, 0, ok).close.empty());
+  EXPECT_TRUE(f.status(1 * kMs)["engines"][0]["grant_span"].is_null());
+  engine::WorkMsg w;
+  w.work_id = 1;
+  w.units.assign(1, 0);
+  ASSERT_TRUE(f.engines.handle(1, a, w, 2 * kMs, ok).point);
+  const admission::Decision d = f.adm->decide(2 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_TRUE(f.status(3 * kMs)["engines"][0]["grant_span"].is_null()) << "granted, not done";
+  ASSERT_TRUE(f.engines.handle(1, a, engine::DoneMsg{d.grants[0].id, 0}, 2 * kMs, ok).point);
+  const json span = f.status(3 * kMs)["engines"][0]["grant_span"];
+  EXPECT_EQ(span["s"], 0.0);
+  EXPECT_EQ(span["done_bytes"], 100'000'000);
+  EXPECT_TRUE(span["gbps"].is_null());
 }
 
 }  // namespace

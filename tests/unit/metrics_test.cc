@@ -157,6 +157,8 @@ json status_with(const std::string& task_name) {
                  "works_done": 30, "deadline_misses": 0, "late_ends": 5, "late_max_ms": 3.0, "busy_s": 8.5,
                  "queued": 7, "scale": 1.0, "queued_scale": 1.0, "start_lag_ms": 0.1, "throughput_gbps": 21.6,
                  "wait_ms": {"budget": 1500.0, "decision": 2.5, "delivery": 0.75},
+                 "grant_span": {"first_grant_ns": 2000000000, "last_done_ns": 12250000000, "s": 10.25,
+                                "done_bytes": 269000000000, "gbps": 26.24},
                  "wait": {"cause": "budget", "detail": "needs 0.3 GB"}}]
   })");
   j["tasks"][0]["name"] = task_name;
@@ -237,6 +239,11 @@ TEST(MetricsTest, ValuesAndUnits) {
   EXPECT_EQ(s->value, 2.7e11);
   ASSERT_NE(s = find(p, "ripple_engine_stale_total", {{"engine", "llm"}}), nullptr);
   EXPECT_EQ(s->value, 4);
+  ASSERT_NE(s = find(p, "ripple_engine_done_bytes_total", {{"engine", "llm"}}), nullptr);
+  EXPECT_EQ(s->value, 2.69e11);
+  ASSERT_NE(s = find(p, "ripple_engine_grant_span_seconds", {{"engine", "llm"}}), nullptr);
+  EXPECT_DOUBLE_EQ(s->value, 10.25);
+  EXPECT_EQ(p.type.at("ripple_engine_grant_span_seconds"), "gauge");
   ASSERT_NE(s = find(p, "ripple_engine_wait_seconds_total", {{"engine", "llm"}, {"cause", "budget"}}), nullptr);
   EXPECT_DOUBLE_EQ(s->value, 1.5);
   ASSERT_NE(s = find(p, "ripple_engine_waiting", {{"engine", "llm"}, {"cause", "budget"}}), nullptr);
@@ -281,6 +288,12 @@ TEST(MetricsTest, UnknownValuesAreLeftOut) {
   EXPECT_EQ(find(p, "ripple_task_margin_seconds"), nullptr);
   EXPECT_EQ(find(p, "ripple_task_kappa_upper_seconds_per_byte"), nullptr);
   EXPECT_NE(find(p, "ripple_task_a_hat_seconds"), nullptr);
+  json idle = status_with("kdnn");
+  idle["engines"][0]["grant_span"] = nullptr;  // no grant done yet
+  const Parsed i = parse(render(idle));
+  EXPECT_EQ(find(i, "ripple_engine_done_bytes_total"), nullptr);
+  EXPECT_EQ(find(i, "ripple_engine_grant_span_seconds"), nullptr);
+  EXPECT_NE(find(i, "ripple_engine_bytes_total"), nullptr);
   const Sample* b = find(p, "ripple_budget_bytes");
   ASSERT_NE(b, nullptr);
   EXPECT_TRUE(std::isinf(b->value) && b->value > 0);

@@ -207,15 +207,15 @@ struct Granted {
   Bytes bytes;
 };
 
-// Runs admission on a fake clock from 0 to `end`: decide() at every wake-up it asks
+// Runs admission on a fake clock from `begin` to `end`: decide() at every wake-up it asks
 // for; every grant starts and ends at once; an engine out of work announces its pass
 // again. Checks that each wake-up is later than now, that nothing is granted 1 ns
 // before it, and that the wake-up itself grants (so it is not early either).
 std::vector<Granted> drive(Harness& r, const std::vector<std::pair<EngineId, std::vector<std::uint32_t>>>& passes,
-                           Nanos end) {
+                           Nanos end, Nanos begin = 0) {
   std::vector<Granted> out;
   std::map<EngineId, std::uint64_t> ids;
-  Nanos now = 0;
+  Nanos now = begin;
   bool woken = false;
   for (;;) {
     for (const auto& [id, units] : passes) {
@@ -382,6 +382,30 @@ TEST(Policy, PaceRateOverLongRun) {
       EXPECT_LE(worst_burst(g, gbps), static_cast<double>(largest) + 1);
     }
   }
+}
+
+// Tests that the engine's grant span (first grant to last Done, agent status
+// "grant_span") holds pace-2's rate where the whole run does not: an engine connected at
+// 0 that starts work only at 1 s (its start-up) and is paced for 4 s more moves
+// R x 4 s + the bucket, 0.8 R over its 5 s, but R within 1 % over its span; and no more
+// than R x span + the bucket (R x H) in it, the bound the bucket guarantees.
+TEST(Policy, PaceRateOverTheGrantSpan) {
+  Harness r("pace-2");
+  const auto& pace = static_cast<const PacePolicy&>(r.adm->policy());
+  const EngineId llm = r.add(sized_engine("llm", {10 * kMB}));
+  const Nanos begin = 1000 * kMs, end = 5000 * kMs;
+  const auto g = drive(r, {{llm, std::vector<std::uint32_t>(40, 0)}}, end, begin);
+  ASSERT_FALSE(g.empty());
+  const admission::EngineStats& s = r.adm->engine(llm)->stats;
+  EXPECT_EQ(s.first_grant, begin);
+  EXPECT_EQ(s.last_done, g.back().at);  // each grant is done when decided
+  EXPECT_EQ(s.done_bytes, total(g));
+  const Nanos span = s.last_done - s.first_grant;
+  const double over_span = static_cast<double>(s.done_bytes) / static_cast<double>(span);  // B/ns = GB/s
+  const double over_run = static_cast<double>(s.done_bytes) / static_cast<double>(end);
+  EXPECT_NEAR(over_span, 2.0, 0.02);
+  EXPECT_LT(over_run, 0.85 * 2.0);
+  EXPECT_LE(static_cast<double>(s.done_bytes), 2.0 * static_cast<double>(span) + static_cast<double>(pace.burst()));
 }
 
 // Tests that a successor the engine hands back unexecuted (stale) gives its bytes back

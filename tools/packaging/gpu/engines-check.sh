@@ -23,7 +23,10 @@
 #    with RIPPLE_COPY_MIN_BYTES=65536 so the logits read-back is one too, learned passes);
 #    then pace-R agents: the engine's byte rate (tokens/s x bytes per token, each graph
 #    launch declared as one token's bytes: RIPPLE_GRAPH_BYTES) against R, over
-#    llama-simple's whole timer and over llama.cpp's decode time alone (its eval line).
+#    llama-simple's whole timer and over llama.cpp's decode time alone (its eval line),
+#    and over the paced interval itself: the agent's grant span for the engine (its first
+#    grant's decision to its last Done, and the bytes done in it; `ripplectl status
+#    --json`, the engine's total.grant_span).
 # 4. Overhead: llama-bench tg256 tokens/s (llama-simple's decode speed over 512 tokens
 #    when llama-bench was not carried): plain, gated under ripple-run (unmanaged agent)
 #    and, in OVERHEAD_ARMS, with the interposer only counting (RIPPLE_CUHOOK=off);
@@ -153,7 +156,19 @@ for r in 400 200 100; do
   # the start-up inside llama-simple's timer (the first decode, lazy loading), which no
   # pace makes up beyond its bucket (R x H; tests/cuhooks/pace_closed_loop.sh, check 3).
   ev=$(awk '/ eval time/ && !/prompt eval/ {for (i = 1; i <= NF; ++i) { if ($i == "=") ms = $(i + 1); if ($i == "runs") n = $(i - 1) }} END {if (ms > 0) print n / ms * 1000}' "$OUT/pace-$r.err")
-  R[pace-$r]=$(awk -v t="${ts:-0}" -v e="${ev:-0}" -v b="$BPT" -v r=$r 'BEGIN{g=t*b/1e9; d=e*b/1e9; printf "%.1f tok/s x %.3f GB = %.1f GB/s (%+.1f %% of R); decode only (eval time) %.1f tok/s = %.1f GB/s (%+.1f %% of R)", t, b/1e9, g, (r > 0 ? 100 * (g / r - 1) : 0), e, d, (r > 0 ? 100 * (d / r - 1) : 0)}')
+  # The paced interval: the agent's grant span for the engine over its sessions (the
+  # first listed entry named llama, the latest session, carries its process's total):
+  # from its first grant's decision to its last Done, and the bytes of the grants done.
+  # Neither llama-simple's start-up before the first grant nor anything after the last
+  # Done is in it; the CPU time between decodes is.
+  echo "$stj" > "$OUT/pace-$r.status.json"
+  pi=$(echo "$stj" | python3 -c 'import json,sys; e=[x for x in json.load(sys.stdin)["engines"] if x["name"]=="llama"]
+s=(e[0].get("total") or e[0]).get("grant_span") if e else None
+print(s["done_bytes"], s["s"]) if s else print("n/a")' 2>/dev/null || echo n/a)
+  R[pace-$r]=$(awk -v t="${ts:-0}" -v e="${ev:-0}" -v b="$BPT" -v r=$r -v pi="$pi" 'BEGIN{g=t*b/1e9; d=e*b/1e9; printf "%.1f tok/s x %.3f GB = %.1f GB/s (%+.1f %% of R); decode only (eval time) %.1f tok/s = %.1f GB/s (%+.1f %% of R)", t, b/1e9, g, (r > 0 ? 100 * (g / r - 1) : 0), e, d, (r > 0 ? 100 * (d / r - 1) : 0)
+    split(pi, p, " ")
+    if (p[2] > 0) { q = p[1] / p[2] / 1e9; printf "; paced interval (agent: first grant to last Done) %.1f GB in %.3f s = %.1f GB/s (%+.1f %% of R)", p[1] / 1e9, p[2], q, (r > 0 ? 100 * (q / r - 1) : 0) }
+    else printf "; paced interval n/a (no grant span in the agent'\''s status)"}')
   log "   pace-$r: ${R[pace-$r]}; agent bytes/grants $ab; units_graph $(jget "$OUT/pace-$r.stats" units_graph)"
 done
 
