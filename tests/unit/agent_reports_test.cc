@@ -236,7 +236,7 @@ TEST(Reports, EngineTotalsSpanARenewedSession) {
 TEST(Reports, GrantSpanNullUntilAGrantIsDone) {
   Reports f;
   auto ok = [](const engine::Message&) { return true; };
-  const engine::Hello h{"llm", engine::Kind::kBestEffort, 0, 0, 0, {{"layer", 100'000'000, 1'000'000}}};
+  const engine::Hello h{"llm", engine::Kind::kBestEffort, 0, 0, 0, engine::Memory::kUnknown, {{"layer", 100'000'000, 1'000'000}}};
   EngineSession a;
   ASSERT_TRUE(f.engines.handle(1, a, h, 0, ok).close.empty());
   EXPECT_TRUE(f.status(1 * kMs)["engines"][0]["grant_span"].is_null());
