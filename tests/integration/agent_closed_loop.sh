@@ -43,6 +43,18 @@ echo "1..9"
 task="$tmp/kdnn-it-$$"
 cp "$B/bin/ripple-kdnn" "$task"
 EPS=0.05
+# The task computes ~40 of every 50 ms: on a 2-core CI machine with a build beside it, the
+# scheduler's fair share alone makes it miss, and those misses are the CPU's, not the GPU
+# traffic's this test is about. A deployment runs its control and perception loops at
+# real-time priority; so does this test where it may (root or CAP_SYS_NICE): the task, the
+# agent and the deadline-bound stand-in engine, whose CPU "execution" stands for a GPU's,
+# which no CPU load slows. The greedy best-effort stand-in stays at normal priority.
+RT_TASK=() RT_AGENT=()
+if chrt -f 10 true 2>/dev/null; then
+  RT_TASK=(chrt -f 20) RT_AGENT=(chrt -f 10)
+else
+  echo "# no SCHED_FIFO here: the deadlines assume an otherwise idle machine"
+fi
 write_config() { # policy
   cat > "$tmp/ripple.toml" <<EOF
 [agent]
@@ -73,7 +85,7 @@ EOF
 }
 start_agent() { # policy [bound] -> $agent_pid
   write_config "$1" "${2:-}"
-  "$B/bin/ripple-agent" -c "$tmp/ripple.toml" > "$tmp/agent-$1.log" 2>&1 &
+  "${RT_AGENT[@]}" "$B/bin/ripple-agent" -c "$tmp/ripple.toml" > "$tmp/agent-$1.log" 2>&1 &
   agent_pid=$!
   pids+=("$agent_pid")
   for _ in $(seq 100); do [ -S "$tmp/control.sock" ] && return 0; sleep 0.05; done
@@ -98,7 +110,7 @@ run_loop() { # policy -> prints the task's RESULT line
   local e=$!
   pids+=("$e")
   wait_plant
-  "$task" --period-ms 50 --deadline-ms 45 --duration-s 10 --points 50000 --queries 45000 \
+  "${RT_TASK[@]}" "$task" --period-ms 50 --deadline-ms 45 --duration-s 10 --points 50000 --queries 45000 \
     --plant "$plant" --plant-kappa-ms-per-gb 800 --quiet 2>&1 | grep RESULT
   "$B/bin/ripplectl" status --socket "$tmp/control.sock" > "$tmp/status-$1.txt" 2>&1
   kill "$e" 2>/dev/null; wait "$e" 2>/dev/null
@@ -130,11 +142,11 @@ run_bound() {
   local e=$!
   pids+=("$e")
   wait_plant
-  "$B/bin/ripple-standin-engine" --socket "$tmp/engine.sock" --rate-gbps 1 --unit-mb 2 --units 4 \
+  "${RT_AGENT[@]}" "$B/bin/ripple-standin-engine" --socket "$tmp/engine.sock" --rate-gbps 1 --unit-mb 2 --units 4 \
     --name vlm --kind deadline-bound --period-ms 250 --plant "$plant" --duration-s 7 > "$tmp/vlm.log" 2>&1 &
   local v=$!
   pids+=("$v")
-  "$task" --period-ms 50 --deadline-ms 45 --duration-s 7 --points 50000 --queries 45000 \
+  "${RT_TASK[@]}" "$task" --period-ms 50 --deadline-ms 45 --duration-s 7 --points 50000 --queries 45000 \
     --plant "$plant" --plant-kappa-ms-per-gb 800 --quiet 2>&1 | grep RESULT > "$tmp/task-bound.txt"
   wait "$v"
   "$B/bin/ripplectl" status --socket "$tmp/control.sock" > "$tmp/status-bound.txt" 2>&1
