@@ -44,18 +44,23 @@ class InputError(Exception):
     """A malformed input: the message names the file and line."""
 
 
-def parse_overhead(path):
-    """{arm: [tokens/s, ...]} and {arm: failed runs} of one ARM RUN TOKS file."""
-    runs, failed = {}, {}
+def records(path):
+    """(line number, the stripped line, its fields) of each line of a whitespace-separated
+    file but blank ones and # comments."""
     try:
         text = open(path).read()
     except OSError as e:
         raise InputError(f"{path}: {e.strerror}")
     for no, line in enumerate(text.splitlines(), 1):
         s = line.strip()
-        if not s or s.startswith("#"):
-            continue
-        f = s.split()
+        if s and not s.startswith("#"):
+            yield no, s, s.split()
+
+
+def parse_overhead(path):
+    """{arm: [tokens/s, ...]} and {arm: failed runs} of one ARM RUN TOKS file."""
+    runs, failed = {}, {}
+    for no, s, f in records(path):
         if len(f) != 3:
             raise InputError(f"{path}:{no}: expected 'ARM RUN TOKS_PER_S', got '{s}'")
         if f[2] == "n/a":
@@ -145,15 +150,7 @@ def parse_reps(path):
             if v:
                 reps.setdefault(m.group(1), {})[m.group(2)] = v
         return reps
-    try:
-        text = open(path).read()
-    except OSError as e:
-        raise InputError(f"{path}: {e.strerror}")
-    for no, line in enumerate(text.splitlines(), 1):
-        s = line.strip()
-        if not s or s.startswith("#"):
-            continue
-        f = s.split()
+    for no, s, f in records(path):
         try:
             if len(f) != 4:
                 raise ValueError
