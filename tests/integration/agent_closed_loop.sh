@@ -138,6 +138,7 @@ fi
 # 8: a deadline-bound engine beside the best-effort one and the task, under ripple.
 run_bound() {
   start_agent ripple bound || { echo "agent did not start"; return; }
+  rm -f "/dev/shm/$plant"  # the last run's engine was killed: see run_loop
   engine --name llm --plant-create "$plant" --duration-s 10 --quiet > "$tmp/engine-bound.log" 2>&1 &
   local e=$!
   pids+=("$e")
@@ -170,11 +171,14 @@ fi
 
 # 3-6 against one agent (ripple) with two engines and the task running.
 start_agent ripple
+# The last run's engine was killed, its plant left behind: a task started on it while the
+# new engine replaces it may find no plant and exit (run_loop says more).
+rm -f "/dev/shm/$plant"
 engine --name llm --plant-create "$plant" --duration-s 20 > "$tmp/llm.log" 2>&1 &
 llm=$!; pids+=("$llm")
 wait_plant
 "$task" --period-ms 50 --deadline-ms 45 --duration-s 20 --points 50000 --queries 45000 \
-  --plant "$plant" --plant-kappa-ms-per-gb 800 --quiet > /dev/null 2>&1 &
+  --plant "$plant" --plant-kappa-ms-per-gb 800 --quiet > "$tmp/task-3.log" 2>&1 &
 pids+=("$!")
 jobs_now() {
   "$B/bin/ripplectl" status --json --socket "$tmp/control.sock" 2>/dev/null |
@@ -193,7 +197,7 @@ if echo "$s_txt" | grep -q '^kdnn ' && echo "$s_txt" | grep -q '^llm .*best-effo
    [ "$(echo "$t_txt" | grep -c 'ripple-agent: policy ripple')" = 2 ]; then
   ok "ripplectl status, explain, top (text and --json)"
 else
-  not_ok "ripplectl status, explain, top" "$s_txt" "$x_txt" "$s_json"
+  not_ok "ripplectl status, explain, top" "$s_txt" "$x_txt" "$s_json" "task: $(cat "$tmp/task-3.log")"
 fi
 
 # 4: a second engine dies in the middle of its 3rd grant.
