@@ -25,6 +25,7 @@ bool Runtime::splittable(std::uint32_t u) const {
 
 void Runtime::rebuild_wire_locked() {
   const std::uint64_t chunk = chunk_.load(std::memory_order_relaxed);
+  ++wire_gen_;
   wire_cat_ = catalog_;
   subs_.assign(catalog_.size(), {});
   if (!chunk) return;

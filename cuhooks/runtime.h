@@ -320,6 +320,7 @@ class Runtime {
   bool at_chunk_gate_ = false;         // under gm_: the acquire is a chunk gate's (stats)
   std::vector<engine::UnitInfo> wire_cat_;
   std::vector<std::vector<std::uint32_t>> subs_;
+  std::uint64_t wire_gen_ = 0;  // rebuild_wire_locked calls: subs_ unchanged while equal
   bool warned_split_ = false;
   // The open unit's sub-units: wire positions [occ_w0_, occ_w1_), its bytes, the host
   // copy bytes issued inside it so far, the last position covered; occ_gen_ counts units.
@@ -401,6 +402,7 @@ class Runtime {
     std::vector<std::uint32_t> units, wire;
     std::vector<std::size_t> pos0;
     std::vector<std::uint32_t> pass;  // the learned pass it repeats (a pass learned since: not it)
+    std::uint64_t wire_gen = 0;       // wire_gen_ when built
   };
   std::optional<Ahead> ahead_;
   bool at_work_start_ = false;  // the acquire is a work's first unit's (stats)
