@@ -25,6 +25,7 @@ bool Runtime::splittable(std::uint32_t u) const {
 
 void Runtime::rebuild_wire_locked() {
   const std::uint64_t chunk = chunk_.load(std::memory_order_relaxed);
+  ++wire_gen_;
   wire_cat_ = catalog_;
   subs_.assign(catalog_.size(), {});
   if (!chunk) return;
@@ -154,14 +155,14 @@ int Runtime::enter(const std::vector<std::uint32_t>& units_in, CUstream s, Sourc
   // An engine that marks its units keeps them: bare copies are not learned from then on.
   if (src == Source::kNvtx || api) stop_bare_learning_locked(api ? "API" : "NVTX");
   if (bare_work_ && work_open()) drain_locked();  // never part of a learned bare pass
-  return enter_locked(units_in, src, label, false, 0);
+  bnd_units_.assign(units_in.begin(), units_in.end());
+  return enter_locked(src, label, false, 0);
 }
 
 // A copy or graph launch outside any unit: a boundary unless a unit is open or a work
 // other than a learned bare pass is (the copies of an NVTX unit or pass belong to it).
 // Returns as enter(), or -3 when it is no boundary.
 int Runtime::enter_bare(CUstream s, Source src, std::uint64_t bytes, int dir) {
-  std::vector<std::uint32_t> units = src == Source::kCopy ? copy_units(bytes) : std::vector<std::uint32_t>{graph_unit_};
   const char* plain = src == Source::kCopy ? "copy" : "graph";
   if (rec_) {
     bool bare;
@@ -169,7 +170,8 @@ int Runtime::enter_bare(CUstream s, Source src, std::uint64_t bytes, int dir) {
       std::lock_guard<std::mutex> l(gm_);
       bare = !work_open() && !open_unit_;
     }
-    return bare ? enter(units, s, src, plain) : -3;
+    if (!bare) return -3;
+    return enter(src == Source::kCopy ? copy_units(bytes) : std::vector<std::uint32_t>{graph_unit_}, s, src, plain);
   }
   std::lock_guard<std::mutex> l(gm_);
   if (open_unit_ || (work_open() && !bare_work_)) return -3;
@@ -178,23 +180,26 @@ int Runtime::enter_bare(CUstream s, Source src, std::uint64_t bytes, int dir) {
     return -2;
   }
   count_unit(src);
-  if (!bare_learn_) return enter_locked(std::move(units), src, plain, false, 0);
+  if (src == Source::kCopy) copy_units(bytes, bnd_units_);
+  else bnd_units_.assign(1, graph_unit_);
+  if (!bare_learn_) return enter_locked(src, plain, false, 0);
   // The learnable label: direction and exact bytes (fits the unit-name field up to
   // 10^19 bytes), or "graph".
   std::string label = src == Source::kGraph ? "graph" : std::string(dir == RH_DIR_H2D ? "h2d-" : "d2h-") + std::to_string(bytes);
-  return enter_locked(std::move(units), src, label, true, bytes);
+  return enter_locked(src, label, true, bytes);
 }
 
-int Runtime::enter_locked(std::vector<std::uint32_t> units, Source src, const std::string& label, bool bare,
-                          std::uint64_t bytes) {
+int Runtime::enter_locked(Source src, const std::string& label, bool bare, std::uint64_t bytes) {
+  std::vector<std::uint32_t>& units = bnd_units_;
   open_unit_ = true;
   bool whole_pass = false;
   std::size_t from = 0;
   if (src == Source::kNvtx && learn_) {
     begin_occurrence_locked(label);
-    units = {learn_step_locked(label, &whole_pass, &from)};
+    const std::uint32_t u = learn_step_locked(label, &whole_pass, &from);
+    units.assign(1, u);
   } else if (bare) {
-    units = bare_step_locked(label, bytes, std::move(units), &whole_pass, &from);
+    bare_step_locked(label, bytes, &whole_pass, &from);
   }
   if (!work_open()) {
     // A new work: the learned pass or the profile's forward sequence from this unit on,

@@ -18,23 +18,41 @@ void Runtime::build_work_locked(const std::vector<std::uint32_t>& units, std::ve
                                 std::vector<std::uint32_t>& wire, std::vector<std::size_t>& pos0) const {
   // Each unit as its sub-units; a work holds at most kMaxWorkUnits of them (the units
   // that do not fit are the next work's, opened at their boundary).
+  // No allocation per unit: a work of a short learned pass spans thousands of units and
+  // is built twice (announced ahead, then compared at its boundary), per call ~2 mallocs
+  // a unit were most of a gated graph launch's instructions (issue 18).
   kept.clear();
   wire.clear();
   pos0.clear();
+  kept.reserve(units.size());
+  pos0.reserve(units.size() + 1);
+  wire.reserve(units.size());
   for (std::uint32_t u : units) {
-    const std::vector<std::uint32_t>& sub = u < subs_.size() ? subs_[u] : std::vector<std::uint32_t>{u};
-    const std::vector<std::uint32_t> one{u};
-    const std::vector<std::uint32_t>& parts = sub.empty() ? one : sub;
-    if (!kept.empty() && wire.size() + parts.size() > engine::kMaxWorkUnits) break;
+    const bool split = u < subs_.size() && !subs_[u].empty();
+    const std::size_t n = split ? subs_[u].size() : 1;
+    if (!kept.empty() && wire.size() + n > engine::kMaxWorkUnits) break;
     kept.push_back(u);
     pos0.push_back(wire.size());
-    wire.insert(wire.end(), parts.begin(), parts.end());
+    if (split) wire.insert(wire.end(), subs_[u].begin(), subs_[u].end());
+    else wire.push_back(u);
   }
   pos0.push_back(wire.size());
 }
 
 void Runtime::open_work_locked(const std::vector<std::uint32_t>& units) {
   apply_chunk_locked();  // between works: no unit is split under the old size
+  // The work announced ahead, asked for as it was built (the same units, subs_ unchanged
+  // since): building it again gives the same positions, so it is adopted as it is (per
+  // unit of a work thousands of units long, the build and compare were ~150 instructions
+  // a graph launch). Anything else takes the general path below, settle_ahead_locked.
+  if (ahead_ && client_ && ahead_->id == work_id_ && ahead_->wire_gen == wire_gen_ && ahead_->units == units) {
+    work_units_ = std::move(ahead_->units);
+    work_wire_ = std::move(ahead_->wire);
+    work_pos0_ = std::move(ahead_->pos0);
+    ahead_.reset();
+    pos_ = base_ = acq_next_ = 0;
+    return;
+  }
   std::vector<std::uint32_t> kept, wire;
   std::vector<std::size_t> pos0;
   build_work_locked(units, kept, wire, pos0);
@@ -74,6 +92,7 @@ void Runtime::announce_ahead_locked() {
   for (std::size_t n = bare_span_locked(0); n > 0; --n) units.insert(units.end(), pass_.begin(), pass_.end());
   Ahead a;
   build_work_locked(units, a.units, a.wire, a.pos0);
+  a.wire_gen = wire_gen_;
   a.pass = pass_;
   engine::WorkMsg w;
   w.work_id = a.id = work_id_ + 1;

@@ -149,9 +149,7 @@ std::uint32_t Runtime::bare_unit_of(const std::string& label) const {
   return it != learned_units_.end() ? it->second : UINT32_MAX;
 }
 
-std::vector<std::uint32_t> Runtime::bare_step_locked(const std::string& label, std::uint64_t bytes,
-                                                     std::vector<std::uint32_t> fallback, bool* whole_pass,
-                                                     std::size_t* from) {
+void Runtime::bare_step_locked(const std::string& label, std::uint64_t bytes, bool* whole_pass, std::size_t* from) {
   // The learner's clock: the engine's kernel launches (a pass's phase begins after them).
   copy_learner_.record(label, bytes, g_c.launches.load(std::memory_order_relaxed), !learned_);
   if (learned_) {
@@ -163,7 +161,8 @@ std::vector<std::uint32_t> Runtime::bare_step_locked(const std::string& label, s
         bpos_ = 0;
         if (++bpasses_ == kStablePasses) copy_learner_.reset_window();
       }
-      return {unit};
+      bnd_units_.assign(1, unit);
+      return;
     }
     // Off the learned pass: the rest of the open pass is granted but never runs (the
     // agent is over-charged for it, never under-charged), and this copy is gated by a
@@ -181,9 +180,8 @@ std::vector<std::uint32_t> Runtime::bare_step_locked(const std::string& label, s
     *from = bpos_;
     const std::uint32_t unit = pass_[bpos_];
     if (++bpos_ == pass_.size()) bpos_ = 0;
-    return {unit};
+    bnd_units_.assign(1, unit);
   }
-  return fallback;
 }
 
 bool Runtime::bare_learn_locked(const std::vector<std::uint32_t>& ids, std::size_t cur) {

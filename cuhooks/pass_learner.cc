@@ -66,20 +66,25 @@ void CopyPassLearner::record(const std::string& label, std::uint64_t bytes, std:
     gap_.assign(ring_, 0);
     run_.assign(max_pass_ + 1, 0);
   }
-  auto it = ids_.find(label);
-  if (it == ids_.end()) {
-    if (names_.size() >= kMaxLabels) {  // ever new sizes (a growing cache): start over
-      ids_.clear();
-      names_.clear();
-      bytes_.clear();
-      restart();
+  // The label before it first (a short pass repeats one label: no hash per boundary).
+  std::uint32_t id = last_id_;
+  if (id >= names_.size() || names_[id] != label) {
+    auto it = ids_.find(label);
+    if (it == ids_.end()) {
+      if (names_.size() >= kMaxLabels) {  // ever new sizes (a growing cache): start over
+        ids_.clear();
+        names_.clear();
+        bytes_.clear();
+        restart();
+      }
+      it = ids_.emplace(label, static_cast<std::uint32_t>(names_.size())).first;
+      names_.push_back(label);
+      bytes_.push_back(bytes);
     }
-    it = ids_.emplace(label, static_cast<std::uint32_t>(names_.size())).first;
-    names_.push_back(label);
-    bytes_.push_back(bytes);
+    id = last_id_ = it->second;
   }
   const std::uint64_t n = n_++;
-  hist_[n % ring_] = it->second;
+  hist_[n % ring_] = id;
   gap_[n % ring_] = gap;
   if (learning) update_runs();
 }

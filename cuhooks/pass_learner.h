@@ -83,6 +83,7 @@ class CopyPassLearner {
   std::uint64_t n_ = 0;  // labels in the history
   std::uint64_t last_launches_ = 0;
   std::unordered_map<std::string, std::uint32_t> ids_;
+  std::uint32_t last_id_ = UINT32_MAX;  // the last label's id (checked against names_)
   std::vector<std::string> names_;
   std::vector<std::uint64_t> bytes_;
   // The last ring_ labels and the launches before each; run_[p]: how many labels in a

@@ -96,6 +96,12 @@ void Runtime::load_driver_once() {
 
 std::vector<std::uint32_t> Runtime::copy_units(std::uint64_t bytes) const {
   std::vector<std::uint32_t> u;
+  copy_units(bytes, u);
+  return u;
+}
+
+void Runtime::copy_units(std::uint64_t bytes, std::vector<std::uint32_t>& u) const {
+  u.clear();
   std::uint64_t b = (bytes + (1ull << kMinCopyShift) - 1) >> kMinCopyShift << kMinCopyShift;
   for (int s = kMaxCopyShift; s >= kMinCopyShift; --s) {
     const std::uint64_t v = 1ull << s;
@@ -105,7 +111,6 @@ std::vector<std::uint32_t> Runtime::copy_units(std::uint64_t bytes) const {
       if (s != kMaxCopyShift) break;
     }
   }
-  return u;
 }
 
 const Runtime::FuncInfo& Runtime::func_info(CUfunction f) {

@@ -170,7 +170,8 @@ class Runtime {
   int enter(const std::vector<std::uint32_t>& units, CUstream s, Source src, const std::string& label, bool api = false);
   // A copy or graph launch outside any unit (and outside any work but a learned bare pass).
   int enter_bare(CUstream s, Source src, std::uint64_t bytes, int dir);
-  int enter_locked(std::vector<std::uint32_t> units, Source src, const std::string& label, bool bare, std::uint64_t bytes);
+  // The boundary's units are bnd_units_ (the caller fills it under gm_).
+  int enter_locked(Source src, const std::string& label, bool bare, std::uint64_t bytes);
   void count_unit(Source src);
   void exit_unit();
   // Under gm_.
@@ -237,8 +238,8 @@ class Runtime {
   // A new session when the announced catalog changed.
   void renew_session_locked();
   // Bare-pass learning (copies and graph launches outside units, no NVTX/API units).
-  std::vector<std::uint32_t> bare_step_locked(const std::string& label, std::uint64_t bytes,
-                                              std::vector<std::uint32_t> fallback, bool* whole_pass, std::size_t* from);
+  // Replaces bnd_units_ (the fallback: the boundary's own units) by the pass unit it matched.
+  void bare_step_locked(const std::string& label, std::uint64_t bytes, bool* whole_pass, std::size_t* from);
   bool bare_learn_locked(const std::vector<std::uint32_t>& ids, std::size_t cur);
   void deviate_bare_locked(const std::string& label);
   void stop_bare_learning_locked(const char* why);
@@ -249,6 +250,7 @@ class Runtime {
     return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(static_cast<double>(bytes) / gbps_));
   }
   std::vector<std::uint32_t> copy_units(std::uint64_t bytes) const;
+  void copy_units(std::uint64_t bytes, std::vector<std::uint32_t>& u) const;
   // The grant wait's bound in ms (0: none), from RIPPLE_GRANT_TIMEOUT_MS or the fail mode.
   int grant_timeout_ms() const {
     if (cfg_.grant_timeout_ms >= 0) return cfg_.grant_timeout_ms;
@@ -305,6 +307,9 @@ class Runtime {
   std::size_t base_ = 0;      // wire position of the announced work's first unit
   std::size_t cur_pos_ = 0;   // position of the unit in progress
   std::size_t acq_next_ = 0;  // wire position the agent grants next (this session)
+  // The units of the boundary being entered (under gm_): one vector kept, so a boundary
+  // allocates nothing (issue 18: a graph launch or bare copy allocated two vectors).
+  std::vector<std::uint32_t> bnd_units_;
   std::optional<engine::GrantMsg> grant_;
   std::size_t grant_end_ = 0;  // wire
   // Sub-layer grants.
@@ -320,6 +325,7 @@ class Runtime {
   bool at_chunk_gate_ = false;         // under gm_: the acquire is a chunk gate's (stats)
   std::vector<engine::UnitInfo> wire_cat_;
   std::vector<std::vector<std::uint32_t>> subs_;
+  std::uint64_t wire_gen_ = 0;  // rebuild_wire_locked calls: subs_ unchanged while equal
   bool warned_split_ = false;
   // The open unit's sub-units: wire positions [occ_w0_, occ_w1_), its bytes, the host
   // copy bytes issued inside it so far, the last position covered; occ_gen_ counts units.
@@ -401,6 +407,7 @@ class Runtime {
     std::vector<std::uint32_t> units, wire;
     std::vector<std::size_t> pos0;
     std::vector<std::uint32_t> pass;  // the learned pass it repeats (a pass learned since: not it)
+    std::uint64_t wire_gen = 0;       // wire_gen_ when built
   };
   std::optional<Ahead> ahead_;
   bool at_work_start_ = false;  // the acquire is a work's first unit's (stats)

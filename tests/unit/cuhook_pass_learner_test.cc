@@ -208,6 +208,22 @@ TEST(CopyPassLearner, RebuildRecomputesTheRuns) {
   EXPECT_EQ(again->ids.size(), 2u);
 }
 
+// Tests that a label repeated right after the label table started over (kMaxLabels
+// distinct sizes) is its own label: record() checks the label before it first (no hash
+// for a repeated label), and that id then names another label.
+TEST(CopyPassLearner, RepeatedLabelAfterTheTableStartsOver) {
+  CopyPassLearner l{64};
+  std::uint64_t launches = 0;
+  for (std::uint64_t i = 0; i <= CopyPassLearner::kMaxLabels; ++i)  // the last one starts it over
+    l.record("h2d-" + std::to_string(100000 + i), 100000 + i, ++launches, true);
+  for (int k = 0; k < 8; ++k) l.record("d2h-7", 7, ++launches, true);
+  auto got = l.try_learn();
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->ids.size(), 1u);
+  EXPECT_EQ(l.name(got->ids[0]), "d2h-7");
+  EXPECT_EQ(l.bytes(got->ids[0]), 7u);
+}
+
 constexpr std::uint64_t kMs = 1'000'000;
 
 // Tests that a work spans ceil(min_work / period) passes: a ~1 ms llama.cpp token gets

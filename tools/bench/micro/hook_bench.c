@@ -10,6 +10,7 @@
  *   h2d-async-8B      cuMemcpyHtoDAsync, 8 bytes from pinned host memory
  *   memcpy-async-d2h  cuMemcpyAsync (generic: the direction is the pointers'), 8 bytes
  *                     device to pinned host
+ *   memcpy-async-d2d  cuMemcpyAsync, 8 bytes device to device (never a boundary)
  *   *-capture         the same inside cuStreamBeginCapture_v2 (relaxed) .. EndCapture
  * Each kind runs in batches of B calls timed together (the stream is synchronized, the
  * capture ended, between batches, untimed); it prints the median batch's ns per call:
@@ -20,7 +21,9 @@
  * tests/cuhooks' fake libcuda.so.1): its numbers are the interposer's CPU cost against a
  * driver that does almost nothing, not a GPU's.
  *
- *   ripple-hook-bench [-n CALLS] [-b BATCH]      (default 20000 calls a kind, batches of 100)
+ *   ripple-hook-bench [-n CALLS] [-b BATCH] [-k KIND]
+ * (default 20000 calls a kind, batches of 100; -k: that kind alone, out of a capture:
+ * tools/bench/micro/hook_bench_ir.sh counts instructions per call of each kind that way).
  * Documentation/cuhook.md ("Per-call cost").
  */
 #define _GNU_SOURCE
@@ -100,8 +103,8 @@ static int cmp_double(const void* a, const void* b) {
   return x < y ? -1 : x > y;
 }
 
-enum kind { K_KERNEL, K_GRAPH, K_H2D, K_COPY };
-static const char* const kNames[] = {"kernel", "graph", "h2d-async-8B", "memcpy-async-d2h"};
+enum kind { K_KERNEL, K_GRAPH, K_H2D, K_COPY, K_D2D, K_COUNT };
+static const char* const kNames[] = {"kernel", "graph", "h2d-async-8B", "memcpy-async-d2h", "memcpy-async-d2d"};
 
 static CUstream stream;
 static CUfunction func;
@@ -117,6 +120,8 @@ static void one(enum kind k) {
     case K_GRAPH: CHECK(D.graph_launch(exec1, stream)); break;
     case K_H2D: CHECK(D.h2d_async(dbuf, hbuf, 8, stream)); break;
     case K_COPY: CHECK(D.copy_async((CUdeviceptr)hbuf + 64, dbuf, 8, stream)); break;
+    case K_D2D: CHECK(D.copy_async(dbuf + 64, dbuf, 8, stream)); break;
+    case K_COUNT: break;
   }
 }
 
@@ -145,12 +150,19 @@ static double measure(enum kind k, int capture, int calls, int batch) {
 }
 
 int main(int argc, char** argv) {
-  int calls = 20000, batch = 100, opt;
-  while ((opt = getopt(argc, argv, "n:b:h")) != -1) {
+  int calls = 20000, batch = 100, only = -1, opt;
+  while ((opt = getopt(argc, argv, "n:b:k:h")) != -1) {
     if (opt == 'n') calls = atoi(optarg);
     else if (opt == 'b') batch = atoi(optarg);
-    else {
-      fprintf(stderr, "usage: ripple-hook-bench [-n CALLS] [-b BATCH]\n");
+    else if (opt == 'k') {
+      for (int k = 0; k < K_COUNT; ++k)
+        if (strcmp(optarg, kNames[k]) == 0) only = k;
+      if (only < 0) {
+        fprintf(stderr, "ripple-hook-bench: no kind %s\n", optarg);
+        return 1;
+      }
+    } else {
+      fprintf(stderr, "usage: ripple-hook-bench [-n CALLS] [-b BATCH] [-k KIND]\n");
       return opt == 'h' ? 0 : 1;
     }
   }
@@ -211,9 +223,13 @@ int main(int argc, char** argv) {
 
   printf("# ripple-hook-bench: ns per call, median of %d batches of %d (cudaVersion %d)\n", calls / batch, batch,
          version);
-  for (int k = K_KERNEL; k <= K_COPY; ++k) printf("%-26s %8.1f\n", kNames[k], measure((enum kind)k, 0, calls, batch));
-  for (int k = K_KERNEL; k <= K_COPY; ++k) {
-    if (k == K_GRAPH) continue;
+  if (only >= 0) {
+    printf("%-26s %8.1f\n", kNames[only], measure((enum kind)only, 0, calls, batch));
+    return 0;
+  }
+  for (int k = K_KERNEL; k < K_COUNT; ++k) printf("%-26s %8.1f\n", kNames[k], measure((enum kind)k, 0, calls, batch));
+  for (int k = K_KERNEL; k < K_COUNT; ++k) {
+    if (k == K_GRAPH || k == K_D2D) continue;
     char name[64];
     snprintf(name, sizeof name, "%s-capture", kNames[k]);
     printf("%-26s %8.1f\n", name, measure((enum kind)k, 1, calls, batch));
