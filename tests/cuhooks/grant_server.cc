@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -27,7 +29,16 @@ bool GrantServer::start() {
   std::strncpy(a.sun_path, path_.c_str(), sizeof a.sun_path - 1);
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listen_fd_, 16) != 0) return false;
   if (::pipe2(wake_, O_CLOEXEC) != 0) return false;
-  thread_ = std::thread([this] { serve(); });
+  thread_ = std::thread([this] {
+    // The stand-in agent answers at real-time priority where the test may (root or
+    // CAP_SYS_NICE), as the closed-loop tests run the real agent: a build beside the test
+    // on 2 cores would otherwise delay a grant by whole scheduler slices, longer than the
+    // 2-ms tokens the grants-ahead test counts on. Without the privilege it runs as before.
+    sched_param p{};
+    p.sched_priority = 10;
+    (void)pthread_setschedparam(pthread_self(), SCHED_FIFO, &p);
+    serve();
+  });
   return true;
 }
 
