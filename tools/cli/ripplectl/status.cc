@@ -138,14 +138,16 @@ void print_status(const json& s) {
                 100 * t["window_dmr"].get<double>(), t["allowance_bytes"].get<double>() / 1e6,
                 t["kappa_ms_per_gb"].get<double>(), num_or_dash(t["margin_ms"], "{:.2f}").c_str(),
                 num_or_dash(t["a_hat_ms"], "{:.2f}").c_str(), t["exempt"].get<bool>() ? "yes" : "no");
-  std::printf("\n%-12s %-15s %7s %8s %7s %6s %9s %7s %27s  %s\n", "ENGINE", "KIND", "GRANTS", "STALE", "AHEAD",
-              "LATE", "GB", "GB/s", "WAIT budget/decision/deliv.", "NOW");
+  std::printf("\n%-12s %-15s %-10s %7s %8s %7s %6s %9s %7s %27s  %s\n", "ENGINE", "KIND", "GPU-MEMORY", "GRANTS",
+              "STALE", "AHEAD", "LATE", "GB", "GB/s", "WAIT budget/decision/deliv.", "NOW");
   for (const auto& e : s["engines"]) {
     const json& w = e["wait_ms"];
-    // AHEAD: grants delivered ahead for a CPU release; LATE: deadline-bound requests
-    // that finished after their deadline.
-    std::printf("%-12s %-15s %7llu %8llu %7llu %6llu %9.3f %7.3f %11.1f/%6.2f/%6.2f ms  %s%s\n",
+    // GPU-MEMORY: as the engine's hello reported it (discrete, integrated, unknown; "-" from
+    // an agent that does not say); AHEAD: grants delivered ahead for a CPU release; LATE:
+    // deadline-bound requests that finished after their deadline.
+    std::printf("%-12s %-15s %-10s %7llu %8llu %7llu %6llu %9.3f %7.3f %11.1f/%6.2f/%6.2f ms  %s%s\n",
                 e["name"].get<std::string>().c_str(), e["kind"].get<std::string>().c_str(),
+                e.value("memory", std::string("-")).c_str(),
                 static_cast<unsigned long long>(e["grants"].get<std::uint64_t>()),
                 static_cast<unsigned long long>(e["stale"].get<std::uint64_t>()),
                 static_cast<unsigned long long>(e.value("for_release", std::uint64_t{0})),
