@@ -23,8 +23,13 @@ $(O)/tests/cuhooks/dlsym_next: tests/cuhooks/dlsym_next.c
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)$(CC) -std=gnu11 -O2 -g -Wall $< -o $@ -ldl
 
-CXXFLAGS_tests_cuhooks_cuhook_test += -isystem $(CUDA_INCLUDE)
-$(O)/tests/cuhooks/cuhook_test: $(call objs,tests/cuhooks/cuhook_test.cc tests/cuhooks/grant_server.cc) \
+# The GoogleTest suite: one binary over files by theme, sharing one fixture
+# (cuhook_fixture.h); the interception tests read the hook list, built on the CUDA headers.
+CUHOOK_TEST_SRCS := tests/cuhooks/cuhook_fixture.cc tests/cuhooks/cuhook_intercept_test.cc \
+	tests/cuhooks/cuhook_gating_test.cc tests/cuhooks/cuhook_works_test.cc \
+	tests/cuhooks/cuhook_chunking_test.cc tests/cuhooks/cuhook_learning_test.cc tests/cuhooks/grant_server.cc
+CXXFLAGS_tests_cuhooks_cuhook_intercept_test += -isystem $(CUDA_INCLUDE)
+$(O)/tests/cuhooks/cuhook_test: $(call objs,$(CUHOOK_TEST_SRCS)) \
 	$(O)/lib/libripple_cuprofile.a $(PROTOCOL_LIBS) $(COMMON_LIBS) \
 	| $(O)/lib/libripple-cuhook.so $(O)/tests/cuhooks/driver_app $(O)/tests/cuhooks/driver_app_ptds \
 	  $(O)/tests/cuhooks/dlsym_next $(O)/bin/ripple-run $(O)/bin/ripple-profile

@@ -212,7 +212,7 @@ static void kernel(CUfunction f, unsigned long long bytes) {
   CHECK(A.launch(f, 1, 1, 1, 32, 1, 1, 0, g_stream, params, NULL));
 }
 
-/* The standard mix: one of each kind, with known bytes (tests/cuhooks/cuhook_test.cc). */
+/* The standard mix: one of each kind, with known bytes (tests/cuhooks/cuhook_intercept_test.cc). */
 static void ops(void) {
   enum { MB = 1 << 20 };
   CUfunction f = func("stream_kernel");
