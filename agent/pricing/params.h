@@ -42,8 +42,10 @@ inline constexpr bool kDefaultMarginClip = true;
 // integrator only stores debt there: after a burst of k above-line jobs the level climbs
 // back ~k x 91 jobs (eta eps' = 0.000109 a job) before the margin leaves the largest
 // residual; with the floor, ~46 whatever k (Documentation/estimator.md). A level already
-// below the floor (a window still filling) is left where it is.
-inline constexpr bool kDefaultMarginAntiwindup = false;
+// below the floor (a window still filling) is left where it is. On by default since the
+// ninth session's GPU A/B (results/e2e.md §0): as many tokens or more at every k, every
+// target kept; false restores App. C's integrator.
+inline constexpr bool kDefaultMarginAntiwindup = true;
 
 // Pessimistic slope and allowance (Eq. 2, App. C).
 inline constexpr double kDefaultUnestimableSlopeShare = 0.85;  // s = kappa_hat / 0.85

@@ -17,7 +17,7 @@ TEST(PricingConfig, DefaultsAreThePapersValues) {
   EXPECT_EQ(p.margin_window, 200);
   EXPECT_EQ(p.margin_start, 50);
   EXPECT_TRUE(p.margin_clip);  // ours, not the paper's: chosen by GPU A/B runs (estimator.md)
-  EXPECT_FALSE(p.margin_antiwindup);  // ours, off until GPU A/B runs choose it (estimator.md)
+  EXPECT_TRUE(p.margin_antiwindup);  // ours, on since the GPU A/B (estimator.md)
   EXPECT_EQ(p.contract_window, 100 * kNsPerSec);
   EXPECT_EQ(p.unestimable_slope_share, 0.85);
   EXPECT_EQ(p.rate_limit, 0.25);
@@ -43,7 +43,7 @@ TEST(PricingConfig, AppliesKeysWithUnits) {
     contract_window_s = 50
     probe_unit_bytes = 1000000
     certification = false
-    margin_antiwindup = true
+    margin_antiwindup = false
   )");
   ASSERT_EQ(apply_config(t, p), "");
   EXPECT_EQ(p.intercept_window, 100);
@@ -54,7 +54,7 @@ TEST(PricingConfig, AppliesKeysWithUnits) {
   EXPECT_EQ(p.contract_window, 50 * kNsPerSec);
   EXPECT_EQ(p.probe_unit_bytes, 1'000'000);
   EXPECT_FALSE(p.certification);
-  EXPECT_TRUE(p.margin_antiwindup);
+  EXPECT_FALSE(p.margin_antiwindup);
 }
 
 // Tests that an unknown key is named, with its line, and nothing is applied.

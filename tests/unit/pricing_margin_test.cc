@@ -47,6 +47,7 @@ TEST(PricingMargin, ClipTakesTheLargestResidual) {
   Params spec, clipped;
   spec.margin_clip = false;  // App. C's rule
   clipped.margin_clip = true;
+  spec.margin_antiwindup = clipped.margin_antiwindup = false;  // App. C's level
   ConformalMargin a(spec, 0.01090766), b(clipped, 0.01090766);
   for (int k = 1; k <= 60; ++k) {
     a.add_residual(k, Phase::kRest);
@@ -66,6 +67,7 @@ TEST(PricingMargin, ClipTakesTheLargestResidual) {
 // whatever the burst; App. C's level stores the burst as debt (~91 jobs a job above line).
 TEST(PricingMargin, AntiwindupStopsTheLevelAtTheLargestResidual) {
   Params spec, aw;
+  spec.margin_antiwindup = false;  // App. C's level
   aw.margin_antiwindup = true;
   ConformalMargin a(spec, 0.01090766), b(aw, 0.01090766);
   for (int k = 1; k <= 200; ++k) {
@@ -117,6 +119,7 @@ TEST(PricingMargin, AntiwindupKeepsALevelBelowTheFloor) {
 // Tests the level update alpha += eta (eps' - err) in integer ppm.
 TEST(PricingMargin, LevelUpdateInPartsPerMillion) {
   Params params;
+  params.margin_antiwindup = false;  // App. C's update (the default stops at the floor)
   ConformalMargin m(params, 0.01090766);  // eps' = 10908 ppm
   EXPECT_EQ(m.alpha_ppm(), 10'908);
   m.update_level(false);  // + round(0.01 * 10908) = +109
