@@ -75,6 +75,14 @@ std::string describe(const WaitReason& w, Nanos now) {
   return "?";
 }
 
+Nanos end_error_quantile(std::vector<Nanos> errors, double q) {
+  if (errors.empty() || !(q > 0)) return 0;
+  const double n = static_cast<double>(errors.size());
+  const auto rank = static_cast<std::size_t>(std::clamp(std::ceil(std::min(q, 1.0) * n), 1.0, n));
+  std::nth_element(errors.begin(), errors.begin() + static_cast<std::ptrdiff_t>(rank - 1), errors.end());
+  return errors[rank - 1];
+}
+
 Bytes EngineState::bytes_of(std::uint32_t count) const {
   Bytes b = 0;
   for (std::uint32_t k = 0; k < count; ++k) b += unit(k).bytes;
@@ -491,6 +499,13 @@ Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos 
   e.stats.busy += own;
   if (queued) ++e.stats.queued;
   const Nanos end = g->started >= 0 ? g->started + measured : now;
+  if (opts_.end_guard_quantile > 0) {
+    const Nanos err = std::max<Nanos>(0, end - plan.predicted_end);
+    if (e.end_errors.size() < kEndErrorWindow) e.end_errors.push_back(err);
+    else e.end_errors[e.end_errors_next] = err;
+    e.end_errors_next = (e.end_errors_next + 1) % kEndErrorWindow;
+    e.end_guard = end_error_quantile(e.end_errors, opts_.end_guard_quantile);
+  }
   if (end - plan.predicted_end > kLateEndSlack) {
     ++e.stats.late_ends;
     e.stats.late_max = std::max(e.stats.late_max, end - plan.predicted_end);

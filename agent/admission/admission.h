@@ -44,6 +44,13 @@ struct Options {
   // default): as on, but an engine whose hello reports an integrated GPU (unified memory:
   // no host link) neither waits for another's grant nor holds another's back.
   LinkMode shared_link = LinkMode::kAuto;
+  // The end guard (ours; Documentation/agent.md, "The end guard"): this quantile of each
+  // engine's recent late grant ends (EngineState::end_guard) is added to a grant's
+  // predicted end where the ripple policy checks its crossing into a CPU release. A grant
+  // that ends after its prediction crosses into a job that the crossing bound thought it
+  // spared (the ninth session's GPU call 4: misses while every allowance was 0). 0: off,
+  // the paper's predicted end.
+  double end_guard_quantile = 0.0;
   // Disconnected engines kept in engines() (the most recent; their grants are settled),
   // so the table stays bounded however many sessions come and go.
   std::size_t gone_engines_kept = 16;
@@ -53,6 +60,12 @@ struct Decision {
   std::vector<GrantPlan> grants;  // to deliver now, in order
   Nanos wake_at = kNever;         // next time-driven scheduling point
 };
+
+// Grant end errors kept per engine for the end guard.
+inline constexpr std::size_t kEndErrorWindow = 64;
+
+// The rank-ceil(q n) smallest of `errors` (q in (0, 1]); 0 for none.
+Nanos end_error_quantile(std::vector<Nanos> errors, double q);
 
 // Validates a profile: a name, at least one unit, positive bytes and durations, and
 // for deadline-bound engines a positive period and 0 < deadline <= period.

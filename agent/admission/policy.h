@@ -42,6 +42,14 @@ struct EngineState {
   // From decision to the engine's start, for grants that found it idle (not successors,
   // not held for a CPU release), smoothed: a new grant's predicted start is now + this.
   Nanos start_lag = 0;
+  // Upper quantile of how late its grants ended (end - predicted end, at least 0) over its
+  // last grants (Options::end_guard_quantile, Admission::record_end_error): a policy adds
+  // it to a grant's predicted end where a crossing into a CPU release is checked, so a
+  // grant whose end the predictions place just before a release is not admitted when this
+  // engine's grants often end after theirs. 0: off, or none ended late.
+  Nanos end_guard = 0;
+  std::vector<Nanos> end_errors;  // the last kEndErrorWindow errors, a ring
+  std::size_t end_errors_next = 0;
   bool queued_durations = false;
   Nanos idle_since = -1;       // idle with work since (-1: not idle with work)
   Nanos request_start = -1;    // deadline-bound: when its latest request was announced

@@ -94,7 +94,7 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
   if (Status s = known_keys(w, t, "agent",
                             {"core", "policy", "fail_mode", "engine_socket", "control_socket", "allowed_uids",
                              "allowed_gids", "log_level", "pin_dir", "tracer_wakeup", "poll_us", "spin_us",
-                             "lease_ms", "horizon_ms", "gamma", "pipelining", "queued_durations", "shared_link", "max_sessions",
+                             "lease_ms", "horizon_ms", "gamma", "end_guard_quantile", "pipelining", "queued_durations", "shared_link", "max_sessions",
                              "hello_timeout_ms", "max_queued_works", "metrics_file", "metrics_interval_s",
                              "unconfigured_engines"});
       !s)
@@ -176,6 +176,11 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
       if (!v) return v.error();
       if (!(*v > 0 && *v <= 1)) return error_at(w, n, key, fmt::format("{} is not in (0, 1]", *v));
       a.admission.gamma = *v;
+    } else if (k == "end_guard_quantile") {
+      auto v = number(w, n, key);
+      if (!v) return v.error();
+      if (!(*v >= 0 && *v <= 1)) return error_at(w, n, key, fmt::format("{} is not in [0, 1] (0: off)", *v));
+      a.admission.end_guard_quantile = *v;
     } else if (k == "max_sessions" || k == "max_queued_works") {
       const std::int64_t hi = k == "max_sessions" ? 65536 : 65536;
       if (!n.is_integer() || *n.value<std::int64_t>() < 1 || *n.value<std::int64_t>() > hi)

@@ -164,6 +164,7 @@ json status_json(const StatusInputs& in, Nanos now) {
     x["scale"] = e.scale;
     x["queued_scale"] = e.queued_scale;
     x["start_lag_ms"] = ms(e.start_lag);  // decision -> start of a grant to an idle engine
+    x["end_guard_ms"] = ms(e.end_guard);  // added to predicted ends at crossing checks (agent.end_guard_quantile)
     x["throughput_gbps"] = alive_s > 0 ? static_cast<double>(s.bytes) / 1e9 / alive_s : 0.0;
     // The engine process's counters over its sessions so far, this one included: an
     // interposer renews its session (new catalog, new chunk size) and each session is a

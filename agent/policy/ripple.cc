@@ -41,7 +41,7 @@ Ahead ahead_for_release(const Context& ctx, const EngineState& e, Nanos start, B
     if (ledger.task(k).exempt()) continue;
     const auto next = ledger.next_release(k, ctx.now);
     if (!next || *next <= ctx.now || *next < start || *next >= release) continue;
-    if (e.end_of(start, 1, ctx.now) <= *next) continue;
+    if (e.end_of(start, 1, ctx.now) + e.end_guard <= *next) continue;
     task = k;
     release = *next;
   }
@@ -58,7 +58,7 @@ Ahead ahead_for_release(const Context& ctx, const EngineState& e, Nanos start, B
   for (std::uint32_t n = 1; n <= e.remaining(); ++n) {
     const Bytes bytes = e.bytes_of(n);
     const Nanos dur = e.duration_alone(n);  // it may find the engine idle at the release
-    const Nanos end = release + dur;
+    const Nanos end = release + dur + e.end_guard;  // as late as its grants end
     if (bytes > limit || (n > 1 && dur > ctx.horizon) || end - release > est.spec().period) break;
     bool crossing_ok = true;
     for (pricing::TaskId k = 0; k < ledger.task_count() && crossing_ok; ++k) {
@@ -167,7 +167,8 @@ Pick RipplePolicy::pick(const Context& ctx) {
       ++n;
     }
     // The crossing bound: shrink until every crossing it makes is allowed.
-    while (n > 0 && !ledger.crossing_allowed(e.bytes_of(n), e.end_of(c.start, n, now), now)) --n;
+    // The end guard: as late as this engine's grants end (0 unless Options::end_guard_quantile).
+    while (n > 0 && !ledger.crossing_allowed(e.bytes_of(n), e.end_of(c.start, n, now) + e.end_guard, now)) --n;
     const bool fits_budget = e.bytes_of(1) <= budget;
     // A best-effort grant ahead of a waiting deadline-bound request must end by that
     // request's next due time and leave budget for its next unit.

@@ -545,6 +545,69 @@ struct OneMsChain {
   Decision first;
 };
 
+// Tests the end guard (Options::end_guard_quantile; Documentation/agent.md): grants that
+// ended 3 ms after their predicted ends set the LLM's guard to 3 ms (the largest of four
+// errors at q = 0.95), and a grant in the gap before the release of a task with no slack
+// (deadline 40.5 ms, a_hat 40: no crossing into its job is allowed) then ends 3 ms before
+// that release, where without the guard it ends at the release itself (each to within the
+// crossing the task's last 0.5 ms of slack allows). Same sequence both
+// ways: four 10-unit passes, each grant measured 3 ms longer than predicted (the learned
+// scale grows, the error stays 3 ms); the task released at 200 ms, done at 240 ms, next
+// release predicted at 300 ms; a 60-unit pass announced at 285 ms.
+TEST(Admission, EndGuardKeepsAGapGrantClearOfTheReleaseByItsLateEnds) {
+  Nanos end_on = 0, end_off = 0, unit = 0;
+  for (const double q : {0.95, 0.0}) {
+    Options o;
+    o.end_guard_quantile = q;
+    pricing::Ledger ledger(params());
+    pricing::TaskSpec spec = task();
+    spec.deadline = 40 * kMs + kMs / 2;
+    const pricing::TaskId t = ledger.add_task(spec);
+    Admission adm(ledger, std::make_unique<RipplePolicy>(), o);
+    auto added = adm.add_engine(engine("llm"), 0);
+    ASSERT_TRUE(added.ok());
+    const EngineId llm = *added;
+    for (std::uint64_t i = 0; i < 4; ++i) {
+      const Nanos t0 = static_cast<Nanos>(i) * 30 * kMs;
+      ASSERT_TRUE(adm.announce(llm, work(i + 1, 10), t0));
+      const Decision d = adm.decide(t0);
+      ASSERT_EQ(d.grants.size(), 1u);
+      const GrantPlan& g = d.grants[0];
+      ASSERT_TRUE(adm.on_start(llm, g.id, g.predicted_start));
+      const Nanos measured = g.predicted_end - g.predicted_start + 3 * kMs;
+      ASSERT_TRUE(adm.on_done(llm, g.id, measured, g.predicted_start + measured));
+    }
+    const Nanos guard = adm.engines()[0].end_guard;
+    EXPECT_EQ(guard, q > 0 ? 3 * kMs : 0);
+    adm.on_release(t, 1, 200 * kMs);
+    adm.on_complete(t, 1, 240 * kMs);
+    ASSERT_TRUE(adm.announce(llm, work(9, 60), 285 * kMs));
+    const Decision d = adm.decide(285 * kMs);
+    ASSERT_FALSE(d.grants.empty());
+    const GrantPlan& g = d.grants[0];
+    EXPECT_FALSE(g.successor);
+    (q > 0 ? end_on : end_off) = g.predicted_end;
+    unit = static_cast<Nanos>(adm.engines()[0].scale * static_cast<double>(kMs));
+  }
+  // Both stop at the same allowed crossing into the release (< 1 unit: here 12 units end
+  // at 299.88 ms without the guard, 10 at 297.4 ms with it, 300.4 ms with its 3 ms).
+  EXPECT_LE(end_off - end_on, 3 * kMs + unit);
+  EXPECT_GE(end_off - end_on, 3 * kMs - unit);
+  EXPECT_LT(end_off, 300 * kMs + unit);
+}
+
+// Tests end_error_quantile: the rank-ceil(q n) smallest, the largest at q = 1, 0 for none.
+TEST(Admission, EndErrorQuantile) {
+  const std::vector<Nanos> e = {5, 1, 4, 2, 3, 0, 9, 7, 8, 6};
+  EXPECT_EQ(end_error_quantile(e, 0.95), 9);  // ceil(9.5) = 10th
+  EXPECT_EQ(end_error_quantile(e, 0.9), 8);   // 9th
+  EXPECT_EQ(end_error_quantile(e, 0.5), 4);   // 5th
+  EXPECT_EQ(end_error_quantile(e, 1.0), 9);
+  EXPECT_EQ(end_error_quantile(e, 0.01), 0);  // 1st
+  EXPECT_EQ(end_error_quantile({}, 0.95), 0);
+  EXPECT_EQ(end_error_quantile(e, 0.0), 0);
+}
+
 // Tests that a late start or a late end moves the engine's slot: the successor decided
 // after it starts where the grant ahead of it can end, not where it was predicted to.
 //  - start: a 1 ms grant predicted 0-1 ms starts at 3 ms; a successor decided at 3.5 ms

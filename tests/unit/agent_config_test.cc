@@ -28,6 +28,7 @@ spin_us = 40
 lease_ms = 26
 horizon_ms = 12
 gamma = 0.9
+end_guard_quantile = 0.9
 queued_durations = true
 shared_link = false
 
@@ -74,6 +75,7 @@ TEST(AgentConfig, ParsesFullFile) {
   EXPECT_EQ(c.agent.admission.lease, 26'000'000);
   EXPECT_EQ(c.agent.admission.horizon, 12'000'000);
   EXPECT_DOUBLE_EQ(c.agent.admission.gamma, 0.9);
+  EXPECT_DOUBLE_EQ(c.agent.admission.end_guard_quantile, 0.9);  // 0 (off) by default
   EXPECT_TRUE(c.agent.admission.queued_durations);
   EXPECT_EQ(c.agent.admission.shared_link, admission::LinkMode::kOff);  // auto by default
   EXPECT_DOUBLE_EQ(c.pricing.peak_rate_bytes_per_ns, 200.0);
@@ -108,6 +110,8 @@ TEST(AgentConfig, SharedLinkModes) {
 TEST(AgentConfig, ErrorsNameFileLineAndKey) {
   EXPECT_EQ(error_of("[agent]\ncores = 2\n"), "ripple.toml:2: agent.cores: unknown key");
   EXPECT_EQ(error_of("[agent]\nspin_us = 20000\n"), "ripple.toml:2: agent.spin_us: 20000 us is not in [0, 10000]");
+  EXPECT_EQ(error_of("[agent]\nend_guard_quantile = 1.5\n"),
+            "ripple.toml:2: agent.end_guard_quantile: 1.5 is not in [0, 1] (0: off)");
   EXPECT_EQ(error_of("[agent]\npolicy = \"fifo\"\n").rfind("ripple.toml:2: agent.policy: unknown policy 'fifo'", 0),
             0u);
   EXPECT_EQ(error_of("[[task]]\ncomm = \"a\"\nperiod_ms = 100\ndeadline_ms = 120\n"),

@@ -211,6 +211,7 @@ units = 4
 unit_mb = 100
 gbps = 50
 hidden_overhead_us = 500
+time_sigma = 0.1
 )", "t.toml", ".");
   ASSERT_TRUE(p) << p.error().message;
   EXPECT_EQ(p->options.lease, 40 * admission::kNsPerMs);
@@ -219,6 +220,10 @@ hidden_overhead_us = 500
   EXPECT_DOUBLE_EQ(p->tasks.at("kdnn").kappa_ms_per_gb, 3);  // from default
   EXPECT_EQ(p->engines.at("llm").catalog[0].duration, 2 * admission::kNsPerMs);
   EXPECT_EQ(p->engines.at("llm").hidden_overhead, 500 * admission::kNsPerUs);
+  EXPECT_DOUBLE_EQ(p->engines.at("llm").time_sigma, 0.1);
+  EXPECT_FALSE(parse_preset("engines = [\"x\"]\n[engine.x]\nunits = 1\nunit_mb = 1\ngbps = 1\ntime_sigma = -1\n", "x", "."));
+  EXPECT_TRUE(apply_setting(*p, "agent.end_guard_quantile=0.9"));
+  EXPECT_DOUBLE_EQ(p->options.end_guard_quantile, 0.9);
   EXPECT_TRUE(apply_setting(*p, "pricing.margin_clip=false"));
   EXPECT_FALSE(p->params.margin_clip);
   EXPECT_TRUE(apply_setting(*p, "agent.horizon_ms=60"));

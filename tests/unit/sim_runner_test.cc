@@ -260,6 +260,27 @@ TEST(SimRunner, SlopeSpreadWidensTheTailNotTheMean) {
   EXPECT_NEAR(mean[1] / mean[0], 1.0, 0.10);  // 1/(1-x) is convex: a little above 1
 }
 
+// Tests an engine's time_sigma: with it each grant runs a lognormal factor of mean 1 of its
+// profiled time, so grants end after the agent's prediction (late ends, > 1 ms) where
+// without it none does; the passes a minute stay within 10 % (mean 1; the learned scale
+// follows the draws).
+TEST(SimRunner, GrantTimeSpreadMakesLateEndsNotFewerPasses) {
+  std::vector<std::uint64_t> late, passes;
+  for (double s : {0.0, 0.3}) {
+    RunConfig c = plant_like("unmanaged", 40);
+    c.engines[0].time_sigma = s;
+    auto r = run(c);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->protocol_errors, 0u) << r->first_error;
+    late.push_back(r->engines[0].s1.late_ends - r->engines[0].s0.late_ends);
+    passes.push_back(r->engines[0].passes);
+    std::printf("# time_sigma %.1f: %llu late ends, %llu passes\n", s, (unsigned long long)late.back(), (unsigned long long)passes.back());
+  }
+  EXPECT_EQ(late[0], 0u);
+  EXPECT_GT(late[1], 10u);
+  EXPECT_NEAR(static_cast<double>(passes[1]) / static_cast<double>(passes[0]), 1.0, 0.10);
+}
+
 // Tests that a replay (--solo-from) takes a bench run's profile as each task's solo model
 // and its deadlines as k x that run's p99, reading Python's NaN as null.
 TEST(SimReplay, SoloFromTakesTheRunsProfileAndDeadlines) {

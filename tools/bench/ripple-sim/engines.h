@@ -35,6 +35,10 @@ struct EngineModel {
   // Per grant, added to its GPU time but not announced: what a grant boundary costs an
   // engine beyond its units (a sync that loses copy overlap; h200-offload).
   Nanos hidden_overhead = 0;
+  // Per grant, its units' GPU time is multiplied by one lognormal draw of mean 1 and this
+  // sigma (0: exactly as profiled): grants that end before or after the agent's prediction,
+  // as the GPU's did (late ends, results/e2e.md §0).
+  double time_sigma = 0;
   Nanos first_release = 0;                   // deadline-bound: first frame's release
 
   Bytes pass_bytes() const;

@@ -62,7 +62,7 @@ Result<EngineModel> read_engine(const toml::table& t, const std::string& name, c
   const std::string where = "engine." + name;
   if (Status s = check_keys(t, where, {"kind", "units", "unit_mb", "unit_ms", "gbps", "profile", "period_ms",
                                        "deadline_ms", "first_release_ms", "grant_overhead_us", "repeat",
-                                       "hidden_overhead_us", "chunk_mb", "source"});
+                                       "hidden_overhead_us", "time_sigma", "chunk_mb", "source"});
       !s)
     return s.error();
   const std::string kind_s = t["kind"].value_or(std::string("best-effort"));
@@ -101,6 +101,8 @@ Result<EngineModel> read_engine(const toml::table& t, const std::string& name, c
   }
   m.grant_overhead = us_to_ns(t["grant_overhead_us"].value_or(0.0));
   m.hidden_overhead = us_to_ns(t["hidden_overhead_us"].value_or(0.0));
+  m.time_sigma = t["time_sigma"].value_or(0.0);
+  if (!(m.time_sigma >= 0 && m.time_sigma <= 2)) return make_error("{}: time_sigma must be in [0, 2]", where);
   if (kind == admission::EngineKind::kDeadlineBound) {
     m.period = ms_to_ns(t["period_ms"].value_or(0.0));
     m.deadline = ms_to_ns(t["deadline_ms"].value_or(t["period_ms"].value_or(0.0)));
@@ -240,6 +242,10 @@ Status apply_agent_key(Preset& p, const std::string& key, const toml::node& n) {
     auto v = n.value<double>();
     if (!v || !(*v > 0 && *v <= 1)) return make_error("agent.gamma must be in (0, 1]");
     o.gamma = *v;
+  } else if (key == "end_guard_quantile") {
+    auto v = n.value<double>();
+    if (!v || !(*v >= 0 && *v <= 1)) return make_error("agent.end_guard_quantile must be in [0, 1] (0: off)");
+    o.end_guard_quantile = *v;
   } else if (key == "shared_link") {
     if (auto v = n.value<bool>()) {
       o.shared_link = *v ? admission::LinkMode::kOn : admission::LinkMode::kOff;
@@ -254,7 +260,7 @@ Status apply_agent_key(Preset& p, const std::string& key, const toml::node& n) {
     (key == "pipelining" ? o.pipelining : o.queued_durations) = *v;
   } else if (key == "source") {
   } else {
-    return make_error("agent.{}: not an admission key (lease_ms, horizon_ms, gamma, pipelining, queued_durations, shared_link)", key);
+    return make_error("agent.{}: not an admission key (lease_ms, horizon_ms, gamma, end_guard_quantile, pipelining, queued_durations, shared_link)", key);
   }
   return Status::Ok();
 }

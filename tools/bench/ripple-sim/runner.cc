@@ -76,6 +76,8 @@ struct EngineRt {
   double unit_rate = 0;     // its nominal bytes per ns
   double share = 1.0;       // bandwidth share it runs at
   Nanos grant_start = 0;
+  Rng rng;                  // its grants' time factors (EngineModel::time_sigma)
+  double grant_factor = 1;  // the running grant's
   std::uint64_t gen = 0;
   bool gen_posted = false;  // a unit end is posted at `share`
   Nanos frame_release = 0, next_frame = 0;
@@ -120,6 +122,7 @@ class Sim {
     for (std::size_t i = 0; i < engines_.size(); ++i) {
       EngineRt& e = engines_[i];
       e.m = &cfg_.engines[i];
+      e.rng = Rng::stream(cfg_.seed, 300 + i);
       auto id = adm_->add_engine(e.m->spec(), 0);  // its hello at the start
       if (!id) return make_error("engine {}: {}", e.m->name, id.error().message);
       e.id = *id;
@@ -256,7 +259,12 @@ class Sim {
   }
   void start_unit(EngineRt& e, bool first) {
     const admission::UnitSpec& u = e.m->catalog[e.m->pass[e.pos]];
-    double dur = static_cast<double>(u.duration) + (first ? static_cast<double>(e.m->grant_overhead + e.m->hidden_overhead) : 0.0);
+    if (first) {
+      const double s = e.m->time_sigma;
+      e.grant_factor = s > 0 ? std::exp(s * e.rng.normal() - s * s / 2) : 1.0;
+    }
+    double dur = e.grant_factor * static_cast<double>(u.duration) +
+                 (first ? static_cast<double>(e.m->grant_overhead + e.m->hidden_overhead) : 0.0);
     dur = std::max(dur, 1.0);
     e.unit_left = dur;
     e.unit_rate = static_cast<double>(u.bytes) / dur;
