@@ -305,18 +305,26 @@ pricing::Phase Admission::phase_at(Nanos when) const {
 pricing::Pricing Admission::on_release(TaskId task, JobSeq seq, Nanos now, std::optional<pricing::Phase> phase) {
   pricing::Pricing p = ledger_.on_release(task, seq, now, phase ? *phase : phase_at(now));
   policy_->on_release(task, seq, now);
+  if (trace_) trace_({TraceKind::kRelease, now, task, seq, p.allowance, 0, 0, 0, false});
   return p;
+}
+
+void Admission::trace_completion(const std::optional<pricing::Completion>& c, TaskId task, JobSeq seq, Nanos now) {
+  if (!trace_ || !c) return;
+  trace_({TraceKind::kComplete, now, task, seq, c->charged, 0, 0, c->response, c->outcome.missed});
 }
 
 std::optional<pricing::Completion> Admission::on_complete(TaskId task, JobSeq seq, Nanos now) {
   auto c = ledger_.on_complete(task, seq, now);
   policy_->on_complete(task, seq, now);
+  trace_completion(c, task, seq, now);
   return c;
 }
 
 std::optional<pricing::Completion> Admission::on_unfinished(TaskId task, JobSeq seq, Nanos now) {
   auto c = ledger_.on_unfinished(task, seq, now);
   policy_->on_complete(task, seq, now);
+  trace_completion(c, task, seq, now);
   return c;
 }
 
@@ -396,6 +404,8 @@ Decision Admission::decide(Nanos now) {
       e.cursor = 0;
     }
     grants_.back().link_holder = holder;
+    if (trace_) trace_({TraceKind::kGrant, now, e.id, g.id, g.bytes, g.predicted_start, g.predicted_end, g.not_before,
+                        g.successor});
     refresh_link(e);
     e.wait = {WaitCause::kNone, 0, 0, kNever, {}};
     d.grants.push_back(g);
@@ -427,6 +437,7 @@ Status Admission::on_start(EngineId engine, GrantId grant, Nanos now) {
   if (g == nullptr) return make_error("start: engine {} holds no grant {}", engine, grant);
   if (g->started >= 0) return make_error("start: grant {} of engine {} started twice", grant, engine);
   g->started = now;
+  if (trace_) trace_({TraceKind::kStart, now, engine, grant, g->plan.bytes, g->sent, 0, 0, false});
   EngineState& e = *slot(engine);
   // Delivery gap: from the later of sending and the previous grant's end.
   if (g->sent >= 0) e.stats.wait_delivery += std::max<Nanos>(0, now - std::max(g->sent, e.last_done));
@@ -499,6 +510,8 @@ Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos 
   e.stats.busy += own;
   if (queued) ++e.stats.queued;
   const Nanos end = g->started >= 0 ? g->started + measured : now;
+  if (trace_) trace_({TraceKind::kDone, now, engine, grant, plan.bytes, g->started >= 0 ? g->started : now - measured, end,
+                      measured, queued});
   if (opts_.end_guard_quantile > 0) {
     const Nanos err = std::max<Nanos>(0, end - plan.predicted_end);
     if (e.end_errors.size() < kEndErrorWindow) e.end_errors.push_back(err);
@@ -551,6 +564,7 @@ Status Admission::on_discard(EngineId engine, GrantId grant, Nanos now) {
       e->cursor = o.plan.first;
     }
     ++e->stats.stale;
+    if (trace_) trace_({TraceKind::kDiscard, now, engine, id, o.plan.bytes, 0, 0, 0, false});
     const GrantPlan plan = o.plan;
     finish_grant(last, now);
     policy_->on_grant_refunded(*e, plan, now);

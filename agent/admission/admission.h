@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "agent/admission/policy.h"
+#include "agent/admission/trace.h"
 #include "agent/admission/types.h"
 #include "ripple/status.h"
 #include "agent/pricing/ledger.h"
@@ -125,8 +126,12 @@ class Admission {
   const Options& options() const { return opts_; }
   // Why the engine's next grant waits, refreshed at the last decide().
   WaitReason explain(EngineId engine) const;
+  // Every release, completion and grant event from now on goes to `sink` (agent/admission/
+  // trace.h); an empty sink turns the trace off.
+  void set_trace(TraceSink sink) { trace_ = std::move(sink); }
 
  private:
+  void trace_completion(const std::optional<pricing::Completion>& c, TaskId task, JobSeq seq, Nanos now);
   EngineState* find(EngineId id);  // connected engines only
   EngineState* slot(EngineId id);  // any kept engine
   Outstanding* find_grant(EngineId engine, GrantId grant);
@@ -139,6 +144,7 @@ class Admission {
   pricing::Ledger& ledger_;
   std::unique_ptr<Policy> policy_;
   Options opts_;
+  TraceSink trace_;
   std::vector<EngineState> engines_;  // sorted by id
   EngineId next_engine_ = 0;
   std::vector<Outstanding> grants_;

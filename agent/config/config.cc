@@ -95,7 +95,7 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
                             {"core", "policy", "fail_mode", "engine_socket", "control_socket", "allowed_uids",
                              "allowed_gids", "log_level", "pin_dir", "tracer_wakeup", "poll_us", "spin_us",
                              "lease_ms", "horizon_ms", "gamma", "end_guard_quantile", "pipelining", "queued_durations", "shared_link", "max_sessions",
-                             "hello_timeout_ms", "max_queued_works", "metrics_file", "metrics_interval_s",
+                             "hello_timeout_ms", "max_queued_works", "metrics_file", "metrics_interval_s", "trace_file",
                              "unconfigured_engines"});
       !s)
     return s;
@@ -197,6 +197,11 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
         return error_at(w, n, key,
                         fmt::format("'{}' is not an absolute path ending in .prom (node_exporter reads *.prom)", *s));
       a.metrics_file = *s;
+    } else if (k == "trace_file") {  // agent/daemon/trace_file.h
+      auto s = string(w, n, key);
+      if (!s) return s.error();
+      if (!s->empty() && s->front() != '/') return error_at(w, n, key, fmt::format("'{}' is not an absolute path", *s));
+      a.trace_file = *s;
     } else if (k == "metrics_interval_s") {
       auto v = number(w, n, key);
       if (!v) return v.error();

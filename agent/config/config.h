@@ -74,6 +74,9 @@ struct AgentSection {
   // metrics_interval; empty: off. agent.metrics_file, agent.metrics_interval_s.
   std::string metrics_file;
   admission::Nanos metrics_interval = 10'000 * admission::kNsPerMs;
+  // The admission trace as JSON lines (agent/daemon/trace_file.h), created at start;
+  // empty: off. agent.trace_file.
+  std::string trace_file;
   // An engine whose name no [[engine]] section names: admitted as best-effort whatever
   // it declares (false), or refused (true). agent.unconfigured_engines.
   bool refuse_unconfigured = false;

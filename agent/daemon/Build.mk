@@ -5,7 +5,7 @@
 
 DAEMON_SRCS := agent/daemon/agent.cc agent/daemon/event_loop.cc agent/daemon/engine_session.cc \
 	agent/daemon/task_stats.cc agent/daemon/reports.cc agent/daemon/socket.cc agent/daemon/identity.cc \
-	agent/daemon/limits.cc agent/daemon/notify.cc
+	agent/daemon/limits.cc agent/daemon/notify.cc agent/daemon/trace_file.cc
 $(O)/lib/libripple_daemon.a: $(call objs,$(DAEMON_SRCS))
 LIBS += $(O)/lib/libripple_daemon.a
 # The Prometheus exposition of status_json (agent/daemon/metrics.h): the agent's textfile
@@ -66,7 +66,7 @@ GTEST_SUITES += $(O)/tests/unit/agent_identity_test
 # The daemon's pieces without sockets or BPF: the event loop on eventfds, the engine
 # sessions, the task statistics, status and explain (GoogleTest).
 AGENT_DAEMON_TESTS := tests/unit/agent_event_loop_test.cc tests/unit/agent_engine_session_test.cc \
-	tests/unit/agent_task_stats_test.cc tests/unit/agent_reports_test.cc
+	tests/unit/agent_task_stats_test.cc tests/unit/agent_reports_test.cc tests/unit/agent_trace_file_test.cc
 $(O)/tests/unit/agent_daemon_test: $(call objs,$(AGENT_DAEMON_TESTS)) $(AGENT_LIBS)
 $(O)/tests/unit/agent_daemon_test: LDLIBS := $(LDLIBS_GTEST) $(LDLIBS_AGENT)
 $(O)/tests/unit/agent_daemon_test: ; $(link_cxx)

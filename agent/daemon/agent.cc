@@ -22,6 +22,7 @@
 #include "agent/daemon/reports.h"
 #include "agent/daemon/socket.h"
 #include "agent/daemon/task_stats.h"
+#include "agent/daemon/trace_file.h"
 #include "agent/pricing/chunk.h"
 #include "agent/policy/registry.h"
 #include "ripple/log.h"
@@ -97,7 +98,8 @@ struct Agent::Impl {
     Nanos period = 0, next = 0;
     std::function<void(Nanos)> fn;
   };
-  std::vector<Periodic> periodic;  // every(): watchdog, metrics
+  std::vector<Periodic> periodic;  // every(): watchdog, metrics, trace
+  std::optional<TraceFile> trace;  // agent.trace_file
 
   void mark_point(Nanos now) {
     dirty = true;
@@ -123,6 +125,8 @@ Agent::Agent(config::Config cfg) : cfg_(std::move(cfg)), impl_(std::make_unique<
 
 Agent::~Agent() {
   if (!impl_) return;
+  if (impl_->adm) impl_->adm->set_trace({});
+  impl_->trace.reset();  // writes what is buffered
   impl_->loop.reset();
   for (const std::string& p : impl_->owned_paths) ::unlink(p.c_str());  // before the locks go
 }
@@ -155,6 +159,21 @@ Result<std::unique_ptr<Agent>> Agent::create(config::Config cfg) {
   }
   m.adm = std::make_unique<admission::Admission>(m.ledger, std::move(*pol), c.agent.admission);
   m.engines = std::make_unique<EngineSessions>(c, *m.adm);
+  if (!c.agent.trace_file.empty()) {
+    auto tf = TraceFile::open(c.agent.trace_file);
+    if (!tf) return tf.error();
+    m.trace.emplace(std::move(*tf));
+    m.adm->set_trace([&m](const admission::TraceRecord& r) {
+      std::string_view name;
+      if (r.kind == admission::TraceKind::kRelease || r.kind == admission::TraceKind::kComplete) {
+        if (r.who < m.ledger.task_count()) name = m.ledger.task(r.who).spec().name;
+      } else if (const admission::EngineState* e = m.adm->engine(r.who)) {
+        name = e->spec.name;
+      }
+      m.trace->add(r, name);
+    });
+    a->every(pricing::kNsPerSec, [&m](Nanos) { m.trace->flush(); });
+  }
 
   if (c.agent.core >= 0) {
     cpu_set_t set;

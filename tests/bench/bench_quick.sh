@@ -19,6 +19,9 @@
 #      sessions (unmanaged: the LLM busy most of the window, not a negative or a fraction),
 #      and a variant's fixed chunk size (pricing.chunk_bytes) is what the agent tells the
 #      engines in its run only (the A/B of issue 12)
+#   8  --trace: each run's admission trace (agent.trace_file) kept compressed with its scored
+#      window; trace_report.py counts over that window the jobs the bench counted from the
+#      tasks' own logs (within 2 a task: the tracer's edges), and the LLM's grants
 set -uo pipefail
 O=${O:-build}
 B=$(cd "$O" && pwd)
@@ -28,10 +31,10 @@ trap 'rm -rf "$tmp"' EXIT
 n=0 failed=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); failed=1; echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
-echo "1..7"
+echo "1..8"
 
 O=$B "$B/bin/ripple-bench" --quick --backend plant --policies ripple,unmanaged --k 2 --no-plots \
-  --check-claim --out "$tmp/out" > "$tmp/stdout" 2> "$tmp/stderr"
+  --check-claim --trace --out "$tmp/out" > "$tmp/stdout" 2> "$tmp/stderr"
 rc=$?
 # --check-claim exits 1 when the claim fails, and says so: tests 2 and 3 judge the claim.
 # Any other non-zero status (an error, exit 2; a crash) fails this test.
@@ -136,5 +139,38 @@ if [ "$rc" = 0 ] && awk -v ub="${u_busy:-nan}" -v g="${u_grants:-0}" -v us="${u_
 else
   not_ok "per-engine columns across session renewals, and the variant's chunk size" "rc=$rc" "$renew" \
     "$(tail -3 "$tmp/renew.stderr")"
+fi
+here=$(cd "$(dirname "$0")" && pwd)
+traced=$(python3 - "$tmp/out" "$here/../../tools/bench/ripple-bench/trace_report.py" <<'PY' 2>&1
+import json, subprocess, sys
+from pathlib import Path
+out, tool = Path(sys.argv[1]), sys.argv[2]
+s = json.load(open(out / "results.json"))
+w = json.load(open(out / "traces" / "windows.json"))
+bad = []
+for p in s["points"]:
+    name = f"{p['policy']}-k{p['k']:g}-run1.jsonl.gz"
+    t0, t1 = w[name]
+    r = subprocess.run([sys.executable, tool, str(out / "traces" / name), "--origin", "zero", "--window", f"{t0},{t1}",
+                        "--json"], capture_output=True, text=True)
+    if r.returncode != 0:
+        bad.append(f"{name}: {r.stderr.strip()}")
+        continue
+    tr = json.loads(r.stdout)
+    for task, t in p["tasks"].items():
+        got = tr["tasks"].get(task, {}).get("jobs", 0)
+        if abs(got - t["jobs"]) > 2:
+            bad.append(f"{name} {task}: trace {got} jobs, bench {t['jobs']}")
+    g = tr["engines"].get("llm", {}).get("grants", 0)
+    if g <= 0:
+        bad.append(f"{name}: no LLM grant done in the window")
+    print(f"{p['policy']}: {g} grants,", ", ".join(f"{k} {v['jobs']}" for k, v in sorted(tr["tasks"].items())))
+print("BAD " + "; ".join(bad) if bad else "GOOD")
+PY
+)
+if echo "$traced" | grep -q '^GOOD'; then
+  ok "--trace: $(echo "$traced" | grep -v GOOD | tr '\n' ';')"
+else
+  not_ok "--trace: the kept traces agree with the bench's counts" "$traced"
 fi
 exit $failed

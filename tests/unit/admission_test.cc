@@ -596,6 +596,50 @@ TEST(Admission, EndGuardKeepsAGapGrantClearOfTheReleaseByItsLateEnds) {
   EXPECT_LT(end_off, 300 * kMs + unit);
 }
 
+// Tests the admission trace (agent/admission/trace.h): a release with its allowance, the
+// grant with its predicted interval, its start (with the time it was sent), its done (actual
+// interval and measured time), the completion (bytes charged, response, missed), in order;
+// the JSON line names every field; no sink, no records.
+TEST(Admission, TraceRecordsWhatWasPredictedAndWhatHappened) {
+  Fixture f(kUnit);  // the 100-MB probe released at entry: one unit fits at once
+  std::vector<TraceRecord> recs;
+  f.adm->set_trace([&](const TraceRecord& r) { recs.push_back(r); });
+  const EngineId llm = f.add(engine("llm"));
+  const pricing::Pricing p = f.adm->on_release(f.t, 1, 0);
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 1), 0));
+  const Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 1u);
+  const GrantPlan& g = d.grants[0];
+  ASSERT_TRUE(f.adm->on_sent(llm, g.id, kMs / 10));
+  ASSERT_TRUE(f.adm->on_start(llm, g.id, kMs / 2));
+  ASSERT_TRUE(f.adm->on_done(llm, g.id, 2 * kMs, 3 * kMs));
+  f.adm->on_complete(f.t, 1, 80 * kMs);
+  ASSERT_EQ(recs.size(), 5u);
+  EXPECT_EQ(recs[0].kind, TraceKind::kRelease);
+  EXPECT_EQ(recs[0].bytes, p.allowance);
+  EXPECT_EQ(recs[1].kind, TraceKind::kGrant);
+  EXPECT_EQ(recs[1].who, llm);
+  EXPECT_EQ(recs[1].id, g.id);
+  EXPECT_EQ(recs[1].bytes, kUnit);
+  EXPECT_EQ(recs[1].to, g.predicted_end);
+  EXPECT_EQ(recs[2].kind, TraceKind::kStart);
+  EXPECT_EQ(recs[2].from, kMs / 10);
+  EXPECT_EQ(recs[3].kind, TraceKind::kDone);
+  EXPECT_EQ(recs[3].from, kMs / 2);
+  EXPECT_EQ(recs[3].to, kMs / 2 + 2 * kMs);
+  EXPECT_EQ(recs[3].value, 2 * kMs);
+  EXPECT_EQ(recs[4].kind, TraceKind::kComplete);
+  EXPECT_EQ(recs[4].value, 80 * kMs);
+  EXPECT_EQ(recs[4].bytes, kUnit);  // the grant ran inside the job: charged to it
+  EXPECT_TRUE(recs[4].flag);        // 80 ms > the 70 ms deadline
+  EXPECT_EQ(trace_json_line(recs[4], "cost\"map"),
+            R"({"k":"complete","t":80000000,"who":0,"name":"cost\"map","id":1,"bytes":100000000,"from":0,"to":0,)"
+            R"("value":80000000,"flag":1})");
+  f.adm->set_trace({});
+  f.adm->on_release(f.t, 2, 100 * kMs);
+  EXPECT_EQ(recs.size(), 5u);
+}
+
 // Tests end_error_quantile: the rank-ceil(q n) smallest, the largest at q = 1, 0 for none.
 TEST(Admission, EndErrorQuantile) {
   const std::vector<Nanos> e = {5, 1, 4, 2, 3, 0, 9, 7, 8, 6};

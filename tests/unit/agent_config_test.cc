@@ -110,6 +110,8 @@ TEST(AgentConfig, SharedLinkModes) {
 TEST(AgentConfig, ErrorsNameFileLineAndKey) {
   EXPECT_EQ(error_of("[agent]\ncores = 2\n"), "ripple.toml:2: agent.cores: unknown key");
   EXPECT_EQ(error_of("[agent]\nspin_us = 20000\n"), "ripple.toml:2: agent.spin_us: 20000 us is not in [0, 10000]");
+  EXPECT_EQ(error_of("[agent]\ntrace_file = \"t.jsonl\"\n"),
+            "ripple.toml:2: agent.trace_file: 't.jsonl' is not an absolute path");
   EXPECT_EQ(error_of("[agent]\nend_guard_quantile = 1.5\n"),
             "ripple.toml:2: agent.end_guard_quantile: 1.5 is not in [0, 1] (0: off)");
   EXPECT_EQ(error_of("[agent]\npolicy = \"fifo\"\n").rfind("ripple.toml:2: agent.policy: unknown policy 'fifo'", 0),

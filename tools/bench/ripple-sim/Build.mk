@@ -24,5 +24,7 @@ GTEST_SUITES += $(O)/tests/unit/sim_test
 
 # The table is ripple-bench's own rendering of the results.json, and runs are deterministic.
 TAP_SUITES += tools/bench/ripple-sim/render_check.sh
+# The admission trace: ripple-sim --trace read back by trace_report.py (TAP).
+TAP_SUITES += tests/bench/trace_report_test.py
 # calibrate end to end against the plant (a TEST DOUBLE with a known slope), ~45 s.
 TAP_SUITES += tests/integration/sim_calibrate.sh

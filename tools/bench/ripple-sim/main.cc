@@ -109,6 +109,9 @@ int main(int argc, char** argv) {
   app.add_option("--profile-s", profile_s, "co-run profile length, virtual s (default: the preset's profile_s)");
   app.add_option("--out", out, "write results.json and table.md here");
   app.add_flag("--responses", responses, "keep every scored job's response in results.json (_jobs)");
+  std::string trace_dir;
+  app.add_option("--trace", trace_dir, "write each run's admission trace as DIR/trace-POLICY-kK-runR.jsonl "
+                                       "(agent.trace_file's format; tools/bench/ripple-bench/trace_report.py reads it)");
   app.add_flag("--check-claim", claim, "exit 1 unless, at every k, ripple meets eps and unmanaged does not");
   app.add_flag("-q,--quiet", quiet, "no progress lines");
   app.add_flag("-v,--verbose", verbose, "a line per run");
@@ -222,6 +225,15 @@ int main(int argc, char** argv) {
   o.score_s = score_s;
   o.seed = seed;
   o.keep_responses = responses;
+  if (!trace_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(trace_dir, ec);
+    if (ec) {
+      std::fprintf(stderr, "ripple-sim: --trace: cannot create '%s': %s\n", trace_dir.c_str(), ec.message().c_str());
+      return 2;
+    }
+    o.trace_dir = trace_dir;
+  }
   std::string cmd = "ripple-sim";
   for (int i = 1; i < argc; ++i) cmd += std::string(" ") + argv[i];
   o.command = cmd;

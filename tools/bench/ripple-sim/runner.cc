@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <deque>
 #include <limits>
 #include <map>
@@ -105,6 +106,20 @@ class Sim {
       ledger_.add_task(std::move(spec));
     }
     adm_ = std::make_unique<admission::Admission>(ledger_, std::move(*pol), cfg_.options);
+    if (!cfg_.trace_path.empty()) {
+      trace_.open(cfg_.trace_path, std::ios::trunc);
+      if (!trace_) return make_error("--trace: cannot create '{}'", cfg_.trace_path);
+      adm_->set_trace([this](const admission::TraceRecord& r) {
+        std::string_view name;
+        if (r.kind == admission::TraceKind::kRelease || r.kind == admission::TraceKind::kComplete) {
+          if (r.who < cfg_.tasks.size()) name = cfg_.tasks[r.who].model.name;
+        } else {
+          for (const EngineRt& e : engines_)
+            if (e.id == r.who) name = e.m->name;
+        }
+        trace_ << admission::trace_json_line(r, name) << '\n';
+      });
+    }
 
     tasks_.resize(cfg_.tasks.size());
     for (std::size_t i = 0; i < tasks_.size(); ++i) {
@@ -467,6 +482,7 @@ class Sim {
   const RunConfig& cfg_;
   pricing::Ledger ledger_;
   std::unique_ptr<admission::Admission> adm_;
+  std::ofstream trace_;  // RunConfig::trace_path
   std::vector<TaskState> tasks_;
   std::vector<EngineRt> engines_;
   std::map<admission::GrantId, GrantMsg> in_flight_;

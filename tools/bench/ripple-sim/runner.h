@@ -57,6 +57,9 @@ struct RunConfig {
   Nanos prep = 20 * pricing::kNsPerSec, score = 30 * pricing::kNsPerSec;
   std::uint64_t seed = 1;
   bool keep_responses = false;  // keep (release, response) of every scored job
+  // The admission trace of the whole run (agent/admission/trace.h), as JSON lines on
+  // virtual time, the format of agent.trace_file; empty: none.
+  std::string trace_path;
 };
 
 struct TaskResult {

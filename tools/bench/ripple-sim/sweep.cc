@@ -229,6 +229,7 @@ Result<SweepResult> sweep(const SweepOptions& o) {
       for (int rep = 0; rep < o.runs; ++rep) {
         // The same seed for every policy at a run index: common random numbers.
         rc.seed = o.seed * 1000003ULL + static_cast<std::uint64_t>(rep);
+        if (!o.trace_dir.empty()) rc.trace_path = fmt::format("{}/trace-{}-k{:g}-run{}.jsonl", o.trace_dir, pol, k, rep + 1);
         auto r = run(rc);
         if (!r) return make_error("{} k={:g} run {}: {}", pol, k, rep + 1, r.error().message);
         out.virtual_s += static_cast<double>(rc.prep + rc.score) / 1e9 + 1.0;

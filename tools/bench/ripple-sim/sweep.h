@@ -28,6 +28,8 @@ struct SweepOptions {
   double prep_s = 20, ripple_prep_s = -1, score_s = 30;  // ripple_prep_s < 0: prep_s
   std::uint64_t seed = 1;
   bool keep_responses = false;
+  // Each run's admission trace as DIR/trace-POLICY-kK-runR.jsonl (RunConfig::trace_path).
+  std::string trace_dir;
   std::string command;
   // POLICY+TAG -> SECTION.KEY=VALUE settings on top of the preset for that policy
   // (ripple-bench --variant): "ripple+clip" runs ripple with pricing.margin_clip=true.

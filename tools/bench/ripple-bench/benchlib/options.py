@@ -69,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "policy with this agent setting on top of --agent-set; repeat to set several keys. E.g. "
                         "--variant ripple+clip:pricing.margin_clip=true. Variants of ripple get ripple's preparation "
                         "window and their own ratio line.")
+    p.add_argument("--trace", action="store_true",
+                   help="keep each run's admission trace (agent.trace_file) as OUT/traces/POLICY-kK-runR.jsonl.gz, "
+                        "its scored window in OUT/traces/windows.json; tools/bench/ripple-bench/trace_report.py "
+                        "reads them")
     p.add_argument("--sample-s", type=float, default=1.0,
                    help="period of the agent-state timeline (ripplectl status) during each run, s (default 1)")
     p.add_argument("--perturb", metavar="CMD",

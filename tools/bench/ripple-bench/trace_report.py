@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Reads an admission trace (agent.trace_file, or ripple-sim --trace: JSON lines, one per
+release, completion, grant, start, done, discard; agent/admission/trace.h) and says where
+each task's deadline misses and each engine's idle time came from.
+
+    trace_report.py TRACE.jsonl[.gz] [--window FROM_S,TO_S [--origin first|zero]] [--late-ms 1] [--json]
+
+Times in the trace are the agent's clock (ns; ripple-sim: virtual, from 0). --window keeps
+the jobs released and the grants done in [FROM, TO) seconds after the first record, or after
+0 with --origin zero (ripple-sim's scored window: --window PREP,PREP+SCORE --origin zero;
+ripple-bench --trace writes each run's window, on the agent's CLOCK_MONOTONIC, to
+OUT/traces/windows.json: --window T0,T1 --origin zero).
+
+Per task: jobs and misses, and for each missed job the GPU bytes whose actual interval (done:
+start to end) overlapped it, pro rata, against the bytes whose predicted interval (grant:
+predicted start to end) did. A miss that met bytes no grant was predicted to bring is
+"crossed": a grant ended (or started) other than predicted. One that met no bytes at all is
+"no traffic": the engines' grants did not reach it.
+
+Per engine: grants done, late ends (actual end more than --late-ms after the predicted end,
+as the agent counts late_ends), the end error's quantiles, and its idle time between one
+grant's end and the next one's start, split by when the next grant was decided (after the
+end: the engine waited for a decision) and sent (delivery).
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+
+
+class TraceError(Exception):
+    pass
+
+
+@dataclass
+class Job:
+    task: str
+    seq: int
+    release: int
+    end: int
+    missed: bool
+    charged: int
+    actual: float = 0.0      # bytes whose actual GPU interval overlapped the job
+    predicted: float = 0.0   # bytes whose predicted interval overlapped it
+
+
+@dataclass
+class Grant:
+    engine: str
+    gid: int
+    bytes: int
+    decided: int
+    p_from: int
+    p_to: int
+    not_before: int
+    successor: bool
+    sent: int = -1
+    start: int = -1
+    a_from: int = -1
+    a_to: int = -1
+    done_at: int = -1
+    discarded: bool = False
+
+
+@dataclass
+class Trace:
+    t0: int = 0
+    jobs: list[Job] = field(default_factory=list)
+    grants: dict[tuple[int, int], Grant] = field(default_factory=dict)
+
+
+FIELDS = ("k", "t", "who", "name", "id", "bytes", "from", "to", "value", "flag")
+
+
+def read(lines, origin: str) -> Trace:
+    tr = Trace()
+    first = None
+    for n, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TraceError(f"{origin}:{n}: not JSON ({e.msg})") from None
+        missing = [f for f in FIELDS if f not in r]
+        if missing:
+            raise TraceError(f"{origin}:{n}: record lacks field '{missing[0]}'")
+        k, t = r["k"], int(r["t"])
+        first = t if first is None else min(first, t)
+        key = (int(r["who"]), int(r["id"]))
+        if k == "release":
+            continue
+        if k == "complete":
+            resp = int(r["value"])
+            tr.jobs.append(Job(r["name"], int(r["id"]), t - resp, t, bool(r["flag"]), int(r["bytes"])))
+        elif k == "grant":
+            tr.grants[key] = Grant(r["name"], key[1], int(r["bytes"]), t, int(r["from"]), int(r["to"]),
+                                   int(r["value"]), bool(r["flag"]))
+        elif k in ("start", "done", "discard"):
+            g = tr.grants.get(key)
+            if g is None:
+                raise TraceError(f"{origin}:{n}: {k} of grant {key[1]} (engine {key[0]}) before its grant record")
+            if k == "start":
+                g.start, g.sent = t, int(r["from"])
+            elif k == "done":
+                g.a_from, g.a_to, g.done_at = int(r["from"]), int(r["to"]), t
+            else:
+                g.discarded = True
+        else:
+            raise TraceError(f"{origin}:{n}: unknown record kind '{k}'")
+    tr.t0 = first or 0
+    return tr
+
+
+def overlap(a0: int, a1: int, b0: int, b1: int) -> float:
+    return max(0, min(a1, b1) - max(a0, b0))
+
+
+def attribute(tr: Trace) -> None:
+    """Fills each job's actual and predicted overlapping bytes (pro rata by time)."""
+    done = [g for g in tr.grants.values() if g.a_to >= 0 and g.a_to > g.a_from]
+    pred = [g for g in tr.grants.values() if not g.discarded and g.p_to > g.p_from]
+    done.sort(key=lambda g: g.a_from)
+    pred.sort(key=lambda g: g.p_from)
+    for j in tr.jobs:
+        for g in done:
+            if g.a_from >= j.end:
+                break
+            o = overlap(j.release, j.end, g.a_from, g.a_to)
+            if o > 0:
+                j.actual += g.bytes * o / (g.a_to - g.a_from)
+        for g in pred:
+            if g.p_from >= j.end:
+                break
+            o = overlap(j.release, j.end, g.p_from, g.p_to)
+            if o > 0:
+                j.predicted += g.bytes * o / (g.p_to - g.p_from)
+
+
+def quantile(xs: list[float], q: float) -> float:
+    if not xs:
+        return math.nan
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
+
+
+def report(tr: Trace, window: tuple[float, float] | None, late_ms: float) -> dict:
+    lo, hi = (-math.inf, math.inf) if window is None else (tr.t0 + window[0] * 1e9, tr.t0 + window[1] * 1e9)
+    attribute(tr)
+    tasks: dict[str, dict] = {}
+    for j in tr.jobs:
+        if not lo <= j.release < hi:
+            continue
+        d = tasks.setdefault(j.task, {"jobs": 0, "misses": 0, "crossed": 0, "no_traffic": 0, "charged_misses": 0,
+                                      "miss_actual_mb": [], "miss_predicted_mb": []})
+        d["jobs"] += 1
+        if not j.missed:
+            continue
+        d["misses"] += 1
+        d["miss_actual_mb"].append(j.actual / 1e6)
+        d["miss_predicted_mb"].append(j.predicted / 1e6)
+        if j.actual <= 0:
+            d["no_traffic"] += 1
+        elif j.actual > j.predicted + 1e6:   # more than 1 MB beyond what the predictions put there
+            d["crossed"] += 1
+        else:
+            d["charged_misses"] += 1
+    for d in tasks.values():
+        d["dmr"] = d["misses"] / d["jobs"] if d["jobs"] else math.nan
+        for key in ("miss_actual_mb", "miss_predicted_mb"):
+            v = d.pop(key)
+            d[key.replace("_mb", "_mb_median")] = quantile(v, 0.5)
+    engines: dict[str, dict] = {}
+    by_engine: dict[str, list[Grant]] = {}
+    for g in tr.grants.values():
+        by_engine.setdefault(g.engine, []).append(g)
+    for name, gs in by_engine.items():
+        run = sorted((g for g in gs if g.a_to >= 0), key=lambda g: g.a_from)
+        scored = [g for g in run if lo <= g.done_at < hi]
+        errs = [(g.a_to - g.p_to) / 1e6 for g in scored]
+        idle = {"total": 0.0, "waiting_for_decision": 0.0, "delivery": 0.0, "other": 0.0}
+        for prev, g in zip(run, run[1:]):
+            if not (lo <= g.a_from < hi) or g.a_from <= prev.a_to:
+                continue
+            gap = g.a_from - prev.a_to
+            idle["total"] += gap
+            decided = min(max(g.decided, prev.a_to), g.a_from) - prev.a_to
+            sent = g.sent if g.sent >= 0 else g.decided
+            delivery = min(max(sent, prev.a_to, g.decided), g.a_from) - max(g.decided, prev.a_to)
+            idle["waiting_for_decision"] += decided
+            idle["delivery"] += max(0, delivery)
+            idle["other"] += gap - decided - max(0, delivery)
+        span = (min(hi, max((g.a_to for g in run), default=0)) - max(lo, min((g.a_from for g in run), default=0)))
+        engines[name] = {
+            "grants": len(scored),
+            "discarded": sum(1 for g in gs if g.discarded and lo <= g.decided < hi),
+            "late_ends": sum(1 for e in errs if e > late_ms),
+            "end_error_ms_p50": quantile(errs, 0.5),
+            "end_error_ms_p95": quantile(errs, 0.95),
+            "end_error_ms_p99": quantile(errs, 0.99),
+            "idle_ms": {k: v / 1e6 for k, v in idle.items()},
+            "idle_share": idle["total"] / span if span > 0 else math.nan,
+        }
+    return {"window_s": list(window) if window else None, "late_ms": late_ms, "tasks": tasks, "engines": engines}
+
+
+def markdown(r: dict) -> str:
+    out = ["| task | jobs | misses | DMR % | crossed | no traffic | charged | MB met (median of misses) | MB predicted |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for n, d in sorted(r["tasks"].items()):
+        out.append(f"| {n} | {d['jobs']} | {d['misses']} | {100 * d['dmr']:.2f} | {d['crossed']} | {d['no_traffic']} | "
+                   f"{d['charged_misses']} | {d['miss_actual_mb_median']:.1f} | {d['miss_predicted_mb_median']:.1f} |")
+    out += ["", "| engine | grants | discarded | late ends | end error p50 / p95 / p99 ms | idle % | "
+                "idle: decision / delivery / other ms |", "|---|---|---|---|---|---|---|"]
+    for n, d in sorted(r["engines"].items()):
+        i = d["idle_ms"]
+        out.append(f"| {n} | {d['grants']} | {d['discarded']} | {d['late_ends']} | {d['end_error_ms_p50']:.2f} / "
+                   f"{d['end_error_ms_p95']:.2f} / {d['end_error_ms_p99']:.2f} | {100 * d['idle_share']:.1f} | "
+                   f"{i['waiting_for_decision']:.0f} / {i['delivery']:.0f} / {i['other']:.0f} |")
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("trace")
+    ap.add_argument("--window", help="FROM_S,TO_S after the origin (the scored window)")
+    ap.add_argument("--origin", choices=("first", "zero"), default="first",
+                    help="--window counts from the first record (the agent's clock) or from 0 (ripple-sim's)")
+    ap.add_argument("--late-ms", type=float, default=1.0, help="a late end: more than this after the prediction")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    a = ap.parse_args(argv)
+    window = None
+    if a.window:
+        try:
+            f, t = (float(x) for x in a.window.split(","))
+        except ValueError:
+            print(f"trace_report: --window '{a.window}': expected FROM_S,TO_S", file=sys.stderr)
+            return 2
+        window = (f, t)
+    try:
+        with (gzip.open(a.trace, "rt") if a.trace.endswith(".gz") else open(a.trace)) as fh:
+            tr = read(fh, a.trace)
+    except OSError as e:
+        print(f"trace_report: {a.trace}: {e.strerror}", file=sys.stderr)
+        return 2
+    except TraceError as e:
+        print(f"trace_report: {e}", file=sys.stderr)
+        return 2
+    if a.origin == "zero":
+        tr.t0 = 0
+    r = report(tr, window, a.late_ms)
+    print(json.dumps(r, indent=1) if a.json else markdown(r))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
