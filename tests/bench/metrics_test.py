@@ -8,16 +8,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools/bench/ripple-bench"))
 from benchlib import metrics, report  # noqa: E402
 
-cases = []
-
-
-class Skip(Exception):
-    """A case that cannot run here: TAP `# SKIP` with the reason."""
-
-
-def case(f):
-    cases.append(f)
-    return f
+from taplib import Skip, case, run  # noqa: E402 -- beside this file
 
 
 def job(seq, release_ms, start_ms, end_ms):
@@ -419,15 +410,4 @@ def hf_llm_engine_needs_the_gpu_backend():
     assert "--llm-engine hf: a real engine needs the gpu backend" in r.stderr, r.stderr[-400:]
 
 
-print(f"1..{len(cases)}")
-failed = 0
-for i, f in enumerate(cases, 1):
-    try:
-        f()
-        print(f"ok {i} - {f.__name__}")
-    except Skip as e:
-        print(f"ok {i} - {f.__name__} # SKIP {e}")
-    except Exception as e:  # noqa: BLE001
-        failed = 1
-        print(f"not ok {i} - {f.__name__}: {type(e).__name__}: {e}")
-sys.exit(failed)
+run()

@@ -10,12 +10,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "tools/packaging/gpu/overhead_ci.py"
 FIX = ROOT / "tests/fixtures/overhead"
 CALL4 = ROOT / "Documentation/results/engines-runs/s7-call4/overhead.txt"
-cases = []
-
-
-def case(f):
-    cases.append(f)
-    return f
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from taplib import case, run as run_cases  # noqa: E402
 
 
 def run(*args):
@@ -124,15 +120,4 @@ def reps_against_processes():
         assert "more processes, not more reps, narrow the CI" in out, out
 
 
-print(f"1..{len(cases)}")
-failed = 0
-for i, f in enumerate(cases, 1):
-    try:
-        f()
-        print(f"ok {i} - {f.__name__}")
-    except Exception as e:  # noqa: BLE001
-        failed = 1
-        print(f"not ok {i} - {f.__name__}")
-        for line in repr(e).splitlines():
-            print(f"#   {line}")
-sys.exit(failed)
+run_cases()

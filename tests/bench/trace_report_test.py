@@ -14,12 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "tools/bench/ripple-bench/trace_report.py"
 SIM = Path(os.environ.get("O", ROOT / "build")) / "bin/ripple-sim"
 PRESET = ROOT / "Documentation/results/sim-runs/endguard/h200-late-ends.toml"
-cases = []
-
-
-def case(f):
-    cases.append(f)
-    return f
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from taplib import Skip, case, run  # noqa: E402
 
 
 def report(path, *args):
@@ -32,6 +28,8 @@ def sim_trace_reads_back_the_simulators_counts():
     """The scored window's jobs and misses per task, and the LLM's late ends, as the trace
     gives them, equal ripple-sim's results.json (its tasks, and the agent's late_ends counter
     over the window). time_sigma 0.3 makes grants end late."""
+    if not SIM.exists():
+        raise Skip(f"{SIM} not built")
     with tempfile.TemporaryDirectory() as d:
         preset = Path(d) / "p.toml"
         preset.write_text(PRESET.read_text().replace("time_sigma = 0.08", "time_sigma = 0.3"))
@@ -106,18 +104,4 @@ def bad_input_is_named():
         assert rc == 2 and "none.jsonl" in err, err
 
 
-print(f"1..{len(cases)}")
-failed = 0
-for i, f in enumerate(cases, 1):
-    if f is sim_trace_reads_back_the_simulators_counts and not SIM.exists():
-        print(f"ok {i} - {f.__name__} # SKIP {SIM} not built")
-        continue
-    try:
-        f()
-        print(f"ok {i} - {f.__name__}")
-    except Exception as e:  # noqa: BLE001
-        failed = 1
-        print(f"not ok {i} - {f.__name__}")
-        for line in repr(e).splitlines():
-            print(f"#   {line}")
-sys.exit(failed)
+run()

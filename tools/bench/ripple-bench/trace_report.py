@@ -25,6 +25,7 @@ end: the engine waited for a decision) and sent (delivery).
 from __future__ import annotations
 
 import argparse
+import bisect
 import gzip
 import json
 import math
@@ -121,25 +122,32 @@ def overlap(a0: int, a1: int, b0: int, b1: int) -> float:
     return max(0, min(a1, b1) - max(a0, b0))
 
 
+class Spans:
+    """(from, to, bytes) intervals, sorted by from, and the bytes of them inside a job, pro
+    rata by time; a lookup starts at the first span that can reach the job."""
+
+    def __init__(self, spans):
+        self.spans = sorted(spans)
+        self.froms = [f for f, _, _ in self.spans]
+        self.longest = max((t - f for f, t, _ in self.spans), default=0)
+
+    def bytes_in(self, j: Job) -> float:
+        total = 0.0
+        for f, t, b in self.spans[bisect.bisect_left(self.froms, j.release - self.longest):]:
+            if f >= j.end:
+                break
+            o = overlap(j.release, j.end, f, t)
+            if o > 0:
+                total += b * o / (t - f)
+        return total
+
+
 def attribute(tr: Trace) -> None:
-    """Fills each job's actual and predicted overlapping bytes (pro rata by time)."""
-    done = [g for g in tr.grants.values() if g.a_to >= 0 and g.a_to > g.a_from]
-    pred = [g for g in tr.grants.values() if not g.discarded and g.p_to > g.p_from]
-    done.sort(key=lambda g: g.a_from)
-    pred.sort(key=lambda g: g.p_from)
+    """Fills each job's actual and predicted overlapping bytes."""
+    done = Spans((g.a_from, g.a_to, g.bytes) for g in tr.grants.values() if g.a_to >= 0 and g.a_to > g.a_from)
+    pred = Spans((g.p_from, g.p_to, g.bytes) for g in tr.grants.values() if not g.discarded and g.p_to > g.p_from)
     for j in tr.jobs:
-        for g in done:
-            if g.a_from >= j.end:
-                break
-            o = overlap(j.release, j.end, g.a_from, g.a_to)
-            if o > 0:
-                j.actual += g.bytes * o / (g.a_to - g.a_from)
-        for g in pred:
-            if g.p_from >= j.end:
-                break
-            o = overlap(j.release, j.end, g.p_from, g.p_to)
-            if o > 0:
-                j.predicted += g.bytes * o / (g.p_to - g.p_from)
+        j.actual, j.predicted = done.bytes_in(j), pred.bytes_in(j)
 
 
 def quantile(xs: list[float], q: float) -> float:
