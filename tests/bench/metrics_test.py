@@ -140,6 +140,24 @@ def gpu_bound_uses_a_ripple_variant_when_plain_ripple_did_not_run():
 
 
 @case
+def bound_notes_flag_a_bound_the_measurements_contradict():
+    """Tests bound_notes: a feasible point above the bound (the e2e call-1 case: ripple 0.65
+    against a 'bound' of 0.51) and an infeasible unmanaged run the bound reaches (call 4:
+    unmanaged missed 82 % at the bound's 1.40) are named; a consistent bound, a nan one and
+    a feasible point within 2 % of it are not."""
+    pt = lambda pol, k, tok, feasible: {"policy": pol, "k": k, "llm_tok_s": tok, "feasible": feasible}
+    points = [pt("ripple", 1.1, 0.65, True), pt("unmanaged", 1.1, 1.29, False),
+              pt("ripple", 1.5, 0.60, True), pt("unmanaged", 1.5, 1.40, False),
+              pt("ripple", 2.0, 1.28, True), pt("unmanaged", 2.0, 1.37, True),
+              pt("ripple", 3.0, 1.0, True)]
+    n = report.bound_notes(points, {"1.1": 0.51, "1.5": 1.40, "2": 1.38, "3": math.nan})
+    assert set(n) == {"1.1", "1.5"}, n
+    assert n["1.1"] == "ripple met every target at 0.65 tokens/s, above it", n
+    assert n["1.5"] == "unmanaged missed eps at 1.40 tokens/s, which it reaches", n
+    assert report.bound_notes([pt("ripple", 2.0, 1.40, True)], {"2": 1.38}) == {}
+
+
+@case
 def vlm_host_bytes_and_llm_share_reported():
     """Tests that a point reports the VLM's granted GB/s, its late frames over those judged,
     and the LLM's share of both engines' granted bytes, in results and in the per-point table."""
