@@ -276,10 +276,16 @@ TEST_F(CuhookTest, GrantsAheadAreInHandAtWorkBoundaries) {
     const std::size_t ahead = on["works_ahead"].get<std::size_t>();
     EXPECT_GE(ahead, 1u);
     // Every work announced ahead that ran (all but the last: the engine stopped) found its
-    // grant in hand; before the pass was stable (16 passes matched), works waited.
-    EXPECT_GE(on["work_starts_in_hand"].get<std::size_t>() + 2, ahead - 1) << "(2: a stall of the test host)";
-    EXPECT_LE(on["work_start_waits"].get<std::size_t>() - on["work_starts_in_hand"].get<std::size_t>(), 8u + 16 + 2)
-        << "only the works before the pass was learned and stable waited";
+    // grant in hand, but for host stalls: the grant comes 300 us after the announce and
+    // the boundary 2 ms after it, so a work waits only when the host stalls the agent or
+    // the engine for over 1.7 ms there. CI's parallel suites on 2 vCPUs did that to 6 of
+    // 96 works once: one work in 8 is allowed (without grants ahead nearly all wait).
+    // Before the pass was stable (16 passes matched), works waited.
+    const std::size_t stalls = std::max<std::size_t>(2, ahead / 8);
+    EXPECT_GE(on["work_starts_in_hand"].get<std::size_t>() + stalls, ahead - 1) << "(a stall of the test host)";
+    EXPECT_LE(on["work_start_waits"].get<std::size_t>() - on["work_starts_in_hand"].get<std::size_t>(),
+              8u + 16 + stalls)
+        << "only the works before the pass was learned and stable waited, and those the host stalled";
     // Counts, not times: the total wait also holds the learning phase's waits, which a
     // loaded or sanitized host stretches (a sanitizer run of CI once had on > off with
     // MIN_WORK_MS=10, where few works span several passes each).
