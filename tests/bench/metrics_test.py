@@ -113,30 +113,20 @@ def gpu_bound_uses_a_ripple_variant_when_plain_ripple_did_not_run():
     """Tests that on the GPU the fluid bound takes kappa from a ripple variant's run when
     the sweep ran no plain ripple (`--policies ripple+aw,unmanaged`: it printed nan), plain
     ripple's where both ran, and stays nan without an unmanaged run (no peak rate)."""
-    import importlib.machinery
-    import importlib.util
     import types
-    path = str(Path(__file__).resolve().parents[2] / "tools/bench/ripple-bench/ripple-bench")
-    spec = importlib.util.spec_from_loader("ripple_bench", importlib.machinery.SourceFileLoader("ripple_bench", path))
-    rb = importlib.util.module_from_spec(spec)
-    sys.modules["ripple_bench"] = rb
-    try:
-        spec.loader.exec_module(rb)
-    except SystemExit:
-        raise Skip("the bench needs tomli_w (run with /usr/bin/python3)") from None
     js = [job(i, 100 * i, 100 * i, 100 * i + 10) for i in range(50)]
     st = lambda kappa: {"tasks": [{"name": "a", "kappa_ms_per_gb": kappa}]}
     run = lambda pol, kappa=0.0, gbps=4.0, tok=1.0: types.SimpleNamespace(
         policy=pol, k=1.5, status_end=st(kappa), llm_gbps=gbps, llm_tok_s=tok, vlm={"bytes": 0}, score_s=10.0)
-    b = types.SimpleNamespace(o=types.SimpleNamespace(backend="gpu", eps=0.02, a=None),
-                              tasks=[types.SimpleNamespace(name="a")], profile={"a": js},
-                              deadline=lambda t, k: 20.0, results=[run("ripple+aw", 500.0), run("unmanaged")])
+    tasks = [("a", js, 20.0)]
+    results = [run("ripple+aw", 500.0), run("unmanaged")]
     # As fluid_bound: 3.4 GB/s at 4 GB/s a token.
-    assert abs(rb.Bench.bound(b, 1.5) - 0.85) < 0.02, rb.Bench.bound(b, 1.5)
-    b.results.insert(0, run("ripple", 0.0))   # plain ripple first: its kappa (0: no slowdown)
-    assert abs(rb.Bench.bound(b, 1.5) - 1.0) < 1e-9, rb.Bench.bound(b, 1.5)
-    b.results = [run("ripple+aw", 500.0)]
-    assert math.isnan(rb.Bench.bound(b, 1.5))
+    b = metrics.gpu_fluid_bound(results, 1.5, tasks, 0.02)
+    assert abs(b - 0.85) < 0.02, b
+    results.insert(0, run("ripple", 0.0))   # plain ripple first: its kappa (0: no slowdown)
+    assert abs(metrics.gpu_fluid_bound(results, 1.5, tasks, 0.02) - 1.0) < 1e-9
+    assert math.isnan(metrics.gpu_fluid_bound([run("ripple+aw", 500.0)], 1.5, tasks, 0.02))
+    assert math.isnan(metrics.gpu_fluid_bound(results, 2.0, tasks, 0.02))   # nothing ran at k = 2
 
 
 @case

@@ -249,6 +249,27 @@ def fluid_bound_gbps(tasks: list[FluidTask], peak_gbps: float, step_ms: float = 
     return sum(cap) / nbins
 
 
+def gpu_fluid_bound(results: list, k: float, tasks: list[tuple[str, list[Job], float]], eps: float) -> float:
+    """The fluid bound at k on the GPU, tokens/s (fluid_bound_gbps). kappa is unknown there:
+    the agent's estimate at the end of the ripple run at this k (a ripple variant's where no
+    plain ripple ran: its estimator is the same); the peak rate and the bytes per token are
+    the unmanaged runs'; the VLM's bytes are taken off. `results`: the bench's RunResults
+    (policy, k, status_end, llm_gbps, llm_tok_s, vlm, score_s); `tasks`: (name, profile
+    jobs, deadline ms). nan without a ripple and an unmanaged run at k."""
+    rr = ([r for r in results if r.policy == "ripple" and r.k == k] or
+          [r for r in results if r.policy.startswith("ripple+") and r.k == k])
+    un = [r for r in results if r.policy == "unmanaged" and r.k == k]
+    if not rr or not un:
+        return math.nan
+    kappas = {t["name"]: t["kappa_ms_per_gb"] for t in rr[-1].status_end.get("tasks", [])}
+    peak = max(r.llm_gbps for r in un)
+    tok = max(r.llm_tok_s for r in un)
+    per_tok = peak / tok if tok > 0 else math.nan
+    vlm_gbps = sum(r.vlm["bytes"] for r in rr) / 1e9 / sum(r.score_s for r in rr)
+    gbps = fluid_bound_gbps([FluidTask(jobs, d, kappas.get(n, 0.0), eps) for n, jobs, d in tasks], peak)
+    return max(0.0, gbps - vlm_gbps) / per_tok
+
+
 def feasible(worst: float, eps: float, vlm_misses: int) -> bool:
     """A point is feasible only if every CPU task meets eps and every VLM deadline is met."""
     return not math.isnan(worst) and worst <= eps and vlm_misses == 0
