@@ -95,6 +95,31 @@ def hook_waits_from_the_interposer_stats():
 
 
 @case
+def hook_counters_over_a_window():
+    """Tests the interposer's boundary counters over a window: differences of one process's
+    two snapshots, a key an older interposer lacks left out, {} for another process or a
+    missing snapshot; and that a point sums them over its runs (llm_hook)."""
+    h0 = {"pid": 7, "grants": 10, "grants_in_hand": 4, "chunk_changes": 1, "agent_connects": 2}
+    h1 = {"pid": 7, "grants": 110, "grants_in_hand": 64, "chunk_changes": 3, "agent_connects": 4}
+    c = metrics.hook_counters(h0, h1)
+    assert c == {"grants": 100, "grants_in_hand": 60, "chunk_changes": 2, "agent_connects": 2}, c
+    assert metrics.hook_counters(h0, dict(h1, pid=8)) == {}, "another process"
+    assert metrics.hook_counters(None, h1) == {} and metrics.hook_counters(h0, None) == {}
+    import types
+    o = types.SimpleNamespace(ks=[2.0], policies=["ripple"], eps=0.02, variants={}, runs=2, prep_s=1.0,
+                              ripple_prep_s=1.0, score_s=10.0)
+    run = lambda rep, hook: types.SimpleNamespace(
+        policy="ripple", k=2.0, rep=rep, deadlines_ms={"a": 50.0}, jobs={"a": [job(0, 0, 0, 10)]},
+        llm={"bytes": 1e9, "grants": 1}, vlm={"bytes": 0, "works_done": 0, "deadline_misses": 0},
+        gaps={}, llm_tok_s=1.0, llm_gbps=0.1, score_s=10.0, timeline=[], perturbations=[], t0_rel_s=0.0, hook=hook)
+    b = types.SimpleNamespace(o=o, tasks=[types.SimpleNamespace(name="a", period_ms=100.0)], mix_name="M",
+                              layout="l", gpu=None, profile={"a": [job(0, 0, 0, 10)]}, bound=lambda k: 2.0,
+                              results=[run(0, c), run(1, {"grants": 50})])
+    p = report.summarize(b, True)["points"][0]
+    assert p["llm_hook"] == {"grants": 150, "grants_in_hand": 60, "chunk_changes": 2, "agent_connects": 2}, p["llm_hook"]
+
+
+@case
 def fluid_bound():
     """Tests the fluid bound: peak rate between jobs, the slack rate r = (1 - q/D)/kappa
     while a job runs (for its stretched duration), zero while a job has no slack."""
@@ -157,7 +182,8 @@ def vlm_host_bytes_and_llm_share_reported():
     run = lambda rep, llm_b, vlm_b, late: types.SimpleNamespace(
         policy="ripple", k=1.5, rep=rep, deadlines_ms={"a": 50.0}, jobs={"a": [job(0, 0, 0, 10)]},
         llm={"bytes": llm_b, "grants": 1}, vlm={"bytes": vlm_b, "works_done": 2, "deadline_misses": late},
-        gaps={}, llm_tok_s=1.0, llm_gbps=llm_b / 1e10, score_s=10.0, timeline=[], perturbations=[], t0_rel_s=0.0)
+        gaps={}, llm_tok_s=1.0, llm_gbps=llm_b / 1e10, score_s=10.0, timeline=[], perturbations=[], t0_rel_s=0.0,
+        hook={})
     b = types.SimpleNamespace(o=o, tasks=[types.SimpleNamespace(name="a", period_ms=100.0)], mix_name="M",
                               layout="l", gpu=None, profile={"a": [job(0, 0, 0, 10)]}, bound=lambda k: 2.0,
                               results=[run(0, 60e9, 20e9, 0), run(1, 60e9, 40e9, 1)])

@@ -188,6 +188,25 @@ def hook_waits(h0: dict | None, h1: dict | None) -> dict[str, float]:
     return {"hook_chunk_wait": chunk / span, "hook_boundary_wait": boundary / span}
 
 
+# The interposer's counters that say where a gated engine's grant boundaries went (the
+# stats file's keys, include/ripple/cuhook.h): how many acquires found their grant already
+# in hand, how many sessions the engine opened (each chunk-size change is one), works
+# announced ahead and drained, grant timeouts and units run unmanaged.
+HOOK_COUNTERS = ("grants", "grant_waits", "grants_in_hand", "chunk_waits", "chunks", "chunk_gates",
+                 "chunk_changes", "agent_connects", "agent_losses", "grant_timeouts", "unmanaged_units",
+                 "works_ahead", "ahead_drained", "work_start_waits", "work_starts_in_hand")
+
+
+def hook_counters(h0: dict | None, h1: dict | None) -> dict[str, int]:
+    """The HOOK_COUNTERS over the interval between two snapshots of one process's stats
+    file (as hook_waits); {} when a snapshot is missing or from another process. A key an
+    older interposer does not write is left out."""
+    if not h0 or not h1 or h0.get("pid") is None or h0.get("pid") != h1.get("pid"):
+        return {}
+    return {k: int(h1[k]) - int(h0[k]) for k in HOOK_COUNTERS
+            if isinstance(h0.get(k), (int, float)) and isinstance(h1.get(k), (int, float))}
+
+
 ENGINE_COUNTERS = ("works_done", "bytes", "deadline_misses", "grants", "successors", "stale", "late_ends", "queued")
 
 

@@ -72,6 +72,10 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
                 # the LLM's grants in the scored windows, summed over runs
                 "llm_grants": {k: sum(r.llm.get(k, 0) for r in runs) for k in ("grants", "successors", "stale", "late_ends", "queued")},
                 "gaps": gaps,
+                # GPU: the LLM interposer's own counters in the scored windows, summed over
+                # the runs that have them (metrics.hook_counters)
+                "llm_hook": {c: sum(r.hook.get(c, 0) for r in runs)
+                             for c in metrics.HOOK_COUNTERS if any(c in r.hook for r in runs)},
                 "feasible": metrics.feasible(worst, o.eps, vlm_misses),
                 "timelines": [{"run": r.rep, "scored_from_s": r.t0_rel_s, "perturbations_s": r.perturbations,
                                "samples": [{k: v for k, v in row.items() if k != "_ns"} for row in r.timeline]}
