@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "agent/pricing/percentile.h"
+
 namespace ripple::admission {
 
 std::string_view to_string(EngineKind kind) {
@@ -76,11 +78,8 @@ std::string describe(const WaitReason& w, Nanos now) {
 }
 
 Nanos end_error_quantile(std::vector<Nanos> errors, double q) {
-  if (errors.empty() || !(q > 0)) return 0;
-  const double n = static_cast<double>(errors.size());
-  const auto rank = static_cast<std::size_t>(std::clamp(std::ceil(std::min(q, 1.0) * n), 1.0, n));
-  std::nth_element(errors.begin(), errors.begin() + static_cast<std::ptrdiff_t>(rank - 1), errors.end());
-  return errors[rank - 1];
+  if (!(q > 0)) return 0;
+  return pricing::percentile(std::move(errors), std::min(q, 1.0) * 100.0);  // T{} = 0 for none
 }
 
 Bytes EngineState::bytes_of(std::uint32_t count) const {

@@ -65,7 +65,8 @@ struct Decision {
 // Grant end errors kept per engine for the end guard.
 inline constexpr std::size_t kEndErrorWindow = 64;
 
-// The rank-ceil(q n) smallest of `errors` (q in (0, 1]); 0 for none.
+// The rank-ceil(q n) smallest of `errors` (q in (0, 1]: pricing::percentile at 100 q); 0 for
+// none or q <= 0.
 Nanos end_error_quantile(std::vector<Nanos> errors, double q);
 
 // Validates a profile: a name, at least one unit, positive bytes and durations, and
