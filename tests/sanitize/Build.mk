@@ -4,10 +4,10 @@
 #   make check SANITIZE=thread              the same under ThreadSanitizer
 #   make sanitize-build SANITIZE=...        only the GoogleTest binaries (and what they run)
 #
-# In an ordinary `make check`, tests/sanitize/run.sh builds the GoogleTest binaries with
-# ASan+UBSan into $(O)/san-address-undefined (a separate tree; incremental after the first
-# run) and runs
-# them, one TAP case per binary: the CI part of the sanitizer runs. Set
+# In an ordinary `make check`, tests/sanitize/run.sh --build-only builds the GoogleTest
+# binaries with ASan+UBSan (-O1) into $(O)/san-address-undefined (a separate tree;
+# incremental after the first run) in the build phase, and the suite tests/sanitize/run.sh
+# runs them, one TAP case per binary: the CI part of the sanitizer runs. Set
 # SANITIZE_IN_CHECK=0 to leave it out. Suppressions, each with its reason, are in
 # tests/sanitize/*.supp.
 .PHONY: sanitize-build sanitize-list
@@ -19,4 +19,8 @@ sanitize-list:
 
 ifeq ($(SANITIZE)$(filter 0,$(SANITIZE_IN_CHECK)),)
 TAP_SUITES += tests/sanitize/run.sh
+CHECK_PREPARE += sanitize-prepare
 endif
+.PHONY: sanitize-prepare
+sanitize-prepare:
+	@O=$(abs_O) tests/sanitize/run.sh --build-only

@@ -3,7 +3,9 @@
 # case per binary: ok when every test passes and no process (the suite, or a program it
 # starts with the interposer preloaded) reported a sanitizer error.
 #
-#   tests/sanitize/run.sh [SANITIZERS [BINARY-NAME...]]
+#   tests/sanitize/run.sh [--build-only] [SANITIZERS [BINARY-NAME...]]
+#     --build-only  build the instrumented suites and stop (make check does this in its
+#                 build phase, so that the suite's own time bound covers only the runs)
 #     SANITIZERS  address,undefined (default) or thread
 #     BINARY-NAME only these suites (e.g. cuhook_test); default: every GTEST_SUITES entry
 #   O=build  the ordinary tree; the sanitized one is $O/san-<list> (as make SANITIZE=<list>)
@@ -16,6 +18,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 O=${O:-build}
 case "$O" in /*) ;; *) O="$repo/$O" ;; esac
+build_only=0
+[ "${1:-}" = --build-only ] && { build_only=1; shift; }
 san=${1:-address,undefined}
 shift || true
 # The same tree as `make SANITIZE=$san` (build/san-<list>), inside $O: `make clean` removes it.
@@ -38,10 +42,19 @@ t0=$SECONDS
 # tests/integration/tracer_test copies the periodic test program from the same tree.
 if ! env -u MAKEFLAGS -u MAKELEVEL make -C "$repo" --no-print-directory -j"$(nproc)" O="$san_o" SANITIZE="$san" "${bins[@]}" \
     "$san_o/tests/progs/periodic" >"$logs/build.log" 2>&1; then
+  if [ $build_only = 1 ]; then
+    echo "tests/sanitize/run.sh: building with -fsanitize=$san failed (log: $logs/build.log)" >&2
+    grep -E 'error|Error' "$logs/build.log" | head -n 20 >&2
+    exit 1
+  fi
   echo "1..1"
   echo "not ok 1 - build with -fsanitize=$san failed"
   grep -E 'error|Error' "$logs/build.log" | head -n 20 | sed 's/^/# /'
   exit 1
+fi
+if [ $build_only = 1 ]; then
+  echo "  SAN      built the suites with -fsanitize=$san into $san_o in $((SECONDS - t0)) s"
+  exit 0
 fi
 echo "# built with -fsanitize=$san into $san_o in $((SECONDS - t0)) s"
 echo "1..${#bins[@]}"
