@@ -59,13 +59,24 @@ void Runtime::start_watcher_locked() {
 }
 
 // Reads each closed grant's event pair once the GPU has passed its end and reports the
-// elapsed time. Polls cuEventQuery: it never synchronises the application's streams.
+// elapsed time, in the order the grants were closed: the agent's accounting of a grant
+// (queued behind the one before, or not) reads its Done against the previous one's, so a
+// grant is never reported before an earlier one; the first not yet passed holds the rest.
+// Polls cuEventQuery: it never synchronises the application's streams.
+//
+// Between two consecutive grants of one context it also reads the GPU time from the
+// earlier one's end event to the later one's start event (boundary_gaps, boundary_gap_ns):
+// where the engine's stream ran nothing of its own between them, what a grant boundary
+// cost the GPU (a grant that arrived late, a host that was late). An unmanaged run's gaps
+// are the engine's own; the difference is the gating's.
 void Runtime::watcher_loop() {
   if (drv_.exchange_capture_mode) {
     // Relaxed, so this thread's event calls cannot invalidate another thread's capture.
     CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
     drv_.exchange_capture_mode(&m);
   }
+  CUevent prev_end = nullptr;  // the last reported grant's end event, kept for the next gap
+  CUcontext prev_ctx = nullptr;
   for (;;) {
     std::deque<Timed> batch;
     {
@@ -73,19 +84,24 @@ void Runtime::watcher_loop() {
       wcv_.wait(l, [&] { return !wq_.empty(); });
       batch.swap(wq_);
     }
-    std::deque<Timed> later;
-    for (Timed& t : batch) {
+    while (!batch.empty()) {
+      Timed& t = batch.front();
       std::uint64_t ns = 0;
       if (t.start && t.end) {
         if (t.ctx && drv_.ctx_set) drv_.ctx_set(t.ctx);
         const CUresult q = drv_.event_query(t.end);
-        if (q == CUDA_ERROR_NOT_READY) {
-          later.push_back(std::move(t));
-          continue;
-        }
+        if (q == CUDA_ERROR_NOT_READY) break;  // it and every later grant wait, in order
         float ms = 0;
         if (q == CUDA_SUCCESS && drv_.elapsed(&ms, t.start, t.end) == CUDA_SUCCESS && ms > 0)
           ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
+        float gap = 0;
+        if (q == CUDA_SUCCESS && prev_end && prev_ctx == t.ctx && drv_.elapsed(&gap, prev_end, t.start) == CUDA_SUCCESS) {
+          g_c.boundary_gaps.fetch_add(1, std::memory_order_relaxed);
+          // Negative where the later grant's first work began on another stream first.
+          if (gap > 0)
+            g_c.boundary_gap_ns.fetch_add(static_cast<std::uint64_t>(static_cast<double>(gap) * 1e6),
+                                          std::memory_order_relaxed);
+        }
       }
       if (rec_) {
         record_line("{\"g\":" + json_str(t.unit) + ",\"ns\":" + std::to_string(ns) + "}");
@@ -100,15 +116,24 @@ void Runtime::watcher_loop() {
         if (client_ && t.gen == gen_.load() && client_->done(t.grant, ns).ok())
           g_c.done_reported.fetch_add(1, std::memory_order_relaxed);
       }
-      std::lock_guard<std::mutex> l(wm_);
-      if (t.start) free_events_.push_back(t.start);
-      if (t.end) free_events_.push_back(t.end);
-      inflight_.fetch_sub(1);
-    }
-    if (!later.empty()) {
       {
         std::lock_guard<std::mutex> l(wm_);
-        for (auto& t : later) wq_.push_front(std::move(t));
+        if (t.start) free_events_.push_back(t.start);
+        // The end event stays until the next grant's gap is read (a grant without an event
+        // pair breaks the chain: no gap is read across it).
+        if (prev_end) free_events_.push_back(prev_end);
+        prev_end = t.start ? t.end : nullptr;
+        prev_ctx = t.ctx;
+        if (!t.start && t.end) free_events_.push_back(t.end);
+        inflight_.fetch_sub(1);
+      }
+      batch.pop_front();
+    }
+    if (!batch.empty()) {
+      {
+        std::lock_guard<std::mutex> l(wm_);
+        // Back at the front, in order, ahead of what was closed meanwhile.
+        for (auto it = batch.rbegin(); it != batch.rend(); ++it) wq_.push_front(std::move(*it));
       }
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }

@@ -76,7 +76,10 @@ extern "C" {
   X(grants_in_hand, "acquires whose grant had already arrived (no wait)")                       \
   X(work_start_waits, "acquires at a work's first unit")                                        \
   X(work_starts_in_hand, "... whose grant had already arrived (announced ahead, granted ahead)") \
-  X(work_start_wait_ns, "wait_ns spent at a work's first unit (the announce -> grant trip)")
+  X(work_start_wait_ns, "wait_ns spent at a work's first unit (the announce -> grant trip)")   \
+  /* v7: */                                                                                     \
+  X(boundary_gaps, "consecutive grant pairs whose GPU gap was read (end event to next start)")  \
+  X(boundary_gap_ns, "GPU time from a grant's end event to the next grant's start, summed")
 
 /* Counters of the interposer (a snapshot), one field per RIPPLE_CUHOOK_COUNTERS entry. */
 struct ripple_cuhook_stats {

@@ -272,6 +272,15 @@ TEST_F(CuhookTest, GrantsAheadAreInHandAtWorkBoundaries) {
     // (Its work starts rarely find the grant in hand, 300 us after the announce; under
     // qemu-user, slow enough for the grant to arrive first, 6 did: not asserted.)
     EXPECT_GE(off["work_start_wait_ns"].get<std::size_t>(), off["work_start_waits"].get<std::size_t>() * 300'000);
+    // The watcher read the GPU gap between every pair of consecutive grants (the first has
+    // none before it; at most the last may go unreported at exit), and the fake driver's
+    // events complete when recorded: the end at the next boundary (after the app's 2 ms
+    // between tokens), before the announce; the start at the first launch after the grant,
+    // 300 us after the announce at least.
+    const std::size_t grants = off["grants"].get<std::size_t>(), gaps = off["boundary_gaps"].get<std::size_t>();
+    EXPECT_LE(gaps + 1, grants);
+    EXPECT_GE(gaps + 2, grants);
+    EXPECT_GE(off["boundary_gap_ns"].get<std::size_t>(), gaps * 300'000);
     json on = decode("on", min_work_ms);
     const std::size_t ahead = on["works_ahead"].get<std::size_t>();
     EXPECT_GE(ahead, 1u);
