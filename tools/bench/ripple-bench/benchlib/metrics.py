@@ -191,10 +191,12 @@ def hook_waits(h0: dict | None, h1: dict | None) -> dict[str, float]:
 # The interposer's counters that say where a gated engine's grant boundaries went (the
 # stats file's keys, include/ripple/cuhook.h): how many acquires found their grant already
 # in hand, how many sessions the engine opened (each chunk-size change is one), works
-# announced ahead and drained, grant timeouts and units run unmanaged.
+# announced ahead and drained, grant timeouts, units run unmanaged, and the GPU time
+# between consecutive grants (boundary_gap_ns over boundary_gaps).
 HOOK_COUNTERS = ("grants", "grant_waits", "grants_in_hand", "chunk_waits", "chunks", "chunk_gates",
                  "chunk_changes", "agent_connects", "agent_losses", "grant_timeouts", "unmanaged_units",
-                 "works_ahead", "ahead_drained", "work_start_waits", "work_starts_in_hand")
+                 "works_ahead", "ahead_drained", "work_start_waits", "work_starts_in_hand",
+                 "boundary_gaps", "boundary_gap_ns")
 
 
 def hook_counters(h0: dict | None, h1: dict | None) -> dict[str, int]:
@@ -207,7 +209,8 @@ def hook_counters(h0: dict | None, h1: dict | None) -> dict[str, int]:
             if isinstance(h0.get(k), (int, float)) and isinstance(h1.get(k), (int, float))}
 
 
-ENGINE_COUNTERS = ("works_done", "bytes", "deadline_misses", "grants", "successors", "stale", "late_ends", "queued")
+ENGINE_COUNTERS = ("works_done", "bytes", "deadline_misses", "grants", "successors", "stale", "late_ends", "queued",
+                   "for_release", "link_held")
 
 
 def engine_delta(s0: dict, s1: dict, engine: str) -> dict[str, float]:

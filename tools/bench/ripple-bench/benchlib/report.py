@@ -70,7 +70,8 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
                 "vlm_gbps": _mean_sd([r.vlm["bytes"] / 1e9 / r.score_s for r in runs])[0],
                 "llm_byte_share": _share(sum(r.llm["bytes"] for r in runs), sum(r.vlm["bytes"] for r in runs)),
                 # the LLM's grants in the scored windows, summed over runs
-                "llm_grants": {k: sum(r.llm.get(k, 0) for r in runs) for k in ("grants", "successors", "stale", "late_ends", "queued")},
+                "llm_grants": {k: sum(r.llm.get(k, 0) for r in runs) for k in ("grants", "successors", "stale", "late_ends", "queued",
+                                                                               "for_release", "link_held")},
                 "gaps": gaps,
                 # GPU: the LLM interposer's own counters in the scored windows, summed over
                 # the runs that have them (metrics.hook_counters)
