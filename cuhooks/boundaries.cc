@@ -132,8 +132,8 @@ void Runtime::count_unit(Source src) {
 
 // The calling thread blocks until a grant covers every unit in `units` (one unit, or the
 // copy units of one copy). Returns 0 when granted, -1 when the units run unmanaged, -2
-// when they were not entered at all (stream capture). `api`: an explicit unit (its
-// bytes may make it a kCopy source).
+// when they were not entered at all (stream capture), -3 when there were none (no
+// boundary; enter_locked). `api`: an explicit unit (its bytes may make it a kCopy source).
 int Runtime::enter(const std::vector<std::uint32_t>& units_in, CUstream s, Source src, const std::string& label, bool api) {
   if (capturing(s)) {
     g_c.capture_skips.fetch_add(1, std::memory_order_relaxed);
@@ -161,8 +161,11 @@ int Runtime::enter(const std::vector<std::uint32_t>& units_in, CUstream s, Sourc
 
 // A copy or graph launch outside any unit: a boundary unless a unit is open or a work
 // other than a learned bare pass is (the copies of an NVTX unit or pass belong to it).
-// Returns as enter(), or -3 when it is no boundary.
+// Returns as enter(), or -3 when it is no boundary (also a zero-byte copy).
 int Runtime::enter_bare(CUstream s, Source src, std::uint64_t bytes, int dir) {
+  // A zero-byte copy moves nothing and has no copy units (RIPPLE_COPY_MIN_BYTES=0 lets
+  // it through): nothing to grant.
+  if (src == Source::kCopy && bytes == 0) return -3;
   const char* plain = src == Source::kCopy ? "copy" : "graph";
   if (rec_) {
     bool bare;
@@ -191,6 +194,9 @@ int Runtime::enter_bare(CUstream s, Source src, std::uint64_t bytes, int dir) {
 
 int Runtime::enter_locked(Source src, const std::string& label, bool bare, std::uint64_t bytes) {
   std::vector<std::uint32_t>& units = bnd_units_;
+  // No units, no boundary: an empty work cannot be announced ("work: no units") and its
+  // last position would be one before its first.
+  if (units.empty()) return -3;
   open_unit_ = true;
   bool whole_pass = false;
   std::size_t from = 0;

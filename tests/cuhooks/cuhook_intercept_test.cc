@@ -176,6 +176,20 @@ TEST_F(CuhookTest, ExplicitApiMarksUnits) {
   EXPECT_EQ(srv.seen().works.size(), 4u);
 }
 
+// Tests that a zero-byte host<->device copy is no unit boundary, even with
+// RIPPLE_COPY_MIN_BYTES=0: it has no copy units, and the empty work it opened crashed the
+// process (a position one before the work's first indexed it).
+TEST_F(CuhookTest, ZeroByteCopyIsNoBoundary) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "roundtrip", "sync", "0", "copies", "2", "8192"}, {{"RIPPLE_COPY_MIN_BYTES", "0"}});
+  ASSERT_TRUE(exited_ok(r)) << r.status << r.err;
+  json st = stats_of(r);
+  EXPECT_EQ(st.value("units_copy", -1), 2) << "the two 8 KiB copies; the zero-byte ones are none";
+  EXPECT_EQ(st.value("agent_losses", -1), 0) << r.err;
+  for (const auto& w : srv.seen().works) EXPECT_FALSE(w.units.empty());
+}
+
 // --- stats, fork, pass-through, driver queries ---------------------------------------
 
 // Tests that RIPPLE_CUHOOK_STATS_MS rewrites the stats file while the engine runs (a bench
