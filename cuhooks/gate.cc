@@ -220,11 +220,14 @@ void Runtime::lose_agent_locked(const std::string& why) {
 // the engine's queue), the engine runs unmanaged (also when fail-closed: the timeout is
 // the bound the user asked for) and after RIPPLE_RECONNECT_MS the next boundary connects
 // and announces the rest of the open work under a new id, the agent-restart path.
+// Until then acquire_locked returns at once (unmanaged_until_ns_): a fail-closed engine
+// that waited in its connect loop instead blocked each boundary until the reconnect.
 void Runtime::grant_timeout_locked() {
   if (g_c.grant_timeouts.fetch_add(1, std::memory_order_relaxed) == 0)
     say("no grant within RIPPLE_GRANT_TIMEOUT_MS=%d ms: session ended, running UNMANAGED, a new session in %d ms "
         "(said once; counted as grant_timeouts)", grant_timeout_ms(), cfg_.reconnect_ms);
   end_session_locked(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull));
+  unmanaged_until_ns_ = next_connect_ns_;
   // Not "lost the agent": the agent is there; a reconnect says nothing either.
   ever_connected_ = false;
 }
@@ -232,15 +235,24 @@ void Runtime::grant_timeout_locked() {
 bool Runtime::acquire_locked(std::size_t pos) {
   const std::uint64_t t0 = monotonic_ns();
   const int timeout_ms = grant_timeout_ms();
-  const std::uint64_t limit = timeout_ms > 0 ? t0 + std::uint64_t(timeout_ms) * 1000000ull : 0;
+  // The grant wait's bound runs from the session's start: a fail-closed engine may have
+  // waited for the agent first (bounded by nothing: it waits as long as the agent is
+  // away), and a bound that had passed by then timed the new session out at its first look.
+  std::uint64_t limit = 0;
   bool first_look = true;
   for (;;) {
-    if (!client_ && !connect_locked(pos)) {
-      if (!fail_closed()) return false;
-      // Fail-closed: this thread (and the engine) waits for the agent.
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      continue;
+    if (!client_) {
+      // After a grant timeout: unmanaged until the reconnect, fail-closed too.
+      if (t0 < unmanaged_until_ns_) return false;
+      if (!connect_locked(pos)) {
+        if (!fail_closed()) return false;
+        // Fail-closed: this thread (and the engine) waits for the agent.
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+      }
+      limit = 0;
     }
+    if (timeout_ms > 0 && limit == 0) limit = monotonic_ns() + std::uint64_t(timeout_ms) * 1000000ull;
     // Look for the grant without waiting, then wait on the socket with cm_ released:
     // the watcher needs cm_ to report Done, and the agent may grant again only after
     // that report (its grant slots are full). Waiting inside acquire() with cm_ held

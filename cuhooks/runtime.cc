@@ -361,7 +361,7 @@ void Runtime::fork_child() {
   pending_start_.store(false);
   start_ev_ = nullptr;
   open_unit_ = false;
-  next_connect_ns_ = 0;
+  next_connect_ns_ = unmanaged_until_ns_ = 0;
   warned_unmanaged_ = false;
   ever_connected_ = false;
   // What was learned stays (the same engine code); the parent's occurrence and open pass

@@ -294,6 +294,9 @@ class Runtime {
   std::atomic<std::uint64_t> gen_{1};
   engine::FailMode agent_fail_ = engine::FailMode::kOpen;
   std::uint64_t next_connect_ns_ = 0;
+  // After a grant timeout, no session before this (the reconnect time): a boundary runs
+  // unmanaged at once, also when fail-closed (the timeout is the bound the user asked for).
+  std::uint64_t unmanaged_until_ns_ = 0;
   engine::Memory memory_ = engine::Memory::kUnknown;
   bool warned_unmanaged_ = false, ever_connected_ = false;
   std::uint64_t work_id_ = 0;

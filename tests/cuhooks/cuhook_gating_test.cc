@@ -295,6 +295,31 @@ TEST_F(CuhookTest, GrantTimeoutEndsTheSessionInsteadOfLooping) {
   EXPECT_EQ(said, 1u) << r.err;
 }
 
+// Tests that a fail-closed engine whose grant timed out runs unmanaged until
+// RIPPLE_RECONNECT_MS has passed and is then managed again. It used to wait at every later
+// boundary for the reconnect and time out at once after it (the wait's bound had started
+// before the wait for the agent): every boundary blocked RIPPLE_RECONNECT_MS, no grant used.
+TEST_F(CuhookTest, FailClosedIsManagedAgainAfterAGrantTimeout) {
+  GrantServer srv(sock_);
+  srv.set_stall_first_works(1);  // the first work's grant never comes: one timeout
+  srv.set_decide_us(10000);      // later ones 10 ms after their work, as an agent decides
+  ASSERT_TRUE(srv.start());
+  // 60 passes of 2 layers, 20 ms between passes: at least 1.2 s. The 300 ms timeout, then
+  // 600 ms unmanaged: the passes of at least the last 0.3 s (sleeps alone) are managed.
+  Outcome r = run({"direct", "sleep", "20", "nvtx", "60", "2", "3"},
+                  {{"RIPPLE_FAIL", "closed"}, {"RIPPLE_GRANT_TIMEOUT_MS", "300"}, {"RIPPLE_RECONNECT_MS", "600"},
+                   {"RIPPLE_LEARN", "off"}});
+  ASSERT_TRUE(exited_ok(r)) << r.status << r.err;
+  json st = stats_of(r);
+  // ~2.5 s; the defect blocked 0.6 s at each of the 120 boundaries.
+  EXPECT_LT(r.seconds, 10.0) << r.err;
+  EXPECT_EQ(st.value("grant_timeouts", 0), 1) << r.err;
+  EXPECT_EQ(st.value("agent_connects", 0), 2) << "one new session after the timeout";
+  EXPECT_GE(st.value("unmanaged_units", 0), 1) << "unmanaged until RIPPLE_RECONNECT_MS passed";
+  EXPECT_GE(st.value("grants", 0), 1) << "managed again: every grant comes after the timeout";
+  EXPECT_EQ(static_cast<std::size_t>(st.value("grants", 0)), srv.seen().grants.size());
+}
+
 // Tests that an invalid RIPPLE_NVTX_PATTERN is said once, naming the variable, and the
 // default pattern gates the layer ranges (probe defect M10: it silently gated nothing);
 // ripple-run refuses such a pattern with one line.

@@ -108,6 +108,7 @@ void GrantServer::handle(int fd, const engine::Message& m) {
   } else if (auto* w = std::get_if<engine::WorkMsg>(&m)) {
     seen_.works.push_back(*w);
     seen_.work_hello.push_back(hello_of_.count(fd) ? hello_of_[fd] : SIZE_MAX);
+    if (seen_.works.size() <= stall_works_) return;  // never granted
     pending_.push_back({fd, *w, 0});
     if (decide_us_) std::this_thread::sleep_for(std::chrono::microseconds(decide_us_));
     if (mode_ == Mode::kAuto || released_) grant_pending_locked();

@@ -66,6 +66,10 @@ class GrantServer {
   // Each announced work is granted this long after it came (an agent's decision and
   // delivery, the announce -> grant round trip; the server thread sleeps). Call before start().
   void set_decide_us(std::uint32_t us) { decide_us_ = us; }
+  // The first `n` works announced are never granted (an agent stalled on them: the
+  // engine's grant timeout ends that session); later works are granted as the mode says.
+  // Call before start().
+  void set_stall_first_works(std::size_t n) { stall_works_ = n; }
   Seen seen();
 
  private:
@@ -89,6 +93,7 @@ class GrantServer {
   std::vector<Pending> pending_;
   std::uint32_t per_grant_ = 0;
   std::uint32_t decide_us_ = 0;
+  std::size_t stall_works_ = 0;
   std::uint64_t suggest_welcome_ = 0, suggest_grant_ = 0;
   bool suggest_alternate_ = false;
   std::size_t suggest_from_ = 0;
