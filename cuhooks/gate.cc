@@ -139,9 +139,15 @@ bool Runtime::announce_locked(std::size_t from) {
   return client_ && client_->announce(w).ok();
 }
 
+// How long a connect waits for the agent's Welcome, under gm_ (every launching thread of
+// the engine waits with it). A running agent answers a Hello from its event loop at once;
+// a stopped or hung one never does. Fail-open: short, so such an agent costs the engine at
+// most this once every RIPPLE_RECONNECT_MS (and nothing once its listen backlog is full:
+// the connect is refused at once). Fail-closed: the engine waits for the agent anyway.
+constexpr int kWelcomeWaitOpenMs = 100, kWelcomeWaitClosedMs = 1000;
+
 bool Runtime::connect_locked(std::size_t from) {
-  const std::uint64_t now = monotonic_ns();
-  if (now < next_connect_ns_) return false;
+  if (monotonic_ns() < next_connect_ns_) return false;
   engine::Hello hello;
   hello.name = cfg_.engine;
   hello.kind = cfg_.kind;
@@ -149,9 +155,13 @@ bool Runtime::connect_locked(std::size_t from) {
   hello.deadline_ns = cfg_.deadline_ns;
   hello.memory = device_memory_locked();
   hello.units = wire_cat_;
-  auto c = engine::Client::connect(cfg_.socket, hello, 1000, engine::AgentCheck{true, cfg_.agent_uid});
+  auto c = engine::Client::connect(cfg_.socket, hello, fail_closed() ? kWelcomeWaitClosedMs : kWelcomeWaitOpenMs,
+                                   engine::AgentCheck{true, cfg_.agent_uid});
   if (!c) {
-    next_connect_ns_ = now + static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull;
+    g_c.connect_failures.fetch_add(1, std::memory_order_relaxed);
+    // Counted from the attempt's end: one that waited for a Welcome longer than
+    // RIPPLE_RECONNECT_MS was otherwise retried (and waited for) at every boundary.
+    next_connect_ns_ = monotonic_ns() + static_cast<std::uint64_t>(cfg_.reconnect_ms) * 1000000ull;
     if (!warned_unmanaged_) {
       warned_unmanaged_ = true;
       say("no agent at %s (%s): %s", cfg_.socket.c_str(), c.error().message.c_str(),

@@ -1,5 +1,6 @@
 #include "ripple/client.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -18,11 +19,20 @@ Result<std::unique_ptr<Client>> Client::connect(const std::string& path, const H
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof(addr.sun_path)) return make_error("engine socket path '{}' is too long", path);
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  // Non-blocking for the connect: a listener that never accepts (a stopped agent) queues
+  // connections until its listen backlog is full, and a blocking connect() then waits for
+  // ever. A local socket's connect is never in progress: it is queued at once, or refused
+  // with EAGAIN while the backlog is full. Blocking again after it, as before.
+  int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return make_errno_error(-errno, "failed to create engine socket: {}", std::strerror(errno));
   std::unique_ptr<Client> c(new Client(fd));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (errno == EAGAIN)
+      return make_errno_error(-EAGAIN, "the agent at {} accepts no connections (its backlog is full: stopped or hung)", path);
     return make_errno_error(-errno, "failed to connect to agent at {}: {}", path, std::strerror(errno));
+  }
+  if (const int fl = ::fcntl(fd, F_GETFL); fl < 0 || ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+    return make_errno_error(-errno, "failed to make the engine socket blocking: {}", std::strerror(errno));
   if (agent.check) {
     // The credentials of whoever called listen() on the path, fixed at connect: checked
     // before anything is sent or obeyed (not even the destructor's Bye: open_ false).

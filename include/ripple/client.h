@@ -44,6 +44,9 @@ struct AgentCheck {
 
 class Client {
  public:
+  // Sends the Hello and waits at most timeout_ms for the Welcome. The connect itself never
+  // waits: a listener whose backlog is full (an agent that stopped accepting) fails it at
+  // once (-EAGAIN), so a call returns within about timeout_ms whatever the agent does.
   static Result<std::unique_ptr<Client>> connect(const std::string& path, const Hello& hello, int timeout_ms,
                                                  const AgentCheck& agent = {});
   ~Client();

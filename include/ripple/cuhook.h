@@ -79,7 +79,9 @@ extern "C" {
   X(work_start_wait_ns, "wait_ns spent at a work's first unit (the announce -> grant trip)")   \
   /* v7: */                                                                                     \
   X(boundary_gaps, "consecutive grant pairs whose GPU gap was read (end event to next start)")  \
-  X(boundary_gap_ns, "GPU time from a grant's end event to the next grant's start, summed")
+  X(boundary_gap_ns, "GPU time from a grant's end event to the next grant's start, summed") \
+  /* v8: */                                                                                     \
+  X(connect_failures, "connect attempts that failed (no agent, no Welcome in time, not the agent)")
 
 /* Counters of the interposer (a snapshot), one field per RIPPLE_CUHOOK_COUNTERS entry. */
 struct ripple_cuhook_stats {

@@ -4,14 +4,17 @@
 // files, agent restarts, grant timeouts and an invalid NVTX pattern.
 #include <grp.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -318,6 +321,40 @@ TEST_F(CuhookTest, FailClosedIsManagedAgainAfterAGrantTimeout) {
   EXPECT_GE(st.value("unmanaged_units", 0), 1) << "unmanaged until RIPPLE_RECONNECT_MS passed";
   EXPECT_GE(st.value("grants", 0), 1) << "managed again: every grant comes after the timeout";
   EXPECT_EQ(static_cast<std::size_t>(st.value("grants", 0)), srv.seen().grants.size());
+}
+
+// A stopped agent: its socket exists and its listener never accepts, so connections queue
+// until the backlog (1) is full, and a blocking connect() then waits for ever.
+int stalled_listener(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, 1) != 0) return -1;
+  return fd;
+}
+
+// Tests that a stopped agent neither hangs nor throttles a fail-open engine: each connect
+// attempt is bounded (it used to wait 1 s for the Welcome, then block in connect() for ever
+// once the backlog was full) and the next one comes RIPPLE_RECONNECT_MS after it ends.
+TEST_F(CuhookTest, StoppedAgentNeitherHangsNorThrottlesFailOpen) {
+  const int fd = stalled_listener(sock_);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  Outcome r = run({"direct", "sleep", "5", "graph", "100"},
+                  {{"RIPPLE_FAIL", "open"}, {"RIPPLE_AGENT_UID", std::to_string(::geteuid())}});
+  ::close(fd);
+  ASSERT_TRUE(exited_ok(r)) << r.status << r.err;
+  json st = stats_of(r);
+  EXPECT_EQ(st.value("agent_connects", -1), 0);
+  EXPECT_EQ(st.value("grants", -1), 0);
+  EXPECT_EQ(st.value("unmanaged_units", 0), 100);
+  // 100 launches 5 ms apart: ~0.5 s, two Welcome waits and the rest unmanaged.
+  EXPECT_LT(r.seconds, 8.0);
+  // Attempts at least RIPPLE_RECONNECT_MS (the fixture's 50 ms) apart, counted.
+  const int failures = st.value("connect_failures", 0);
+  EXPECT_GE(failures, 1);
+  EXPECT_LE(failures, 1 + static_cast<int>(r.seconds * 1000 / 50)) << r.err;
+  EXPECT_EQ(count_of(r.err, "UNMANAGED"), 1u) << r.err;
 }
 
 // Tests that an invalid RIPPLE_NVTX_PATTERN is said once, naming the variable, and the
