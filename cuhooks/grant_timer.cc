@@ -9,6 +9,17 @@
 
 namespace ripple::cuhook {
 
+namespace {
+// A grant's GPU time as a Done carries it. The end event is recorded when the grant
+// closes, so a grant kept in hand while the engine idled (units it never reached) spans
+// the idle time too, hours perhaps: past the protocol's bound, a Done is malformed and the
+// agent drops the session. Clamped in double (a float of any size converts).
+std::uint64_t done_ns(float ms) {
+  const double ns = static_cast<double>(ms) * 1e6;
+  return ns >= static_cast<double>(engine::kMaxDurationNs) ? engine::kMaxDurationNs : static_cast<std::uint64_t>(ns);
+}
+}  // namespace
+
 CUevent Runtime::take_event() {
   {
     std::lock_guard<std::mutex> l(wm_);
@@ -92,8 +103,7 @@ void Runtime::watcher_loop() {
         const CUresult q = drv_.event_query(t.end);
         if (q == CUDA_ERROR_NOT_READY) break;  // it and every later grant wait, in order
         float ms = 0;
-        if (q == CUDA_SUCCESS && drv_.elapsed(&ms, t.start, t.end) == CUDA_SUCCESS && ms > 0)
-          ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
+        if (q == CUDA_SUCCESS && drv_.elapsed(&ms, t.start, t.end) == CUDA_SUCCESS && ms > 0) ns = done_ns(ms);
         float gap = 0;
         if (q == CUDA_SUCCESS && prev_end && prev_ctx == t.ctx && drv_.elapsed(&gap, prev_end, t.start) == CUDA_SUCCESS) {
           g_c.boundary_gaps.fetch_add(1, std::memory_order_relaxed);

@@ -243,7 +243,7 @@ Result<Message> decode(std::span<const std::uint8_t> d) {
         if (!un) return un.error();
         if (wu.bytes == 0 || wu.bytes > (1ull << 50))
           return make_error("hello.unit[{}].bytes: {} out of range (1 B .. 1 PiB)", k, wu.bytes);
-        if (wu.duration_ns == 0 || wu.duration_ns > 3600ull * 1000000000ull)
+        if (wu.duration_ns == 0 || wu.duration_ns > kMaxDurationNs)
           return make_error("hello.unit[{}].duration_ns: {} out of range (1 ns .. 1 h)", k, wu.duration_ns);
         m.units.push_back({*un, wu.bytes, wu.duration_ns});
       }
@@ -302,7 +302,7 @@ Result<Message> decode(std::span<const std::uint8_t> d) {
     case Type::kDone: {
       auto b = body_of<WireDone>(d, 0, "done");
       if (!b) return b.error();
-      if (b->measured_ns > 3600ull * 1000000000ull)
+      if (b->measured_ns > kMaxDurationNs)
         return make_error("done.measured_ns: {} exceeds an hour", b->measured_ns);
       return Message(DoneMsg{b->grant_id, b->measured_ns});
     }

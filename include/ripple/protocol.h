@@ -42,6 +42,9 @@ inline constexpr std::size_t kUnitNameBytes = 24;
 inline constexpr std::uint32_t kMaxUnits = 1024;      // catalog entries in a Hello
 inline constexpr std::uint32_t kMaxWorkUnits = 4096;  // units in one Work
 inline constexpr std::size_t kByeTextBytes = 96;
+// The longest time a message may carry, a unit's duration (Hello) or a grant's measured
+// GPU time (Done): an hour. decode() refuses more; an engine clamps what it measured.
+inline constexpr std::uint64_t kMaxDurationNs = 3600ull * 1'000'000'000ull;
 
 enum class Type : std::uint16_t {
   kHello = 1,

@@ -27,7 +27,8 @@ $(O)/tests/cuhooks/dlsym_next: tests/cuhooks/dlsym_next.c
 # (cuhook_fixture.h); the interception tests read the hook list, built on the CUDA headers.
 CUHOOK_TEST_SRCS := tests/cuhooks/cuhook_fixture.cc tests/cuhooks/cuhook_intercept_test.cc \
 	tests/cuhooks/cuhook_gating_test.cc tests/cuhooks/cuhook_works_test.cc \
-	tests/cuhooks/cuhook_chunking_test.cc tests/cuhooks/cuhook_learning_test.cc tests/cuhooks/grant_server.cc
+	tests/cuhooks/cuhook_chunking_test.cc tests/cuhooks/cuhook_learning_test.cc tests/cuhooks/cuhook_timing_test.cc \
+	tests/cuhooks/grant_server.cc
 CXXFLAGS_tests_cuhooks_cuhook_intercept_test += -isystem $(CUDA_INCLUDE)
 $(O)/tests/cuhooks/cuhook_test: $(call objs,$(CUHOOK_TEST_SRCS)) \
 	$(O)/lib/libripple_cuprofile.a $(PROTOCOL_LIBS) $(COMMON_LIBS) \

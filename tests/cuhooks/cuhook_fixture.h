@@ -7,8 +7,9 @@
 // The fixture and helpers the tests share. One binary, cuhook_test, over files by theme:
 // cuhook_intercept_test.cc (resolution paths, exports, unit boundaries, counting, tools),
 // cuhook_gating_test.cc (gating, safety), cuhook_works_test.cc (works of learned graph
-// passes, grants ahead), cuhook_chunking_test.cc (sub-layer grants) and
-// cuhook_learning_test.cc (learned NVTX and copy passes).
+// passes, grants ahead), cuhook_chunking_test.cc (sub-layer grants),
+// cuhook_learning_test.cc (learned NVTX and copy passes) and cuhook_timing_test.cc (grant
+// timing: the reported GPU time, the event pool).
 #pragma once
 
 #include <sys/wait.h>

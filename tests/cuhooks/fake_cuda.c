@@ -35,6 +35,7 @@
  *   FAKE_CUDA_NO_FUNC_NAME=1  cuFuncGetName is not supported (old drivers)
  *   FAKE_CUDA_INTEGRATED=1    the device reports CU_DEVICE_ATTRIBUTE_INTEGRATED = 1 (a
  *                             Jetson or GB10: unified memory); =fail: the query fails
+ *   FAKE_CUDA_ELAPSED_MS=X    cuEventElapsedTime answers X ms for every pair
  */
 #define _GNU_SOURCE
 #define __CUDA_API_VERSION_INTERNAL 1
@@ -73,6 +74,8 @@ static unsigned long long fq_calls[FQ_COUNT];
 static int fk_capturing, fk_fail_launch, fk_no_func_name;
 static int fk_integrated;  /* -1: the attribute query fails */
 static long fk_event_delay_ns;
+/* What the hook reports for a grant that stayed open for hours. */
+static double fk_elapsed_ms = -1;
 static unsigned long long fk_graph_bytes;
 static FILE* fk_trace;
 static volatile unsigned long long fk_sink;
@@ -90,6 +93,7 @@ __attribute__((constructor)) static void fk_init(void) {
   fk_capturing = (v = getenv("FAKE_CUDA_CAPTURING")) && atoi(v) != 0;
   fk_fail_launch = (v = getenv("FAKE_CUDA_FAIL_LAUNCH")) ? atoi(v) : 0;
   fk_event_delay_ns = (v = getenv("FAKE_CUDA_EVENT_DELAY_US")) ? atol(v) * 1000 : 0;
+  fk_elapsed_ms = (v = getenv("FAKE_CUDA_ELAPSED_MS")) ? strtod(v, NULL) : -1;
   fk_graph_bytes = (v = getenv("FAKE_CUDA_GRAPH_BYTES")) ? strtoull(v, NULL, 0) : 0;
   fk_no_func_name = (v = getenv("FAKE_CUDA_NO_FUNC_NAME")) && atoi(v) != 0;
   fk_integrated = (v = getenv("FAKE_CUDA_INTEGRATED")) ? (strcmp(v, "fail") == 0 ? -1 : atoi(v) != 0) : 0;
@@ -376,6 +380,10 @@ EXPORT CUresult CUDAAPI cuEventQuery(CUevent e) {
 EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent e) { (void)e; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuEventElapsedTime_v2(float* ms, CUevent a, CUevent b) {
   if (!a->recorded || !b->recorded) return CUDA_ERROR_INVALID_HANDLE;
+  if (fk_elapsed_ms >= 0) {
+    *ms = (float)fk_elapsed_ms;
+    return CUDA_SUCCESS;
+  }
   *ms = (float)((double)(b->ns - a->ns) / 1e6);
   return CUDA_SUCCESS;
 }
