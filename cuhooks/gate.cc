@@ -207,10 +207,8 @@ void Runtime::end_session_locked(std::uint64_t retry_ns) {
     client_.reset();  // sends Bye if the socket still works; never blocks
   }
   gen_.fetch_add(1);
-  grant_.reset();
-  grant_end_ = 0;
+  drop_grant_locked();  // the session's: nothing to report it to
   ahead_.reset();  // the agent dropped the engine's queue
-  pending_start_.store(false);
   next_connect_ns_ = retry_ns ? monotonic_ns() + retry_ns : 0;
 }
 

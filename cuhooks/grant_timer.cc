@@ -3,6 +3,7 @@
 // reports it to the agent (Done), or to the record file in record mode.
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include "cuhooks/counters.h"
 #include "cuhooks/runtime.h"
@@ -34,6 +35,23 @@ CUevent Runtime::take_event() {
   return e;
 }
 
+// An event the hook holds no longer (never recorded, or its grant dropped): the pool's
+// again. Events are never destroyed (a context may be gone); one not given back is lost.
+void Runtime::give_back_event(CUevent e) {
+  if (!e) return;
+  std::lock_guard<std::mutex> l(wm_);
+  free_events_.push_back(e);
+}
+
+void Runtime::drop_grant_locked() {
+  give_back_event(std::exchange(start_ev_, nullptr));
+  pending_start_.store(false);
+  grant_.reset();
+  grant_end_ = 0;
+  grant_label_.clear();
+  grant_single_ = false;
+}
+
 void Runtime::close_grant_locked() {
   if (!grant_) return;
   Timed t;
@@ -45,7 +63,7 @@ void Runtime::close_grant_locked() {
     t.start = start_ev_;
     t.ctx = start_ctx_;
     t.end = take_event();
-    if (t.end && drv_.event_record(t.end, last_stream_) != CUDA_SUCCESS) t.end = nullptr;
+    if (t.end && drv_.event_record(t.end, last_stream_) != CUDA_SUCCESS) give_back_event(std::exchange(t.end, nullptr));
   }
   start_ev_ = nullptr;
   pending_start_.store(false);

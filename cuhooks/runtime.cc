@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include "cuhooks/counters.h"
 #include "cuhooks/runtime.h"
@@ -255,7 +256,7 @@ void Runtime::mark_start(CUstream s) {
     std::lock_guard<std::mutex> l(gm_);
     if (pending_start_.load() && drv_.event_record && !capturing(stream)) {
       start_ev_ = take_event();
-      if (start_ev_ && drv_.event_record(start_ev_, stream) != CUDA_SUCCESS) start_ev_ = nullptr;
+      if (start_ev_ && drv_.event_record(start_ev_, stream) != CUDA_SUCCESS) give_back_event(std::exchange(start_ev_, nullptr));
       if (drv_.ctx_get) drv_.ctx_get(&start_ctx_);
       pending_start_.store(false);
     }

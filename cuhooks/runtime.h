@@ -222,6 +222,10 @@ class Runtime {
   void grant_timeout_locked();
   bool announce_locked(std::size_t from);
   void close_grant_locked();
+  // A grant a session's end takes along: no Done (the session is gone); its start event
+  // back to the pool (left set, the next grant's start overwrote it: one event lost).
+  void drop_grant_locked();
+  void give_back_event(CUevent e);
   void start_watcher_locked();
   void watcher_loop();
   CUevent take_event();

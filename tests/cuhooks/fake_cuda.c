@@ -35,6 +35,8 @@
  *   FAKE_CUDA_NO_FUNC_NAME=1  cuFuncGetName is not supported (old drivers)
  *   FAKE_CUDA_INTEGRATED=1    the device reports CU_DEVICE_ATTRIBUTE_INTEGRATED = 1 (a
  *                             Jetson or GB10: unified memory); =fail: the query fails
+ *   FAKE_CUDA_FAIL_EVENT_RECORD=N  every N-th cuEventRecord fails (1: all); cuEventCreate
+ *                             calls are counted ("query cuEventCreate N")
  *   FAKE_CUDA_ELAPSED_MS=X    cuEventElapsedTime answers X ms for every pair
  */
 #define _GNU_SOURCE
@@ -66,14 +68,16 @@ static pthread_mutex_t fk_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long fk_calls[FK_COUNT], fk_bytes[FK_COUNT], fk_via_sym[FK_COUNT], fk_via_pa[FK_COUNT];
 static unsigned long long fk_launches;
 /* Queries (not in the hook list): counted atomically, written as "query" lines. */
-enum { FQ_POINTER_ATTR, FQ_FUNC_NAME, FQ_IS_CAPTURING, FQ_DEVICE_ATTR, FQ_COUNT };
+enum { FQ_POINTER_ATTR, FQ_FUNC_NAME, FQ_IS_CAPTURING, FQ_DEVICE_ATTR, FQ_EVENT_CREATE, FQ_COUNT };
 static const char* const fq_names[FQ_COUNT] = {"cuPointerGetAttribute", "cuFuncGetName", "cuStreamIsCapturing",
-                                               "cuDeviceGetAttribute"};
+                                               "cuDeviceGetAttribute", "cuEventCreate"};
 static unsigned long long fq_calls[FQ_COUNT];
 #define FQ_COUNT_CALL(q) __atomic_fetch_add(&fq_calls[q], 1, __ATOMIC_RELAXED)
 static int fk_capturing, fk_fail_launch, fk_no_func_name;
 static int fk_integrated;  /* -1: the attribute query fails */
 static long fk_event_delay_ns;
+/* Whether the hook keeps the events it could not record (cuEventCreate is counted). */
+static long fk_fail_event_record;
 /* What the hook reports for a grant that stayed open for hours. */
 static double fk_elapsed_ms = -1;
 static unsigned long long fk_graph_bytes;
@@ -93,6 +97,7 @@ __attribute__((constructor)) static void fk_init(void) {
   fk_capturing = (v = getenv("FAKE_CUDA_CAPTURING")) && atoi(v) != 0;
   fk_fail_launch = (v = getenv("FAKE_CUDA_FAIL_LAUNCH")) ? atoi(v) : 0;
   fk_event_delay_ns = (v = getenv("FAKE_CUDA_EVENT_DELAY_US")) ? atol(v) * 1000 : 0;
+  fk_fail_event_record = (v = getenv("FAKE_CUDA_FAIL_EVENT_RECORD")) ? atol(v) : 0;
   fk_elapsed_ms = (v = getenv("FAKE_CUDA_ELAPSED_MS")) ? strtod(v, NULL) : -1;
   fk_graph_bytes = (v = getenv("FAKE_CUDA_GRAPH_BYTES")) ? strtoull(v, NULL, 0) : 0;
   fk_no_func_name = (v = getenv("FAKE_CUDA_NO_FUNC_NAME")) && atoi(v) != 0;
@@ -369,9 +374,22 @@ EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph g) { free(g); return CUDA_SUCCESS
 EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) { free(e); return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* st) { return cuStreamIsCapturing(s, st); }
 EXPORT CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* m) { (void)m; return CUDA_SUCCESS; }
-EXPORT CUresult CUDAAPI cuEventCreate(CUevent* e, unsigned int flags) { (void)flags; *e = calloc(1, sizeof(struct CUevent_st)); return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuEventCreate(CUevent* e, unsigned int flags) {
+  (void)flags;
+  FQ_COUNT_CALL(FQ_EVENT_CREATE);
+  *e = calloc(1, sizeof(struct CUevent_st));
+  return CUDA_SUCCESS;
+}
 EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent e) { free(e); return CUDA_SUCCESS; }
-EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) { (void)s; e->ns = now_ns(); e->recorded = 1; return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
+  (void)s;
+  static unsigned long records;
+  if (fk_fail_event_record > 0 && __atomic_add_fetch(&records, 1, __ATOMIC_RELAXED) % (unsigned long)fk_fail_event_record == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  e->ns = now_ns();
+  e->recorded = 1;
+  return CUDA_SUCCESS;
+}
 EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) { return cuEventRecord(e, s); }
 EXPORT CUresult CUDAAPI cuEventQuery(CUevent e) {
   if (!e->recorded) return CUDA_SUCCESS;
