@@ -126,9 +126,7 @@ void Runtime::watcher_loop() {
         if (q == CUDA_SUCCESS && prev_end && prev_ctx == t.ctx && drv_.elapsed(&gap, prev_end, t.start) == CUDA_SUCCESS) {
           g_c.boundary_gaps.fetch_add(1, std::memory_order_relaxed);
           // Negative where the later grant's first work began on another stream first.
-          if (gap > 0)
-            g_c.boundary_gap_ns.fetch_add(static_cast<std::uint64_t>(static_cast<double>(gap) * 1e6),
-                                          std::memory_order_relaxed);
+          if (gap > 0) g_c.boundary_gap_ns.fetch_add(done_ns(gap), std::memory_order_relaxed);
         }
       }
       if (rec_) {
