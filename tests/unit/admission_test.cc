@@ -929,6 +929,57 @@ TEST(Admission, SuccessorAheadForCpuReleaseWaitsForIt) {
   EXPECT_EQ(f.ledger.budget(100 * kMs), 10 * kMB);
 }
 
+// Tests that a grant delivered ahead for a CPU release leaves the budget for a waiting
+// deadline-bound request's next unit, as a grant that starts now must (§4.1). The ahead
+// fixture at 99.5 ms (the LLM may not cross costmap's release at 100 ms; one 10 MB unit
+// ahead for it, ending at 101 ms), with a second task's job released at 95 ms active:
+// B(t) = its floor, 20 MB, accruing at 2.5 MB/ms. The VLM's next unit (30 MB, due at
+// 109 ms) does not fit yet: B(t) reaches 30 MB at 107 ms, but 10 + 30 MB only at 111 ms.
+// So the LLM's grant ahead would push the VLM past its due time: it is held for it.
+TEST(Admission, AheadForReleaseLeavesBudgetForAWaitingDeadlineBoundUnit) {
+  for (bool with_vlm : {false, true}) {
+    ahead::AheadFixture f;
+    pricing::TaskSpec s2 = task();
+    s2.name = "kdnn";
+    const pricing::TaskId t2 = f.ledger.add_task(std::move(s2));
+    (void)f.adm->add_engine(engine("big"), 0).value();
+    const EngineId llm = f.adm->add_engine(engine("llm", EngineKind::kBestEffort, 10 * kMB, kMs), 0).value();
+    f.adm->on_release(f.t, 1, 0);
+    f.adm->on_complete(f.t, 1, 40 * kMs);
+    f.adm->on_release(t2, 1, 95 * kMs);
+    const Nanos now = 99 * kMs + 500 * kNsPerUs;
+    EngineId vlm = 0;
+    if (with_vlm) {
+      EngineSpec v = engine("vlm", EngineKind::kDeadlineBound, 30 * kMB, kMs);
+      vlm = f.adm->add_engine(v, 0).value();
+      Work w = work(1, 1);
+      w.deadline = 109 * kMs + 500 * kNsPerUs;  // one unit, due at 99.5 + 0.95 x 10 = 109 ms
+      ASSERT_TRUE(f.adm->announce(vlm, w, now));
+      ASSERT_EQ(f.adm->engine(vlm)->due_time(0, 0.95), 109 * kMs);
+    }
+    ASSERT_TRUE(f.adm->announce(llm, work(1, 30), now));
+    ASSERT_EQ(f.ledger.budget(now), 20 * kMB);
+    ASSERT_EQ(f.ledger.time_budget_reaches(30 * kMB, now), 107 * kMs);
+    ASSERT_EQ(f.ledger.time_budget_reaches(40 * kMB, now), 111 * kMs);
+    const Decision d = f.adm->decide(now);
+    if (!with_vlm) {  // the grant ahead the VLM's unit would be held against
+      ASSERT_EQ(d.grants.size(), 1u);
+      EXPECT_EQ(d.grants[0].engine, llm);
+      EXPECT_EQ(d.grants[0].not_before, 100 * kMs);
+      EXPECT_EQ(d.grants[0].bytes, 10 * kMB);
+      continue;
+    }
+    EXPECT_TRUE(d.grants.empty()) << "granted ahead " << (d.grants.empty() ? 0 : d.grants[0].bytes)
+                                  << " B the VLM's unit needs by its due time";
+    EXPECT_EQ(f.adm->engine(llm)->stats.for_release, 0u);
+    EXPECT_EQ(f.adm->explain(llm).cause, WaitCause::kDueTime);
+    EXPECT_EQ(f.adm->explain(llm).other, vlm);
+    EXPECT_EQ(f.adm->explain(vlm).cause, WaitCause::kBudget);
+    EXPECT_EQ(f.adm->explain(vlm).until, 107 * kMs);
+    EXPECT_EQ(f.ledger.job(t2, 1)->charged, 0);
+  }
+}
+
 // Tests that without pipelining (option off) the same engine just waits for the
 // release (crossing), so nothing is delivered ahead.
 TEST(Admission, NoAheadGrantWithoutPipelining) {
