@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "agent/pricing/percentile.h"
 
@@ -41,6 +42,7 @@ std::string_view to_string(WaitCause cause) {
     case WaitCause::kPaused: return "paused";
     case WaitCause::kBoundary: return "boundary";
     case WaitCause::kLink: return "link";
+    case WaitCause::kExpired: return "expired";
   }
   return "?";
 }
@@ -73,6 +75,9 @@ std::string describe(const WaitReason& w, Nanos now) {
     case WaitCause::kLink:
       return fmt::format("granted {} B, held {:.3f} ms for engine {}'s host-byte grant (shared link)", w.need,
                          in_ms > 0 ? in_ms : 0.0, w.other);
+    case WaitCause::kExpired:
+      return "a grant expired unstarted (start_by + expire_slack passed) and was refunded; "
+             "waits for the engine to hand it back";
   }
   return "?";
 }
@@ -136,7 +141,7 @@ EngineId Context::link_holder(const EngineState& e) const {
 }
 
 std::optional<Nanos> Context::own_slot(const EngineState& e) const {
-  if (!e.connected) return std::nullopt;
+  if (!e.connected || e.handback_pending) return std::nullopt;
   if (e.outstanding == 0) return now + e.start_lag;
   if (e.outstanding == 1 && pipelining) return std::max(now, e.busy_until);
   return std::nullopt;
@@ -166,6 +171,7 @@ Admission::Admission(pricing::Ledger& ledger, std::unique_ptr<Policy> policy, Op
   RIPPLE_CHECK(policy_ != nullptr);
   RIPPLE_CHECK(opts_.gamma > 0 && opts_.gamma <= 1);
   RIPPLE_CHECK(opts_.horizon > 0);
+  RIPPLE_CHECK(opts_.expire_slack > 0);
 }
 
 // engines_ is sorted by id (ids only grow; gone engines leave from the front half).
@@ -236,6 +242,8 @@ void Admission::remove_engine(EngineId id, Nanos now) {
   }
   e->connected = false;
   e->outstanding = 0;
+  e->revoked.clear();
+  e->handback_pending = false;
   e->link_until = 0;
   e->queue.clear();
   e->cursor = 0;
@@ -302,6 +310,9 @@ pricing::Phase Admission::phase_at(Nanos when) const {
 }
 
 pricing::Pricing Admission::on_release(TaskId task, JobSeq seq, Nanos now, std::optional<pricing::Phase> phase) {
+  // A job released after a grant expired must not inherit it, whether or not decide()
+  // ran at the expiry time first.
+  expire(now);
   pricing::Pricing p = ledger_.on_release(task, seq, now, phase ? *phase : phase_at(now));
   policy_->on_release(task, seq, now);
   if (trace_) trace_({TraceKind::kRelease, now, task, seq, p.allowance, 0, 0, 0, false});
@@ -329,6 +340,7 @@ std::optional<pricing::Completion> Admission::on_unfinished(TaskId task, JobSeq 
 
 Decision Admission::decide(Nanos now) {
   Decision d;
+  expire(now);  // before picking: an expired grant's units and budget are free again
   // Every pick either grants (an engine's outstanding count rises, bounded by 2) or
   // ends the loop, so this terminates; the bound guards against a faulty policy.
   const std::size_t max_picks = 2 * engines_.size() + 1;
@@ -418,6 +430,13 @@ Decision Admission::decide(Nanos now) {
     if (c == WaitCause::kNone || c == WaitCause::kSlotsFull || c == WaitCause::kNoWork)
       x.wait = {WaitCause::kLink, o.plan.bytes, 0, o.plan.not_before, {}, o.link_holder};
   }
+  for (EngineState& x : engines_)
+    if (x.connected && x.handback_pending) x.wait = {WaitCause::kExpired, x.has_work() ? x.bytes_of(1) : 0, 0, kNever, {}};
+  // An expiry is a time-driven scheduling point like budget accrual: it must happen at
+  // its time even when no event wakes the agent (an idle engine sends none). A grant past
+  // its time that is still here waits for a Discard in flight (expire() skipped it).
+  for (const Outstanding& o : grants_)
+    if (o.started < 0 && expires_at(o.plan) > now) d.wake_at = std::min(d.wake_at, expires_at(o.plan));
   return d;
 }
 
@@ -431,9 +450,27 @@ Status Admission::on_sent(EngineId engine, GrantId grant, Nanos now) {
   return Status::Ok();
 }
 
+// A Start or Done for a grant that was revoked: the message is refused, and the session
+// ends (the engine reconnects). An expired grant's bytes were refunded to the jobs and
+// its units put back; accepting that it ran after all would need its charges back on
+// jobs that were released (and priced) since, so it is not attempted.
+static Status revoked_error(const char* what, const EngineState* e, EngineId engine, GrantId grant) {
+  const EngineState::Revoked* r = nullptr;
+  if (e != nullptr)
+    for (const auto& x : e->revoked)
+      if (x.id == grant) r = &x;
+  if (r != nullptr && r->expired)
+    return make_error("{}: grant {} of engine {} expired: not started by its start_by + expire_slack, so it was "
+                      "refunded and its units put back", what, grant, engine);
+  if (r != nullptr)
+    return make_error("{}: grant {} of engine {} was revoked with an earlier grant the engine discarded", what, grant,
+                      engine);
+  return make_error("{}: engine {} holds no grant {}", what, engine, grant);
+}
+
 Status Admission::on_start(EngineId engine, GrantId grant, Nanos now) {
   Outstanding* g = find_grant(engine, grant);
-  if (g == nullptr) return make_error("start: engine {} holds no grant {}", engine, grant);
+  if (g == nullptr) return revoked_error("start", find(engine), engine, grant);
   if (g->started >= 0) return make_error("start: grant {} of engine {} started twice", grant, engine);
   g->started = now;
   if (trace_) trace_({TraceKind::kStart, now, engine, grant, g->plan.bytes, g->sent, 0, 0, false});
@@ -473,13 +510,14 @@ void Admission::finish_grant(std::size_t index, Nanos now) {
   e.last_done = now;
   if (e.outstanding == 0) {
     e.busy_until = now;
-    if (e.has_work()) e.idle_since = now;
+    // Owing a hand-back it is not waiting for budget: its idle time starts at the hand-back.
+    if (e.has_work() && !e.handback_pending) e.idle_since = now;
   }
 }
 
 Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos now) {
   Outstanding* g = find_grant(engine, grant);
-  if (g == nullptr) return make_error("done: engine {} holds no grant {}", engine, grant);
+  if (g == nullptr) return revoked_error("done", find(engine), engine, grant);
   if (measured < 0) return make_error("done: grant {} of engine {} reports negative time", grant, engine);
   EngineState& e = *slot(engine);
   const GrantPlan plan = g->plan;
@@ -538,39 +576,87 @@ Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos 
 Status Admission::on_discard(EngineId engine, GrantId grant, Nanos now) {
   EngineState* e = find(engine);
   if (e == nullptr) return make_error("discard: unknown engine {}", engine);
-  // A grant already revoked with an earlier discard: the engine hands it back as well.
-  if (std::erase(e->revoked, grant) > 0) return Status::Ok();
+  // A grant already revoked (with an earlier discard, or expired): the engine hands it
+  // back as well.
+  if (std::erase_if(e->revoked, [grant](const EngineState::Revoked& r) { return r.id == grant; }) > 0) {
+    handed_back(*e, now);
+    return Status::Ok();
+  }
   Outstanding* g = find_grant(engine, grant);
   if (g == nullptr) return make_error("discard: engine {} holds no grant {}", engine, grant);
   if (g->started >= 0) return make_error("discard: grant {} of engine {} already started", grant, engine);
-  // Grants decided after it follow it in the engine's order, so they are stale too:
-  // revoke them first, last one first, so each one's units go back in front in order.
+  // Grants decided after it follow it in the engine's order, so they are stale too and
+  // are revoked with it; checked first, so that a refused discard changes nothing.
+  for (const Outstanding& o : grants_)
+    if (o.plan.engine == engine && o.plan.id > grant && o.started >= 0)
+      return make_error("discard: a grant after {} of engine {} already started", grant, engine);
+  revoke(*e, grant, /*expired=*/false, now);
+  handed_back(*e, now);
+  return Status::Ok();
+}
+
+void Admission::revoke(EngineState& e, GrantId from, bool expired, Nanos now) {
+  // Last one first, so that each one's units go back in front in order.
   for (;;) {
     std::size_t last = grants_.size();
     for (std::size_t i = 0; i < grants_.size(); ++i)
-      if (grants_[i].plan.engine == engine && (last == grants_.size() || grants_[i].plan.id > grants_[last].plan.id))
+      if (grants_[i].plan.engine == e.id && (last == grants_.size() || grants_[i].plan.id > grants_[last].plan.id))
         last = i;
     RIPPLE_CHECK(last < grants_.size());
     Outstanding& o = grants_[last];
-    if (o.started >= 0) return make_error("discard: a grant after {} of engine {} already started", grant, engine);
+    RIPPLE_CHECK(o.started < 0);
     const GrantId id = o.plan.id;
     ledger_.refund(id);  // returned unexecuted: refunded (App. C, "Charging")
-    if (!e->queue.empty() && e->queue.front()->id == o.plan.work) {
-      e->cursor = o.plan.first;
+    if (!e.queue.empty() && e.queue.front()->id == o.plan.work) {
+      e.cursor = o.plan.first;
     } else {
-      RIPPLE_CHECK(e->cursor == 0);
-      e->queue.push_front(o.work);
-      e->cursor = o.plan.first;
+      RIPPLE_CHECK(e.cursor == 0);
+      e.queue.push_front(o.work);
+      e.cursor = o.plan.first;
     }
-    ++e->stats.stale;
-    if (trace_) trace_({TraceKind::kDiscard, now, engine, id, o.plan.bytes, 0, 0, 0, false});
+    ++(expired ? e.stats.expired : e.stats.stale);
+    if (trace_) trace_({TraceKind::kDiscard, now, e.id, id, o.plan.bytes, 0, 0, 0, false});
     const GrantPlan plan = o.plan;
+    // Nothing ended at an expiry: the last end stays (on_done reads it to tell whether
+    // the grant still running ran queued behind another).
+    const Nanos last_done = e.last_done;
     finish_grant(last, now);
-    policy_->on_grant_refunded(*e, plan, now);
-    if (id == grant) break;
-    e->revoked.push_back(id);
+    if (expired) e.last_done = last_done;
+    policy_->on_grant_refunded(e, plan, now);
+    // The engine still holds it (an expired one, or one after the one it discarded).
+    if (expired || id != from) e.revoked.push_back({id, expired});
+    if (id == from) break;
   }
-  return Status::Ok();
+}
+
+Nanos Admission::expires_at(const GrantPlan& g) const {
+  return g.start_by > kNever - opts_.expire_slack ? kNever : g.start_by + opts_.expire_slack;
+}
+
+void Admission::expire(Nanos now) {
+  for (EngineState& e : engines_) {
+    if (!e.connected || e.outstanding == 0) continue;
+    // grants_ keeps decision order. The engine starts its grants in that order, so after
+    // the first one it can no longer start, it can start none: its position stays that
+    // grant's (work, first), which no later grant covers.
+    GrantId from = 0;
+    bool later_started = false;
+    for (const Outstanding& o : grants_) {
+      if (o.plan.engine != e.id) continue;
+      if (from != 0) later_started = later_started || o.started >= 0;
+      else if (o.started < 0 && now >= expires_at(o.plan)) from = o.plan.id;
+    }
+    // A later grant started: the engine dropped this one, and its Discard is in flight.
+    if (from == 0 || later_started) continue;
+    revoke(e, from, /*expired=*/true, now);
+    e.handback_pending = true;
+    e.idle_since = -1;
+  }
+}
+
+void Admission::handed_back(EngineState& e, Nanos now) {
+  if (!std::exchange(e.handback_pending, false)) return;
+  if (e.outstanding == 0 && e.has_work() && e.idle_since < 0) e.idle_since = now;
 }
 
 WaitReason Admission::explain(EngineId engine) const {

@@ -5,12 +5,14 @@
 //
 // Scheduling points (§4.1) are the calls that change state — on_release/on_complete
 // (PT jobs), announce (new engine work), on_done (grant completion) — plus the
-// budget-accrual time decide() returns in `wake_at`. After any of them the caller
-// runs decide(now) and delivers the grants it returns.
+// times decide() returns in `wake_at`: budget accrual, an unstarted grant's expiry.
+// After any of them the caller runs decide(now) and delivers the grants it returns.
 //
 // A grant's life: decide (charged to every active job) -> on_sent -> on_start ->
-// on_done (stays charged) | on_discard (stale successor, refunded). An engine that
-// goes away has every outstanding grant settled as executed: bytes stay charged.
+// on_done (stays charged) | on_discard (stale successor, refunded) | expired (not
+// started by start_by + Options::expire_slack: refunded as if discarded, at the next
+// decide() or release). An engine that goes away has every outstanding grant settled
+// as executed: bytes stay charged.
 #pragma once
 
 #include <memory>
@@ -29,6 +31,14 @@ struct Options {
   double gamma = 0.95;                 // due-time fraction (App. D)
   Nanos horizon = 18 * kNsPerMs;       // H: longest predicted grant (App. D)
   Nanos lease = 20 * kNsPerMs;         // successor lease (App. D, Table 8)
+  // A grant the engine has not started by start_by + expire_slack never will be: its
+  // client starts none after start_by (the agent's CLOCK_MONOTONIC). Then it is revoked
+  // as if the engine had discarded it, with the engine's later grants. Until then it
+  // stays charged, and every job released meanwhile inherits it (Eq. 6); never revoked,
+  // a grant the engine does not start (one for work announced ahead of an LLM that went
+  // idle) kept B(t) at 0 for the whole idle time. The slack covers a Start sent at
+  // start_by and still in flight: one lease, far above a local socket's latency. > 0.
+  Nanos expire_slack = 20 * kNsPerMs;
   bool pipelining = true;              // deliver one successor ahead (§4.3)
   double scale_smoothing = 0.2;        // EWMA weight of a new measured/profiled ratio
   // Predict a successor's duration from the grants that ran queued behind another (their
@@ -105,12 +115,14 @@ class Admission {
 
   // The daemon handed the grant to the engine's socket.
   Status on_sent(EngineId engine, GrantId grant, Nanos now);
-  // The engine began executing the grant.
+  // The engine began executing the grant. An error for a grant that expired (the
+  // engine's Start came later than start_by + expire_slack): it was refunded already.
   Status on_start(EngineId engine, GrantId grant, Nanos now);
-  // The engine finished it; `measured` is its GPU time.
+  // The engine finished it; `measured` is its GPU time. An error for an expired grant.
   Status on_done(EngineId engine, GrantId grant, Nanos measured, Nanos now);
   // The engine dropped a stale successor unexecuted: refunded, units back in queue;
   // grants decided after it are revoked with it (the engine will hand them back too).
+  // A grant revoked before (with an earlier one, or expired) is accepted once.
   Status on_discard(EngineId engine, GrantId grant, Nanos now);
 
   const std::vector<EngineState>& engines() const { return engines_; }
@@ -139,6 +151,13 @@ class Admission {
   void erase_grant(GrantId grant);
   void update_probe_unit();
   void finish_grant(std::size_t index, Nanos now);
+  // Refunds the engine's grants from `from` on (none started), last first, putting their
+  // units back in front of its queue in order.
+  void revoke(EngineState& e, GrantId from, bool expired, Nanos now);
+  // Revokes every engine's grants from its first one past start_by + expire_slack on.
+  void expire(Nanos now);
+  Nanos expires_at(const GrantPlan& g) const;
+  void handed_back(EngineState& e, Nanos now);
   void refresh_link(EngineState& e);
   Context context(Nanos now) const;
 

@@ -58,7 +58,18 @@ struct EngineState {
   // (the interposer's 1-byte generic unit, its 4 KiB copy units).
   Bytes smallest_announced = kUnlimitedBytes;
   WaitReason wait;             // the last reason it got no grant
-  std::vector<GrantId> revoked;  // refunded with an earlier discard, not yet handed back
+  // Refunded unstarted and not yet handed back by the engine: revoked with a grant it
+  // discarded, or expired (Options::expire_slack). The engine hands each back (Discard).
+  struct Revoked {
+    GrantId id = 0;
+    bool expired = false;
+  };
+  std::vector<Revoked> revoked;
+  // Its unstarted grants expired and were revoked: it gets no grant (Context::own_slot)
+  // until it hands one back. A Discard means its client is acquiring again; before that
+  // it is idle (an LLM between requests), and a grant decided for it would only be
+  // charged to every CPU job until it expired in turn, over and over.
+  bool handback_pending = false;
   EngineStats stats;
 
   bool has_work() const { return !queue.empty() && cursor < queue.front()->units.size(); }
@@ -106,7 +117,8 @@ struct Context {
 
   // Earliest time a new grant of `e` could start: now plus its start lag, or after its
   // outstanding grant, and, with shared_link, not before link_free(e); nullopt when
-  // both slots are taken or it may not take a successor.
+  // both slots are taken, it may not take a successor, or it owes a hand-back of expired
+  // grants (EngineState::handback_pending).
   std::optional<Nanos> slot(const EngineState& e) const;
   // The same without the link: when the engine itself could start it.
   std::optional<Nanos> own_slot(const EngineState& e) const;

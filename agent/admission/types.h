@@ -112,6 +112,7 @@ enum class WaitCause : std::uint8_t {
   kPaused,         // a baseline policy pauses it (PT job active, cap spent, PI pause)
   kBoundary,       // a policy that acts at boundaries waits for the grant in flight
   kLink,           // granted, held (not_before) until another engine's host-byte grant ends
+  kExpired,        // its grant expired unstarted; waits for the engine to hand it back
 };
 std::string_view to_string(WaitCause cause);
 
@@ -131,6 +132,9 @@ struct EngineStats {
   std::uint64_t grants = 0, units = 0, successors = 0, stale = 0, works_done = 0;
   std::uint64_t for_release = 0;  // grants delivered ahead for a CPU release
   std::uint64_t link_held = 0;    // grants held for another engine's host-byte grant (shared link)
+  // Grants revoked unstarted at start_by + Options::expire_slack (the engine can no longer
+  // start them), with the later grants revoked with them. Not counted in `stale`.
+  std::uint64_t expired = 0;
   Bytes bytes = 0;           // granted bytes that executed
   // GPU time the engine's grants occupied: the union of the intervals [done - measured,
   // done]. A grant queued behind the one before it (pipelined) adds only its time after
@@ -162,7 +166,7 @@ inline constexpr Nanos kLateEndSlack = 1'000'000;  // 1 ms
 // `to` += `from`, field by field (late_max and last_done: the larger; first_grant: the
 // smaller): the daemon sums an engine process's sessions (daemon/engine_session.h,
 // EngineProcess). Beside the struct so that a new counter is added here too.
-static_assert(sizeof(EngineStats) == 19 * 8, "a new EngineStats field: add it to accumulate()");
+static_assert(sizeof(EngineStats) == 20 * 8, "a new EngineStats field: add it to accumulate()");
 inline void accumulate(EngineStats& to, const EngineStats& from) {
   to.grants += from.grants;
   to.units += from.units;
@@ -171,6 +175,7 @@ inline void accumulate(EngineStats& to, const EngineStats& from) {
   to.works_done += from.works_done;
   to.for_release += from.for_release;
   to.link_held += from.link_held;
+  to.expired += from.expired;
   to.bytes += from.bytes;
   to.busy += from.busy;
   to.queued += from.queued;

@@ -94,7 +94,7 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
   if (Status s = known_keys(w, t, "agent",
                             {"core", "policy", "fail_mode", "engine_socket", "control_socket", "allowed_uids",
                              "allowed_gids", "log_level", "pin_dir", "tracer_wakeup", "poll_us", "spin_us",
-                             "lease_ms", "horizon_ms", "gamma", "end_guard_quantile", "pipelining", "queued_durations", "shared_link", "max_sessions",
+                             "lease_ms", "expire_slack_ms", "horizon_ms", "gamma", "end_guard_quantile", "pipelining", "queued_durations", "shared_link", "max_sessions",
                              "hello_timeout_ms", "max_queued_works", "metrics_file", "metrics_interval_s", "trace_file",
                              "unconfigured_engines"});
       !s)
@@ -167,10 +167,10 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
       if (!v) return v.error();
       if (*v < 0 || *v > 10000) return error_at(w, n, key, fmt::format("{} us is not in [0, 10000]", *v));
       a.spin = static_cast<Nanos>(*v * 1e3);
-    } else if (k == "lease_ms" || k == "horizon_ms") {
+    } else if (k == "lease_ms" || k == "expire_slack_ms" || k == "horizon_ms") {
       auto v = positive_ms(w, n, key);
       if (!v) return v.error();
-      (k == "lease_ms" ? a.admission.lease : a.admission.horizon) = *v;
+      (k == "lease_ms" ? a.admission.lease : k == "horizon_ms" ? a.admission.horizon : a.admission.expire_slack) = *v;
     } else if (k == "gamma") {
       auto v = number(w, n, key);
       if (!v) return v.error();

@@ -1,5 +1,7 @@
 #include "agent/daemon/engine_session.h"
 
+#include <limits>
+
 #include "agent/pricing/chunk.h"
 #include "ripple/log.h"
 
@@ -145,6 +147,11 @@ EngineSessions::Outcome EngineSessions::handle(std::uint64_t id, EngineSession& 
       return {fmt::format("work {}: {} works queued, at most {} (agent.max_queued_works)", w->work_id,
                           e->queue.size(), cfg_.agent.max_queued_works)};
     }
+    // A wire time is unsigned; one past Nanos' range would turn negative in the cast, a
+    // deadline long past whose due times are all missed: malformed, like a bad unit.
+    if (w->deadline_ns > static_cast<std::uint64_t>(std::numeric_limits<Nanos>::max()))
+      return {fmt::format("work {}: deadline_ns {} is past the largest time, 2^63 - 1 ns", w->work_id,
+                          w->deadline_ns)};
     admission::Work work;
     work.id = w->work_id;
     work.units = w->units;

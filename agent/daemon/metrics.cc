@@ -187,6 +187,8 @@ std::string render(const json& s) {
                at(x, "successors"));
       e.add_if("ripple_engine_stale_total", counter, "Successor grants found stale at the boundary.", l,
                at(x, "stale"));
+      e.add_if("ripple_engine_expired_total", counter,
+               "Grants revoked unstarted past start_by + agent.expire_slack_ms.", l, at(x, "expired"));
       e.add_if("ripple_engine_for_release_total", counter, "Grants ahead of a predicted release.", l,
                at(x, "for_release"));
       e.add_if("ripple_engine_link_held_total", counter,

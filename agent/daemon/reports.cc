@@ -23,6 +23,7 @@ void put_counters(json& x, const admission::EngineStats& s) {
   x["grants"] = s.grants;
   x["successors"] = s.successors;
   x["stale"] = s.stale;
+  x["expired"] = s.expired;  // grants revoked unstarted at start_by + expire_slack
   x["for_release"] = s.for_release;
   x["link_held"] = s.link_held;  // grants held for another engine's host-byte grant
   x["units"] = s.units;

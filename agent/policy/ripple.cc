@@ -202,8 +202,15 @@ Pick RipplePolicy::pick(const Context& ctx) {
     }
     if (fits_budget && !held_for_due && ctx.pipelining) {
       const Ahead a = ahead_for_release(ctx, e, c.start, budget);
-      const bool before_due = c.due != kNever || waiting_bound == nullptr ||
-                              a.release + e.duration_alone(a.count) <= waiting_bound->due;
+      // The rule for a best-effort grant ahead of a waiting deadline-bound request holds
+      // for one delivered ahead too: it is charged now to the active jobs, so it must end
+      // by the request's due time and leave the budget for its next unit by then.
+      const bool before_due =
+          c.due != kNever || waiting_bound == nullptr || a.count == 0 ||
+          (a.release + e.duration_alone(a.count) <= waiting_bound->due &&
+           (budget == kUnlimitedBytes ||
+            ledger.time_budget_reaches(e.bytes_of(a.count) + waiting_bound->e->bytes_of(1), now) <=
+                waiting_bound->due));
       const bool reserved = c.due != kNever || budget == kUnlimitedBytes || a.count == 0 ||
                             reserve_violated(ctx, e.bytes_of(a.count)).e == nullptr;
       if (a.count > 0 && before_due && reserved) {
@@ -212,6 +219,7 @@ Pick RipplePolicy::pick(const Context& ctx) {
         out.not_before = a.release;
         return out;
       }
+      held_for_due = a.count > 0 && !before_due;  // explained as the due time it waits for
       // Not yet within a lease of the release: wake up to deliver it ahead then.
       if (a.count == 0 && a.release > ctx.now + ctx.lease) out.wake_at = std::min(out.wake_at, a.release - ctx.lease);
     }

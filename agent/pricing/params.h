@@ -74,6 +74,11 @@ inline constexpr Nanos kDefaultMinPacingDuration = 1;  // a_hat floored at 1 ns
 // makes every long grant "cross into a release" that never comes (its next release stays
 // `now`), and engines wait forever. Ours, not the paper's (which assumes tasks that run).
 inline constexpr double kDefaultIdlePeriods = 1.0;
+// Its bound: the ledger converts idle_periods x period to integer ns (Ledger::idle_after),
+// which a larger value could overflow. 10^4 periods of the longest configurable period
+// (3.6e12 ns, an hour) are 3.6e16 ns, far inside int64; and a task silent for 10^4
+// periods is long gone.
+inline constexpr double kMaxIdlePeriods = 1e4;
 
 // Certification (App. C, "Task exemptions") and the grant horizon H (App. D).
 inline constexpr int kDefaultCertifyPasses = 50;

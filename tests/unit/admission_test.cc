@@ -109,7 +109,8 @@ TEST(Admission, GrantFitsGlobalBudget) {
   EXPECT_EQ(f.ledger.job(f.t, 1)->charged, kUnit);
   EXPECT_EQ(f.adm->explain(llm).cause, WaitCause::kBudget);
   EXPECT_EQ(f.adm->explain(llm).until, kNever);  // 200 MB exceeds A = 100 MB
-  EXPECT_EQ(d.wake_at, kNever);
+  // No wake for the budget (a completion ends that wait), only the grant's expiry.
+  EXPECT_EQ(d.wake_at, d.grants[0].start_by + f.adm->options().expire_slack);
   ASSERT_TRUE(f.adm->on_sent(llm, d.grants[0].id, 0));
   ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 0));
   ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, kMs, kMs));
@@ -363,6 +364,109 @@ TEST(Admission, DiscardRevokesLaterGrants) {
   EXPECT_TRUE(f.adm->on_discard(llm, d2.grants[0].id, 20 * kMs).ok());
   EXPECT_FALSE(f.adm->on_discard(llm, d2.grants[0].id, 20 * kMs).ok());  // only once
   EXPECT_EQ(f.adm->engine(llm)->stats.stale, 2u);
+}
+
+// Tests expiry (Options::expire_slack): the successor G2 of a grant G1 that ran, never
+// started (the engine went idle: the work announced ahead of an LLM between requests),
+// is revoked at its start_by (38 ms) + the 20 ms slack, with a wake at exactly then, so
+// a job released later (60 ms) inherits none of it; the engine gets no grant until it
+// hands G2 back, a Start for it is refused as expired, its Discard is accepted, and then
+// G2's units are granted again. Also when the release comes before any decide() at 58 ms.
+TEST(Admission, UnstartedGrantExpiresAndIsNotInherited) {
+  for (bool decide_at_wake : {true, false}) {
+    Fixture f(/*floor=*/100 * kUnit);
+    const EngineId llm = f.add(engine("llm"));
+    ASSERT_TRUE(f.adm->announce(llm, work(1, 36), 0));
+    Decision d = f.adm->decide(0);
+    ASSERT_EQ(d.grants.size(), 2u);  // G1: 18 units, 0-18 ms; G2: the other 18, 18-36 ms
+    const GrantPlan g2 = d.grants[1];
+    ASSERT_EQ(g2.start_by, 38 * kMs);
+    ASSERT_TRUE(f.adm->on_sent(llm, d.grants[0].id, 0));
+    ASSERT_TRUE(f.adm->on_sent(llm, g2.id, 0));
+    ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 0));
+    ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, 18 * kMs, 18 * kMs));
+    d = f.adm->decide(18 * kMs);
+    EXPECT_TRUE(d.grants.empty());
+    EXPECT_EQ(d.wake_at, 58 * kMs) << "nothing else wakes the agent while the engine is idle";
+    if (decide_at_wake) {
+      EXPECT_EQ(f.adm->engine(llm)->outstanding, 1);
+      d = f.adm->decide(58 * kMs - 1);
+      EXPECT_EQ(f.adm->engine(llm)->outstanding, 1) << "expired before start_by + slack";
+      d = f.adm->decide(58 * kMs);
+      EXPECT_TRUE(d.grants.empty()) << "granted again before the engine handed G2 back";
+      EXPECT_EQ(d.wake_at, kNever);
+    }
+    f.adm->on_release(f.t, 1, 60 * kMs);
+    EXPECT_EQ(f.ledger.job(f.t, 1)->inherited, 0) << "a job released after the expiry inherits the dead grant";
+    EXPECT_EQ(f.ledger.job(f.t, 1)->charged, 0);
+    EXPECT_TRUE(f.ledger.grants_in_flight().empty());
+    const EngineState& e = *f.adm->engine(llm);
+    EXPECT_EQ(e.outstanding, 0);
+    EXPECT_EQ(e.cursor, 18u);
+    EXPECT_EQ(e.stats.expired, 1u);
+    EXPECT_EQ(e.stats.stale, 0u);
+    EXPECT_TRUE(f.adm->decide(60 * kMs).grants.empty());
+    EXPECT_EQ(f.adm->explain(llm).cause, WaitCause::kExpired);
+    EXPECT_EQ(to_string(WaitCause::kExpired), "expired");
+    // A Start delayed past the slack is refused, naming the grant as expired; it changes nothing.
+    const Status late = f.adm->on_start(llm, g2.id, 61 * kMs);
+    ASSERT_FALSE(late.ok());
+    EXPECT_NE(late.error().message.find("expired"), std::string::npos) << late.error().message;
+    EXPECT_FALSE(f.adm->on_done(llm, g2.id, kMs, 61 * kMs).ok());
+    EXPECT_EQ(e.stats.bytes, 18 * kUnit);
+    // The engine asks again: it hands G2 back (its client discards it past start_by).
+    ASSERT_TRUE(f.adm->on_discard(llm, g2.id, 62 * kMs));
+    EXPECT_FALSE(f.adm->on_discard(llm, g2.id, 62 * kMs).ok());  // only once
+    f.adm->on_complete(f.t, 1, 62 * kMs);
+    d = f.adm->decide(62 * kMs);
+    ASSERT_EQ(d.grants.size(), 1u);
+    EXPECT_EQ(d.grants[0].work, 1u);
+    EXPECT_EQ(d.grants[0].first, 18u);
+    EXPECT_EQ(d.grants[0].count, 18u);
+    EXPECT_EQ(f.adm->explain(llm).cause, WaitCause::kNoWork);
+  }
+}
+
+// Tests that an expiry revokes the engine's later grants with the first one it can no
+// longer start (a 5 ms slack: G1, decided for the idle engine at 0, start_by 20 ms, is
+// dead at 25 ms, and its successor G2 with it, both refunded and handed back later), and
+// that an engine where a later grant already started is left alone: it dropped the
+// earlier one itself, and its Discard is on the way.
+TEST(Admission, ExpiryRevokesLaterGrantsUnlessOneStarted) {
+  for (bool later_started : {false, true}) {
+    Options o;
+    o.expire_slack = 5 * kMs;
+    Fixture f(0, o);
+    const EngineId llm = f.add(engine("llm"));
+    ASSERT_TRUE(f.adm->announce(llm, work(1, 40), 0));
+    Decision d = f.adm->decide(0);
+    ASSERT_EQ(d.grants.size(), 2u);
+    ASSERT_EQ(d.grants[0].start_by, 20 * kMs);
+    EXPECT_EQ(d.wake_at, 25 * kMs);
+    const GrantId g1 = d.grants[0].id, g2 = d.grants[1].id;
+    if (later_started) {
+      ASSERT_TRUE(f.adm->on_start(llm, g2, 1 * kMs));
+    }
+    d = f.adm->decide(25 * kMs);
+    const EngineState& e = *f.adm->engine(llm);
+    if (later_started) {
+      EXPECT_EQ(e.outstanding, 2);
+      EXPECT_EQ(e.stats.expired, 0u);
+      EXPECT_GT(d.wake_at, 25 * kMs) << "a wake for a grant it leaves alone spins the agent";
+      continue;
+    }
+    EXPECT_TRUE(d.grants.empty());
+    EXPECT_EQ(e.outstanding, 0);
+    EXPECT_EQ(e.cursor, 0u);
+    EXPECT_EQ(e.stats.expired, 2u);
+    EXPECT_TRUE(f.ledger.grants_in_flight().empty());
+    ASSERT_TRUE(f.adm->on_discard(llm, g1, 26 * kMs));
+    ASSERT_TRUE(f.adm->on_discard(llm, g2, 26 * kMs));
+    d = f.adm->decide(26 * kMs);
+    ASSERT_EQ(d.grants.size(), 2u);
+    EXPECT_EQ(d.grants[0].first, 0u);
+    EXPECT_EQ(d.grants[1].first, 18u);
+  }
 }
 
 // Tests the fault rule: an engine that disconnects mid-grant has its grant settled as
@@ -823,6 +927,57 @@ TEST(Admission, SuccessorAheadForCpuReleaseWaitsForIt) {
   EXPECT_EQ(f.ledger.job(f.t, 2)->inherited, 10 * kMB);
   EXPECT_EQ(f.ledger.job(f.t, 2)->allowance, 50 * kMB);
   EXPECT_EQ(f.ledger.budget(100 * kMs), 10 * kMB);
+}
+
+// Tests that a grant delivered ahead for a CPU release leaves the budget for a waiting
+// deadline-bound request's next unit, as a grant that starts now must (§4.1). The ahead
+// fixture at 99.5 ms (the LLM may not cross costmap's release at 100 ms; one 10 MB unit
+// ahead for it, ending at 101 ms), with a second task's job released at 95 ms active:
+// B(t) = its floor, 20 MB, accruing at 2.5 MB/ms. The VLM's next unit (30 MB, due at
+// 109 ms) does not fit yet: B(t) reaches 30 MB at 107 ms, but 10 + 30 MB only at 111 ms.
+// So the LLM's grant ahead would push the VLM past its due time: it is held for it.
+TEST(Admission, AheadForReleaseLeavesBudgetForAWaitingDeadlineBoundUnit) {
+  for (bool with_vlm : {false, true}) {
+    ahead::AheadFixture f;
+    pricing::TaskSpec s2 = task();
+    s2.name = "kdnn";
+    const pricing::TaskId t2 = f.ledger.add_task(std::move(s2));
+    (void)f.adm->add_engine(engine("big"), 0).value();
+    const EngineId llm = f.adm->add_engine(engine("llm", EngineKind::kBestEffort, 10 * kMB, kMs), 0).value();
+    f.adm->on_release(f.t, 1, 0);
+    f.adm->on_complete(f.t, 1, 40 * kMs);
+    f.adm->on_release(t2, 1, 95 * kMs);
+    const Nanos now = 99 * kMs + 500 * kNsPerUs;
+    EngineId vlm = 0;
+    if (with_vlm) {
+      EngineSpec v = engine("vlm", EngineKind::kDeadlineBound, 30 * kMB, kMs);
+      vlm = f.adm->add_engine(v, 0).value();
+      Work w = work(1, 1);
+      w.deadline = 109 * kMs + 500 * kNsPerUs;  // one unit, due at 99.5 + 0.95 x 10 = 109 ms
+      ASSERT_TRUE(f.adm->announce(vlm, w, now));
+      ASSERT_EQ(f.adm->engine(vlm)->due_time(0, 0.95), 109 * kMs);
+    }
+    ASSERT_TRUE(f.adm->announce(llm, work(1, 30), now));
+    ASSERT_EQ(f.ledger.budget(now), 20 * kMB);
+    ASSERT_EQ(f.ledger.time_budget_reaches(30 * kMB, now), 107 * kMs);
+    ASSERT_EQ(f.ledger.time_budget_reaches(40 * kMB, now), 111 * kMs);
+    const Decision d = f.adm->decide(now);
+    if (!with_vlm) {  // the grant ahead the VLM's unit would be held against
+      ASSERT_EQ(d.grants.size(), 1u);
+      EXPECT_EQ(d.grants[0].engine, llm);
+      EXPECT_EQ(d.grants[0].not_before, 100 * kMs);
+      EXPECT_EQ(d.grants[0].bytes, 10 * kMB);
+      continue;
+    }
+    EXPECT_TRUE(d.grants.empty()) << "granted ahead " << (d.grants.empty() ? 0 : d.grants[0].bytes)
+                                  << " B the VLM's unit needs by its due time";
+    EXPECT_EQ(f.adm->engine(llm)->stats.for_release, 0u);
+    EXPECT_EQ(f.adm->explain(llm).cause, WaitCause::kDueTime);
+    EXPECT_EQ(f.adm->explain(llm).other, vlm);
+    EXPECT_EQ(f.adm->explain(vlm).cause, WaitCause::kBudget);
+    EXPECT_EQ(f.adm->explain(vlm).until, 107 * kMs);
+    EXPECT_EQ(f.ledger.job(t2, 1)->charged, 0);
+  }
 }
 
 // Tests that without pipelining (option off) the same engine just waits for the

@@ -26,6 +26,7 @@ tracer_wakeup = false
 poll_us = 500
 spin_us = 40
 lease_ms = 26
+expire_slack_ms = 35
 horizon_ms = 12
 gamma = 0.9
 end_guard_quantile = 0.9
@@ -73,6 +74,7 @@ TEST(AgentConfig, ParsesFullFile) {
   EXPECT_EQ(c.agent.poll, 500'000);
   EXPECT_EQ(c.agent.spin, 40'000);
   EXPECT_EQ(c.agent.admission.lease, 26'000'000);
+  EXPECT_EQ(c.agent.admission.expire_slack, 35'000'000);  // 20 ms (one lease) by default
   EXPECT_EQ(c.agent.admission.horizon, 12'000'000);
   EXPECT_DOUBLE_EQ(c.agent.admission.gamma, 0.9);
   EXPECT_DOUBLE_EQ(c.agent.admission.end_guard_quantile, 0.9);  // 0 (off) by default
@@ -112,6 +114,8 @@ TEST(AgentConfig, ErrorsNameFileLineAndKey) {
   EXPECT_EQ(error_of("[agent]\nspin_us = 20000\n"), "ripple.toml:2: agent.spin_us: 20000 us is not in [0, 10000]");
   EXPECT_EQ(error_of("[agent]\ntrace_file = \"t.jsonl\"\n"),
             "ripple.toml:2: agent.trace_file: 't.jsonl' is not an absolute path");
+  EXPECT_EQ(error_of("[agent]\nexpire_slack_ms = 0\n"),
+            "ripple.toml:2: agent.expire_slack_ms: 0 ms is not in (0, 3600000]");
   EXPECT_EQ(error_of("[agent]\nend_guard_quantile = 1.5\n"),
             "ripple.toml:2: agent.end_guard_quantile: 1.5 is not in [0, 1] (0: off)");
   EXPECT_EQ(error_of("[agent]\npolicy = \"fifo\"\n").rfind("ripple.toml:2: agent.policy: unknown policy 'fifo'", 0),

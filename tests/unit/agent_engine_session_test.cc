@@ -198,6 +198,23 @@ TEST(EngineSessions, WorkIsASchedulingPointAndQueueIsBounded) {
   EXPECT_FALSE(f.send(s, engine::DoneMsg{g.id + 100, 1'000'000}, 3 * kMs).close.empty());
 }
 
+// Tests that a Work whose wire deadline_ns is past Nanos' range (>= 2^63, which the cast
+// turned into a negative deadline, long past) ends the session with the field named, and
+// announces nothing; the largest time is still accepted.
+TEST(EngineSessions, WorkDeadlinePastTheLargestTimeIsRefused) {
+  Sessions f;
+  EngineSession s;
+  ASSERT_TRUE(f.send(s, hello("llm")).close.empty());
+  engine::WorkMsg w = work(1, 2);
+  w.deadline_ns = std::uint64_t{1} << 63;
+  const auto r = f.send(s, w);
+  EXPECT_NE(r.close.find("deadline_ns 9223372036854775808"), std::string::npos) << r.close;
+  EXPECT_FALSE(f.adm->engine(s.engine)->has_work());
+  w.work_id = 2;
+  w.deadline_ns = (std::uint64_t{1} << 63) - 1;
+  EXPECT_TRUE(f.send(s, w).close.empty());
+}
+
 // Tests that closing a welcomed session removes its engine and counts it as gone with
 // its grants, and that closing one that never said hello is no scheduling point.
 TEST(EngineSessions, CloseCountsTheEngineGone) {

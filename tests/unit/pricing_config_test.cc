@@ -80,6 +80,22 @@ TEST(PricingConfig, WrongTypeAndRangeNamed) {
             "pricing key 'slope_window' (line 1): slope_window must be >= 1 (got 0)");
 }
 
+// Tests that idle_periods is bounded (the ledger converts idle_periods x period to integer
+// ns, which 1e300 periods overflowed, undefined: on x86 the task was idle at once) and the
+// key named.
+TEST(PricingConfig, IdlePeriodsBounded) {
+  Params p;
+  ASSERT_EQ(apply_config(parse("idle_periods = 10000"), p), "");
+  EXPECT_EQ(p.idle_periods, 1e4);
+  EXPECT_EQ(apply_config(parse("idle_periods = 1e300"), p),
+            "pricing key 'idle_periods' (line 1): idle_periods must be in [0, 10000] (got 1e+300)");
+  EXPECT_EQ(apply_config(parse("idle_periods = -1"), p),
+            "pricing key 'idle_periods' (line 1): idle_periods must be in [0, 10000] (got -1)");
+  EXPECT_EQ(apply_config(parse("idle_periods = nan"), p),
+            "pricing key 'idle_periods' (line 1): idle_periods must be in [0, 10000] (got nan)");
+  EXPECT_EQ(p.idle_periods, 1e4) << "a refused value leaves the parameters as they were";
+}
+
 // Tests the task contract checks, among them a deadline larger than the period.
 // Tests that chunk_bytes takes 0 (the agent's suggestion) or a power of two from 1 MiB to
 // 1 GiB, and names the key and the range otherwise.

@@ -234,10 +234,10 @@ Status apply_setting(Preset& p, const std::string& kv) {
 
 Status apply_agent_key(Preset& p, const std::string& key, const toml::node& n) {
   admission::Options& o = p.options;
-  if (key == "lease_ms" || key == "horizon_ms") {
+  if (key == "lease_ms" || key == "expire_slack_ms" || key == "horizon_ms") {
     auto v = n.value<double>();
     if (!v || !(*v > 0)) return make_error("agent.{} must be a number > 0", key);
-    (key == "lease_ms" ? o.lease : o.horizon) = ms_to_ns(*v);
+    (key == "lease_ms" ? o.lease : key == "horizon_ms" ? o.horizon : o.expire_slack) = ms_to_ns(*v);
   } else if (key == "gamma") {
     auto v = n.value<double>();
     if (!v || !(*v > 0 && *v <= 1)) return make_error("agent.gamma must be in (0, 1]");
@@ -260,7 +260,7 @@ Status apply_agent_key(Preset& p, const std::string& key, const toml::node& n) {
     (key == "pipelining" ? o.pipelining : o.queued_durations) = *v;
   } else if (key == "source") {
   } else {
-    return make_error("agent.{}: not an admission key (lease_ms, horizon_ms, gamma, end_guard_quantile, pipelining, queued_durations, shared_link)", key);
+    return make_error("agent.{}: not an admission key (lease_ms, expire_slack_ms, horizon_ms, gamma, end_guard_quantile, pipelining, queued_durations, shared_link)", key);
   }
   return Status::Ok();
 }
