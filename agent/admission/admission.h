@@ -36,9 +36,12 @@ struct Options {
   // as if the engine had discarded it, with the engine's later grants. Until then it
   // stays charged, and every job released meanwhile inherits it (Eq. 6); never revoked,
   // a grant the engine does not start (one for work announced ahead of an LLM that went
-  // idle) kept B(t) at 0 for the whole idle time. The slack covers a Start sent at
-  // start_by and still in flight: one lease, far above a local socket's latency. > 0.
-  Nanos expire_slack = 20 * kNsPerMs;
+  // idle) kept B(t) at 0 for the whole idle time. The slack covers a Start sent by
+  // start_by and not yet read: a Start read later ends the engine's session (it runs
+  // unmanaged, fail-open, until it reconnects), so the slack is set far above how long a
+  // loaded board may keep the agent from reading its sockets; the cost of a long one is
+  // only that jobs released within it still inherit the dead grant. > 0.
+  Nanos expire_slack = 500 * kNsPerMs;
   bool pipelining = true;              // deliver one successor ahead (§4.3)
   double scale_smoothing = 0.2;        // EWMA weight of a new measured/profiled ratio
   // Predict a successor's duration from the grants that ran queued behind another (their

@@ -374,7 +374,9 @@ TEST(Admission, DiscardRevokesLaterGrants) {
 // G2's units are granted again. Also when the release comes before any decide() at 58 ms.
 TEST(Admission, UnstartedGrantExpiresAndIsNotInherited) {
   for (bool decide_at_wake : {true, false}) {
-    Fixture f(/*floor=*/100 * kUnit);
+    Options o;
+    o.expire_slack = 20 * kMs;  // one lease (the default is longer: agent.md, "Expiry")
+    Fixture f(/*floor=*/100 * kUnit, o);
     const EngineId llm = f.add(engine("llm"));
     ASSERT_TRUE(f.adm->announce(llm, work(1, 36), 0));
     Decision d = f.adm->decide(0);

@@ -74,7 +74,7 @@ TEST(AgentConfig, ParsesFullFile) {
   EXPECT_EQ(c.agent.poll, 500'000);
   EXPECT_EQ(c.agent.spin, 40'000);
   EXPECT_EQ(c.agent.admission.lease, 26'000'000);
-  EXPECT_EQ(c.agent.admission.expire_slack, 35'000'000);  // 20 ms (one lease) by default
+  EXPECT_EQ(c.agent.admission.expire_slack, 35'000'000);  // 500 ms by default
   EXPECT_EQ(c.agent.admission.horizon, 12'000'000);
   EXPECT_DOUBLE_EQ(c.agent.admission.gamma, 0.9);
   EXPECT_DOUBLE_EQ(c.agent.admission.end_guard_quantile, 0.9);  // 0 (off) by default

@@ -210,7 +210,7 @@ def hook_counters(h0: dict | None, h1: dict | None) -> dict[str, int]:
 
 
 ENGINE_COUNTERS = ("works_done", "bytes", "deadline_misses", "grants", "successors", "stale", "late_ends", "queued",
-                   "for_release", "link_held")
+                   "for_release", "link_held", "expired")
 
 
 def engine_delta(s0: dict, s1: dict, engine: str) -> dict[str, float]:

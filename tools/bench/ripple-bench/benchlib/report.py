@@ -71,7 +71,7 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
                 "llm_byte_share": _share(sum(r.llm["bytes"] for r in runs), sum(r.vlm["bytes"] for r in runs)),
                 # the LLM's grants in the scored windows, summed over runs
                 "llm_grants": {k: sum(r.llm.get(k, 0) for r in runs) for k in ("grants", "successors", "stale", "late_ends", "queued",
-                                                                               "for_release", "link_held")},
+                                                                               "for_release", "link_held", "expired")},
                 "gaps": gaps,
                 # GPU: the LLM interposer's own counters in the scored windows, summed over
                 # the runs that have them (metrics.hook_counters)
