@@ -16,6 +16,11 @@ struct Candidate {
   Nanos due;  // kNever for best-effort
 };
 
+// The time by which a best-effort grant ahead of a deadline-bound request due at `due`
+// must end: 1 ms before it (App. C), kNever for none.
+constexpr Nanos kBestEffortDueMargin = admission::kNsPerMs;
+Nanos be_due(Nanos due) { return due == kNever ? kNever : due - kBestEffortDueMargin; }
+
 // §4.3, "Grant pipelining": a grant delivered ahead for a CPU release. When every run
 // from `start` would cross the release at R and the crossing bound forbids it, the
 // engine would idle until the agent sees the release and decides; instead, decide now
@@ -171,10 +176,12 @@ Pick RipplePolicy::pick(const Context& ctx) {
     while (n > 0 && !ledger.crossing_allowed(e.bytes_of(n), e.end_of(c.start, n, now) + e.end_guard, now)) --n;
     const bool fits_budget = e.bytes_of(1) <= budget;
     // A best-effort grant ahead of a waiting deadline-bound request must end by that
-    // request's next due time and leave budget for its next unit.
+    // request's next due time, less App. C's 1 ms ("must finish 1 ms before it": room for
+    // a grant that ends a little late), and leave budget for its next unit by then.
     bool held_for_due = false;
+    const Nanos bound_due = waiting_bound == nullptr ? kNever : be_due(waiting_bound->due);
     if (n > 0 && c.due == kNever && waiting_bound != nullptr) {
-      Nanos due = waiting_bound->due;
+      Nanos due = bound_due;
       // Gap filling (issue 12): a request the crossing bound holds back, with no job
       // active (B unlimited), cannot start before the next release (or a task turning
       // idle). A best-effort grant that ends by then crosses no release and is charged
@@ -207,10 +214,9 @@ Pick RipplePolicy::pick(const Context& ctx) {
       // by the request's due time and leave the budget for its next unit by then.
       const bool before_due =
           c.due != kNever || waiting_bound == nullptr || a.count == 0 ||
-          (a.release + e.duration_alone(a.count) <= waiting_bound->due &&
+          (a.release + e.duration_alone(a.count) <= bound_due &&
            (budget == kUnlimitedBytes ||
-            ledger.time_budget_reaches(e.bytes_of(a.count) + waiting_bound->e->bytes_of(1), now) <=
-                waiting_bound->due));
+            ledger.time_budget_reaches(e.bytes_of(a.count) + waiting_bound->e->bytes_of(1), now) <= bound_due));
       const bool reserved = c.due != kNever || budget == kUnlimitedBytes || a.count == 0 ||
                             reserve_violated(ctx, e.bytes_of(a.count)).e == nullptr;
       if (a.count > 0 && before_due && reserved) {

@@ -982,6 +982,45 @@ TEST(Admission, AheadForReleaseLeavesBudgetForAWaitingDeadlineBoundUnit) {
   }
 }
 
+// Tests App. C's 1 ms: a best-effort grant ahead of a waiting deadline-bound request must
+// leave the budget for the request's unit 1 ms before its due time, not at it. The fixture
+// above, with the VLM's unit due between 111 and 112 ms: B(t) reaches 10 + 30 MB at
+// 111 ms, so the LLM's grant ahead fits the due time but not the 1 ms before it (held);
+// due after 112 ms, it fits both (granted ahead).
+TEST(Admission, BestEffortLeavesOneMillisecondBeforeTheDueTime) {
+  for (const Nanos target : {111 * kMs + 500 * kNsPerUs, 113 * kMs}) {
+    ahead::AheadFixture f;
+    pricing::TaskSpec s2 = task();
+    s2.name = "kdnn";
+    const pricing::TaskId t2 = f.ledger.add_task(std::move(s2));
+    (void)f.adm->add_engine(engine("big"), 0).value();
+    const EngineId llm = f.adm->add_engine(engine("llm", EngineKind::kBestEffort, 10 * kMB, kMs), 0).value();
+    f.adm->on_release(f.t, 1, 0);
+    f.adm->on_complete(f.t, 1, 40 * kMs);
+    f.adm->on_release(t2, 1, 95 * kMs);
+    const Nanos now = 99 * kMs + 500 * kNsPerUs;
+    const EngineId vlm = f.adm->add_engine(engine("vlm", EngineKind::kDeadlineBound, 30 * kMB, kMs), 0).value();
+    Work w = work(1, 1);
+    w.deadline = now + static_cast<Nanos>(static_cast<double>(target - now) / 0.95);
+    ASSERT_TRUE(f.adm->announce(vlm, w, now));
+    const Nanos due = f.adm->engine(vlm)->due_time(0, 0.95);
+    ASSERT_LT(std::llabs(due - target), 10) << due;
+    ASSERT_TRUE(f.adm->announce(llm, work(1, 30), now));
+    ASSERT_EQ(f.ledger.time_budget_reaches(40 * kMB, now), 111 * kMs);
+    const Decision d = f.adm->decide(now);
+    if (due < 112 * kMs) {
+      EXPECT_TRUE(d.grants.empty()) << "granted ahead " << (d.grants.empty() ? 0 : d.grants[0].bytes)
+                                    << " B leaving the VLM's unit less than 1 ms before its due time";
+      EXPECT_EQ(f.adm->explain(llm).cause, WaitCause::kDueTime);
+    } else {
+      ASSERT_EQ(d.grants.size(), 1u);
+      EXPECT_EQ(d.grants[0].engine, llm);
+      EXPECT_EQ(d.grants[0].not_before, 100 * kMs);
+    }
+    (void)vlm;
+  }
+}
+
 // Tests that without pipelining (option off) the same engine just waits for the
 // release (crossing), so nothing is delivered ahead.
 TEST(Admission, NoAheadGrantWithoutPipelining) {
