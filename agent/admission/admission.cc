@@ -391,13 +391,9 @@ Decision Admission::decide(Nanos now) {
     g.successor = e.outstanding > 0;
     // The engine may start it only while the checks that admitted it hold: within
     // the lease, and not so late that it would cross a release it was admitted not
-    // to cross (§4.3, "lease and CPU-release limit").
-    g.start_by = g.predicted_start + opts_.lease;
-    const Nanos dur = g.predicted_end - g.predicted_start;
-    for (TaskId k = 0; k < ledger_.task_count(); ++k) {
-      const auto next = ledger_.next_release(k, now);
-      if (next && *next >= g.predicted_end) g.start_by = std::min(g.start_by, *next - dur);
-    }
+    // to cross (§4.3, "lease and CPU-release limit"), nor cross one it was admitted to
+    // cross further than the crossing bound allows (a late start moves its end).
+    g.start_by = start_limit(e, g, now);
     g.id = ledger_.charge(e.id, g.bytes, g.predicted_end, now);
     grants_.push_back({g, e.queue.front(), -1, -1, e.id});
     if (e.outstanding == 0 && e.idle_since >= 0) {
@@ -627,6 +623,28 @@ void Admission::revoke(EngineState& e, GrantId from, bool expired, Nanos now) {
     if (expired || id != from) e.revoked.push_back({id, expired});
     if (id == from) break;
   }
+}
+
+Nanos Admission::start_limit(const EngineState& e, const GrantPlan& g, Nanos now) const {
+  Nanos by = g.predicted_start + opts_.lease;
+  const Nanos end = g.predicted_end + e.end_guard;  // as the crossing check saw it
+  const Nanos dur = end - g.predicted_start;
+  for (TaskId k = 0; k < ledger_.task_count(); ++k) {
+    const pricing::Estimator& est = ledger_.task(k);
+    const auto next = ledger_.next_release(k, now);
+    // A release at or before its start (one it waits for: not_before) is the job it
+    // runs in, not one it crosses into.
+    if (!next || *next <= g.predicted_start || est.exempt()) continue;
+    if (*next >= end) {
+      by = std::min(by, *next - dur);
+    } else if (const auto into = est.max_into_release(g.bytes); into && end - *next <= *into) {
+      // Only a crossing the bound admitted (a policy that does not check it, pause or
+      // unmanaged, keeps its lease: the bound is not its rule).
+      by = std::min(by, *next + *into - dur);
+    }
+  }
+  // Admitted now, it may start as predicted (rounding never makes it dead on arrival).
+  return std::max(by, g.predicted_start);
 }
 
 Nanos Admission::expires_at(const GrantPlan& g) const {

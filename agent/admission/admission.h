@@ -160,6 +160,10 @@ class Admission {
   // Revokes every engine's grants from its first one past start_by + expire_slack on.
   void expire(Nanos now);
   Nanos expires_at(const GrantPlan& g) const;
+  // start_by of a grant just decided: predicted start + lease, no later than the start
+  // that keeps its end within every release's bound (before a release it ends before;
+  // past one it crosses within the crossing bound, no further: Estimator::max_into_release).
+  Nanos start_limit(const EngineState& e, const GrantPlan& g, Nanos now) const;
   void handed_back(EngineState& e, Nanos now);
   void refresh_link(EngineState& e);
   Context context(Nanos now) const;

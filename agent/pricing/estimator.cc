@@ -266,4 +266,12 @@ bool Estimator::crossing_allowed(Nanos into_release, Bytes bytes) const {
   return r && *r <= deadline_;
 }
 
+std::optional<Nanos> Estimator::max_into_release(Bytes bytes) const {
+  const auto at_zero = crossing_response(0, bytes);  // the response with no time into it
+  if (!at_zero || *at_zero > static_cast<double>(deadline_)) return std::nullopt;
+  // Floored, so that crossing_allowed holds at the value returned.
+  const Nanos into = static_cast<Nanos>(std::floor(static_cast<double>(deadline_) - *at_zero));
+  return std::min(into, spec_.period);
+}
+
 }  // namespace ripple::pricing

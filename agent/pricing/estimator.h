@@ -100,6 +100,10 @@ class Estimator {
   // allowed at all (no model, unbounded margin, or the tight-deadline guard).
   std::optional<double> crossing_response(Nanos into_release, Bytes bytes) const;
   bool crossing_allowed(Nanos into_release, Bytes bytes) const;
+  // The longest time past the next release that a grant of `bytes` may end, so that
+  // crossing_allowed holds (the response is linear in it: D - max(a_hat + q, p_i) - kappa_hat
+  // max(0, A_bar - bytes), capped at T_i); nullopt when no crossing is allowed at all.
+  std::optional<Nanos> max_into_release(Bytes bytes) const;
 
   const TaskSpec& spec() const { return spec_; }
   double window_target() const { return window_target_; }

@@ -74,6 +74,40 @@ struct Fixture {
   std::unique_ptr<Admission> adm;
 };
 
+// Tests start_by for a grant admitted to cross a release: a late start moves its end, so
+// it may start no later than keeps that end within the crossing bound, not a whole lease
+// after its predicted start. The task as task() with D = 55 ms: job 1 ran 0-40 ms, the
+// next release is at 100 ms; at 90 ms the LLM gets 18 units (1 ms each), 90-108 ms,
+// crossing by 8 ms (allowed: the bound leaves D - a_hat = 15 ms, less the rest of the
+// allowance's cost), and a start a lease late would cross by 28. Started at start_by, it
+// still passes the crossing check; started 1 ms later, it would not.
+TEST(Admission, StartByKeepsAnAdmittedCrossingWithinItsBound) {
+  Fixture f;
+  pricing::TaskSpec tight = task();
+  tight.deadline = 55 * kMs;
+  f.t = f.ledger.add_task(std::move(tight));
+  const pricing::TaskId first = 0;
+  f.adm->on_release(first, 1, 0);  // the fixture's own task: done before, never again
+  f.adm->on_complete(first, 1, 1 * kMs);
+  const EngineId llm = f.add(engine("llm", EngineKind::kBestEffort, 10 * kMB, kMs));
+  f.adm->on_release(f.t, 1, 0);
+  f.adm->on_complete(f.t, 1, 40 * kMs);
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 18), 90 * kMs));
+  const Decision d = f.adm->decide(90 * kMs);
+  ASSERT_FALSE(d.grants.empty());
+  const GrantPlan& g = d.grants[0];
+  ASSERT_GT(g.predicted_end, 100 * kMs) << "the scenario needs a grant that crosses the release";
+  ASSERT_TRUE(f.ledger.crossing_allowed(g.bytes, g.predicted_end, 90 * kMs));
+  const Nanos dur = g.predicted_end - g.predicted_start;
+  const auto into = f.ledger.task(f.t).max_into_release(g.bytes);
+  ASSERT_TRUE(into.has_value());
+  EXPECT_EQ(g.start_by, std::min(g.predicted_start + f.adm->options().lease, 100 * kMs + *into - dur));
+  EXPECT_LT(g.start_by, g.predicted_start + f.adm->options().lease) << "the bound, not the lease, limits it here";
+  EXPECT_GE(g.start_by, g.predicted_start);
+  EXPECT_TRUE(f.ledger.crossing_allowed(g.bytes, g.start_by + dur, 90 * kMs));
+  EXPECT_FALSE(f.ledger.crossing_allowed(g.bytes, g.start_by + dur + kMs, 90 * kMs));
+}
+
 // Tests that with no PT job active a grant is the longest run within H = 18 ms, and
 // that a successor of the same length is delivered ahead with a 20 ms lease.
 TEST(Admission, LongestRunWithinHorizonAndPipelinedSuccessor) {
