@@ -965,6 +965,25 @@ TEST(Admission, SuccessorAheadForCpuReleaseWaitsForIt) {
   EXPECT_EQ(f.ledger.budget(100 * kMs), 10 * kMB);
 }
 
+// The ahead fixture at 99.5 ms with a second task ("kdnn") whose job, released at 95 ms, is
+// active (B(t) = its floor, 20 MB, accruing at 2.5 MB/ms), and a 10 MB-unit LLM: the two
+// tests below of a best-effort grant ahead of a waiting deadline-bound unit.
+struct AheadWithActiveJob : ahead::AheadFixture {
+  AheadWithActiveJob() {
+    pricing::TaskSpec s2 = task();
+    s2.name = "kdnn";
+    t2 = ledger.add_task(std::move(s2));
+    (void)adm->add_engine(engine("big"), 0).value();
+    llm = adm->add_engine(engine("llm", EngineKind::kBestEffort, 10 * kMB, kMs), 0).value();
+    adm->on_release(t, 1, 0);
+    adm->on_complete(t, 1, 40 * kMs);
+    adm->on_release(t2, 1, 95 * kMs);
+  }
+  pricing::TaskId t2 = 0;
+  EngineId llm = 0;
+  const Nanos now = 99 * kMs + 500 * kNsPerUs;
+};
+
 // Tests that a grant delivered ahead for a CPU release leaves the budget for a waiting
 // deadline-bound request's next unit, as a grant that starts now must (§4.1). The ahead
 // fixture at 99.5 ms (the LLM may not cross costmap's release at 100 ms; one 10 MB unit
@@ -974,16 +993,10 @@ TEST(Admission, SuccessorAheadForCpuReleaseWaitsForIt) {
 // So the LLM's grant ahead would push the VLM past its due time: it is held for it.
 TEST(Admission, AheadForReleaseLeavesBudgetForAWaitingDeadlineBoundUnit) {
   for (bool with_vlm : {false, true}) {
-    ahead::AheadFixture f;
-    pricing::TaskSpec s2 = task();
-    s2.name = "kdnn";
-    const pricing::TaskId t2 = f.ledger.add_task(std::move(s2));
-    (void)f.adm->add_engine(engine("big"), 0).value();
-    const EngineId llm = f.adm->add_engine(engine("llm", EngineKind::kBestEffort, 10 * kMB, kMs), 0).value();
-    f.adm->on_release(f.t, 1, 0);
-    f.adm->on_complete(f.t, 1, 40 * kMs);
-    f.adm->on_release(t2, 1, 95 * kMs);
-    const Nanos now = 99 * kMs + 500 * kNsPerUs;
+    AheadWithActiveJob f;
+    const pricing::TaskId t2 = f.t2;
+    const EngineId llm = f.llm;
+    const Nanos now = f.now;
     EngineId vlm = 0;
     if (with_vlm) {
       EngineSpec v = engine("vlm", EngineKind::kDeadlineBound, 30 * kMB, kMs);
@@ -1023,16 +1036,9 @@ TEST(Admission, AheadForReleaseLeavesBudgetForAWaitingDeadlineBoundUnit) {
 // due after 112 ms, it fits both (granted ahead).
 TEST(Admission, BestEffortLeavesOneMillisecondBeforeTheDueTime) {
   for (const Nanos target : {111 * kMs + 500 * kNsPerUs, 113 * kMs}) {
-    ahead::AheadFixture f;
-    pricing::TaskSpec s2 = task();
-    s2.name = "kdnn";
-    const pricing::TaskId t2 = f.ledger.add_task(std::move(s2));
-    (void)f.adm->add_engine(engine("big"), 0).value();
-    const EngineId llm = f.adm->add_engine(engine("llm", EngineKind::kBestEffort, 10 * kMB, kMs), 0).value();
-    f.adm->on_release(f.t, 1, 0);
-    f.adm->on_complete(f.t, 1, 40 * kMs);
-    f.adm->on_release(t2, 1, 95 * kMs);
-    const Nanos now = 99 * kMs + 500 * kNsPerUs;
+    AheadWithActiveJob f;
+    const EngineId llm = f.llm;
+    const Nanos now = f.now;
     const EngineId vlm = f.adm->add_engine(engine("vlm", EngineKind::kDeadlineBound, 30 * kMB, kMs), 0).value();
     Work w = work(1, 1);
     w.deadline = now + static_cast<Nanos>(static_cast<double>(target - now) / 0.95);
