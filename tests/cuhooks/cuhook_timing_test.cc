@@ -30,20 +30,21 @@ TEST_F(CuhookTest, ReportedGrantTimeStaysWithinTheProtocolBound) {
   for (const auto& d : seen.dones) EXPECT_EQ(d.measured_ns, engine::kMaxDurationNs);
 }
 
-// Tests that an event the driver failed to record goes back to the hook's pool: with
-// every record failing (start events) or every second one (end events), 20 grants take a
-// handful of events, not one more a grant.
+// Tests that an event the driver failed to record goes back to the hook's pool: with every
+// record failing, 20 grants take one or two events, not one more a grant. (With only every
+// second record failing, how many events are in use at once depends on how far the
+// watcher lags the grants, which a loaded or sanitized host stretches: CI's sanitized run
+// once saw 4 where a quiet one sees 3, so that case asserts nothing a mechanism bounds.)
 TEST_F(CuhookTest, EventsThatFailedToRecordAreReused) {
-  for (const char* every : {"1", "2"}) {
-    clear_outputs();
-    GrantServer srv(sock_);
-    ASSERT_TRUE(srv.start());
-    Outcome r = run({"direct", "copies", "20", "2097152"}, {{"FAKE_CUDA_FAIL_EVENT_RECORD", every}, {"RIPPLE_LEARN", "off"}});
-    ASSERT_TRUE(exited_ok(r)) << r.err;
-    ASSERT_EQ(stats_of(r).value("grants", 0), 20) << every;
-    // In use at once: a grant's start, its end, the end kept for the next gap.
-    EXPECT_LE(fake_queries(r)["cuEventCreate"], 3u) << "FAKE_CUDA_FAIL_EVENT_RECORD=" << every;
-  }
+  clear_outputs();
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "copies", "20", "2097152"}, {{"FAKE_CUDA_FAIL_EVENT_RECORD", "1"}, {"RIPPLE_LEARN", "off"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  ASSERT_EQ(stats_of(r).value("grants", 0), 20);
+  // No record succeeds, so no grant holds an event past its own failed record (a start
+  // event that failed is given back at once, and no end event is taken without a start).
+  EXPECT_LE(fake_queries(r)["cuEventCreate"], 2u);
 }
 
 }  // namespace
