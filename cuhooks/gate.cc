@@ -142,9 +142,10 @@ bool Runtime::announce_locked(std::size_t from) {
 // How long a connect waits for the agent's Welcome, under gm_ (every launching thread of
 // the engine waits with it). A running agent answers a Hello from its event loop at once;
 // a stopped or hung one never does. Fail-open: short, so such an agent costs the engine at
-// most this once every RIPPLE_RECONNECT_MS, yet long enough for a loaded board's agent (one
-// given up on leaves the engine unmanaged until the next attempt) (and nothing once its listen backlog is full:
-// the connect is refused at once). Fail-closed: the engine waits for the agent anyway.
+// most this once every RIPPLE_RECONNECT_MS (nothing once its listen backlog is full: the
+// connect is refused at once), yet long enough for a loaded board's agent (one given up on
+// leaves the engine unmanaged until the next attempt). Fail-closed: the engine waits for
+// the agent anyway.
 constexpr int kWelcomeWaitOpenMs = 250, kWelcomeWaitClosedMs = 1000;
 
 bool Runtime::connect_locked(std::size_t from) {
