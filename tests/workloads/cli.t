@@ -152,7 +152,9 @@ fi
 
 # Plant mode end to end: a running stand-in engine stretches jobs, and says it is a test double.
 shm=ripple-cli-$$
-$B/ripple-plant-engine --shm $shm --rate-gbps 20 --unit-mb 20 --duration-s 4 >"$tmp/engine" 2>&1 &
+# The engine runs until told to stop (30 s bounds it), so a slow start of the task on a busy
+# machine cannot outlast it.
+$B/ripple-plant-engine --shm $shm --rate-gbps 20 --unit-mb 20 --duration-s 30 >"$tmp/engine" 2>&1 &
 epid=$!
 for _ in $(seq 50); do [ -e /dev/shm/$shm ] && break; sleep 0.02; done
 sleep 0.05  # the engine publishes its header just after creating the object
@@ -160,13 +162,20 @@ sleep 0.05  # the engine publishes its header just after creating the object
 $B/ripple-costmap --size 1024 --beams 256 --jobs 20 --period-ms 12 --plant $shm --plant-kappa-ms-per-gb 25 \
   --log "$tmp/plant.csv" >"$tmp/out" 2>&1
 kill -INT $epid 2>/dev/null; wait $epid
-# kappa 25 ms/GB at 20 GB/s (kappa x rate = 0.5): every job is stretched.
+# kappa 25 ms/GB = 0.025 ns per byte. What the mechanism guarantees: every job lasts at least
+# kappa x the engine bytes it counted, and bytes are counted. How many jobs see the engine
+# publish depends on the engine being scheduled during them, which a busy 2-core machine does
+# not promise (CI once saw fewer than 15 of 20), so the count is not asserted.
+stretched() {
+  awk -F, 'NR > 1 { if ($4 - $3 < 0.025 * $5) bad++; if ($5 > 0) s++ }
+           END { exit !(NR > 1 && bad == 0 && s >= 1) }' "$1"
+}
 if grep -q 'plant=test-double' "$tmp/out" && grep -q 'PLANT MODE (emulated interference, test double)' "$tmp/out" &&
-   awk -F, 'NR > 1 && $5 > 0 { s++ } END { exit !(s >= 15) }' "$tmp/plant.csv"; then
+   stretched "$tmp/plant.csv"; then
   ok "plant mode counts engine bytes and labels itself a test double"
 else not_ok "plant mode counts engine bytes and labels itself a test double" "$(tail -2 "$tmp/out")"; fi
 # Plant mode with threads: the main thread stretches the job after the join.
-$B/ripple-plant-engine --shm $shm --rate-gbps 20 --unit-mb 20 --duration-s 4 --quiet >/dev/null 2>&1 &
+$B/ripple-plant-engine --shm $shm --rate-gbps 20 --unit-mb 20 --duration-s 30 --quiet >/dev/null 2>&1 &
 epid=$!
 for _ in $(seq 50); do [ -e /dev/shm/$shm ] && break; sleep 0.02; done
 sleep 0.05
@@ -174,7 +183,7 @@ $B/ripple-costmap --size 1024 --beams 256 --jobs 20 --period-ms 12 --threads 2 -
   --log "$tmp/plant2.csv" >"$tmp/out" 2>&1
 kill -INT $epid 2>/dev/null; wait $epid
 if grep -q 'plant=test-double' "$tmp/out" && [ "$(field threads "$tmp/out")" = 2 ] &&
-   awk -F, 'NR > 1 && $5 > 0 { s++ } END { exit !(s >= 15) }' "$tmp/plant2.csv"; then
+   stretched "$tmp/plant2.csv"; then
   ok "plant mode with --threads 2 stretches jobs"
 else not_ok "plant mode with --threads 2 stretches jobs" "$(tail -2 "$tmp/out")"; fi
 $B/ripple-plant-engine --shm $shm --rate-gbps 20 --duration-s 1 --quiet >/dev/null 2>&1 &
