@@ -104,7 +104,7 @@ void Runtime::chunk_in_unit(Op& op) {
         const bool covered = cover_locked(wp);
         at_chunk_gate_ = false;
         if (!covered) g_c.unmanaged_units.fetch_add(1, std::memory_order_relaxed);
-        else if (fresh) grant_label_ = occ_unit_label_;
+        else if (fresh) set_grant_label_locked(occ_unit_label_);
         occ_cover_ = wp;
       }
     }
@@ -146,7 +146,7 @@ int Runtime::enter(const std::vector<std::uint32_t>& units_in, CUstream s, Sourc
     close_grant_locked();
     record_unit_line("{\"u\":" + json_str(label) + "}", true);
     grant_ = engine::GrantMsg{};
-    grant_label_ = label;
+    set_grant_label_locked(label);
     open_unit_ = true;
     pending_start_.store(true);
     return 0;
@@ -252,7 +252,7 @@ int Runtime::enter_locked(Source src, const std::string& label, bool bare, std::
       break;
     }
     if (!fresh) continue;
-    grant_label_ = label;
+    set_grant_label_locked(label);
     // Its GPU time is this boundary's alone (a learned unit's duration).
     grant_single_ = p == first && base_ + grant_->first == wp && grant_end_ == work_pos0_[last + 1];
   }
@@ -287,7 +287,7 @@ void Runtime::drain_locked() {
   if (!work_open()) return;
   g_c.units_drained.fetch_add(work_units_.size() - pos_, std::memory_order_relaxed);
   // Every position to the work's end, in order (unmanaged: nothing to settle).
-  if (cover_locked(work_wire_.size() - 1, false)) grant_label_.clear();
+  if (cover_locked(work_wire_.size() - 1, false)) set_grant_label_locked({});
   close_grant_locked();
   clear_work_locked();
 }
@@ -321,7 +321,7 @@ void Runtime::exit_unit() {
     // grant is not stuck behind them.
     if (client_ && !work_wire_.empty() && acq_next_ < work_wire_.size() && acq_next_ >= base_) {
       g_c.subunits_skipped.fetch_add(work_wire_.size() - acq_next_, std::memory_order_relaxed);
-      if (cover_locked(work_wire_.size() - 1, false)) grant_label_.clear();
+      if (cover_locked(work_wire_.size() - 1, false)) set_grant_label_locked({});
       close_grant_locked();
     }
     clear_work_locked();

@@ -350,10 +350,8 @@ void Runtime::renew_session_locked() {
     client_.reset();  // Bye
   }
   gen_.fetch_add(1);
-  grant_.reset();
-  grant_end_ = 0;
+  drop_grant_locked();  // what the close left (nothing, unless the grant never started)
   ahead_.reset();
-  pending_start_.store(false);
   next_connect_ns_ = 0;
   renewing_ = true;
 }

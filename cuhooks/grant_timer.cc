@@ -43,12 +43,17 @@ void Runtime::give_back_event(CUevent e) {
   free_events_.push_back(e);
 }
 
+void Runtime::set_grant_label_locked(std::string label) {
+  grant_label_ = std::move(label);
+  grant_labelled_.store(!grant_label_.empty(), std::memory_order_relaxed);
+}
+
 void Runtime::drop_grant_locked() {
   give_back_event(std::exchange(start_ev_, nullptr));
   pending_start_.store(false);
   grant_.reset();
   grant_end_ = 0;
-  grant_label_.clear();
+  set_grant_label_locked({});
   grant_single_ = false;
 }
 
@@ -63,13 +68,13 @@ void Runtime::close_grant_locked() {
     t.start = start_ev_;
     t.ctx = start_ctx_;
     t.end = take_event();
-    if (t.end && drv_.event_record(t.end, last_stream_) != CUDA_SUCCESS) give_back_event(std::exchange(t.end, nullptr));
+    if (t.end && drv_.event_record(t.end, last_stream_.load(std::memory_order_relaxed)) != CUDA_SUCCESS) give_back_event(std::exchange(t.end, nullptr));
   }
   start_ev_ = nullptr;
   pending_start_.store(false);
   grant_.reset();
   grant_end_ = 0;
-  grant_label_.clear();
+  set_grant_label_locked({});
   grant_single_ = false;
   start_watcher_locked();
   inflight_.fetch_add(1);

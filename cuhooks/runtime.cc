@@ -260,9 +260,9 @@ void Runtime::mark_start(CUstream s) {
       if (drv_.ctx_get) drv_.ctx_get(&start_ctx_);
       pending_start_.store(false);
     }
-    last_stream_ = stream;
-  } else if (grant_label_.size()) {
-    last_stream_ = stream;  // racy by design: only the stream of the grant's end event
+    last_stream_.store(stream, std::memory_order_relaxed);
+  } else if (grant_labelled_.load(std::memory_order_relaxed)) {
+    last_stream_.store(stream, std::memory_order_relaxed);
   }
 }
 

@@ -225,6 +225,7 @@ class Runtime {
   // A grant a session's end takes along: no Done (the session is gone); its start event
   // back to the pool (left set, the next grant's start overwrote it: one event lost).
   void drop_grant_locked();
+  void set_grant_label_locked(std::string label);
   void give_back_event(CUevent e);
   void start_watcher_locked();
   void watcher_loop();
@@ -348,8 +349,12 @@ class Runtime {
   std::atomic<bool> pending_start_{false};
   CUevent start_ev_ = nullptr;
   CUcontext start_ctx_ = nullptr;
-  CUstream last_stream_ = nullptr;
-  std::string grant_label_;
+  // The stream of the grant's last covered operation, where its end event goes: written
+  // without gm_ by any thread that runs covered work (the latest wins; any of the grant's
+  // streams serves), read under gm_ when the grant closes.
+  std::atomic<CUstream> last_stream_{nullptr};
+  std::string grant_label_;  // under gm_; set_grant_label_locked keeps grant_labelled_
+  std::atomic<bool> grant_labelled_{false};  // !grant_label_.empty(), for readers without gm_
   bool grant_single_ = false;  // the grant in hand covers exactly one boundary's units
   bool open_unit_ = false;
 
