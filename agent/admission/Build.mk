@@ -1,7 +1,7 @@
 # agent/admission: the admission framework (paper §4.1, §4.3): engines, work queues,
 # grant slots, the ledger calls; a pure library with an injected clock. The policies it
 # runs are in agent/policy. Documentation/agent.md describes both.
-$(O)/lib/libripple_admission.a: $(call objs,agent/admission/admission.cc agent/admission/trace.cc)
+$(O)/lib/libripple_admission.a: $(call objs,agent/admission/admission.cc agent/admission/revocation.cc agent/admission/state.cc agent/admission/trace.cc)
 LIBS += $(O)/lib/libripple_admission.a
 
 $(O)/tests/unit/admission_test: $(call objs,tests/unit/admission_test.cc) $(ADMISSION_LIBS)

@@ -1,170 +1,13 @@
+// The admission framework's core (admission.h): engines and their work, the decision
+// loop that asks the policy and books its grants, and the grants' Start and Done. Taking
+// grants back is in revocation.cc; EngineState and Context, what a policy reads, in state.cc.
 #include "agent/admission/admission.h"
 
 #include <algorithm>
 #include <cmath>
 #include <utility>
 
-#include "agent/pricing/percentile.h"
-
 namespace ripple::admission {
-
-std::string_view to_string(EngineKind kind) {
-  return kind == EngineKind::kDeadlineBound ? "deadline-bound" : "best-effort";
-}
-
-std::string_view to_string(DeviceMemory memory) {
-  switch (memory) {
-    case DeviceMemory::kDiscrete: return "discrete";
-    case DeviceMemory::kIntegrated: return "integrated";
-    case DeviceMemory::kUnknown: break;
-  }
-  return "unknown";
-}
-
-std::string_view to_string(LinkMode mode) {
-  switch (mode) {
-    case LinkMode::kOff: return "off";
-    case LinkMode::kOn: return "on";
-    case LinkMode::kAuto: break;
-  }
-  return "auto";
-}
-
-std::string_view to_string(WaitCause cause) {
-  switch (cause) {
-    case WaitCause::kNone: return "none";
-    case WaitCause::kNoWork: return "no-work";
-    case WaitCause::kSlotsFull: return "slots-full";
-    case WaitCause::kBudget: return "budget";
-    case WaitCause::kCrossing: return "crossing";
-    case WaitCause::kDueTime: return "due-time";
-    case WaitCause::kReserve: return "reserve";
-    case WaitCause::kPaused: return "paused";
-    case WaitCause::kBoundary: return "boundary";
-    case WaitCause::kLink: return "link";
-    case WaitCause::kExpired: return "expired";
-  }
-  return "?";
-}
-
-std::string describe(const WaitReason& w, Nanos now) {
-  if (!w.detail.empty()) return w.detail;
-  const double in_ms = w.until == kNever ? 0 : static_cast<double>(w.until - now) / 1e6;
-  switch (w.cause) {
-    case WaitCause::kNone: return "granted";
-    case WaitCause::kNoWork: return "nothing announced";
-    case WaitCause::kSlotsFull: return "current and successor grants outstanding";
-    case WaitCause::kBudget:
-      if (w.until == kNever)
-        return fmt::format("next unit {} B exceeds what the active jobs can release; waits for a completion", w.need);
-      return fmt::format("B(t) = {} B < next unit {} B; accrues in {:.3f} ms", w.budget, w.need, in_ms);
-    case WaitCause::kCrossing:
-      if (w.until != kNever)
-        return fmt::format("one unit ({} B) fits B(t) but its crossing into a release is not allowed; "
-                           "a task that stopped releasing turns idle in {:.3f} ms", w.need, in_ms);
-      return fmt::format("one unit ({} B) fits B(t) but its crossing into a release is not allowed", w.need);
-    case WaitCause::kDueTime:
-      return fmt::format("held for engine {}'s unit due in {:.3f} ms", w.other, in_ms);
-    case WaitCause::kReserve:
-      if (w.until <= now)
-        return fmt::format("held for engine {}'s deadline: its remaining units need all the budget now", w.other);
-      return fmt::format("held for engine {}'s deadline: its remaining units need the budget due within {:.3f} ms",
-                         w.other, in_ms);
-    case WaitCause::kPaused: return "paused by the policy";
-    case WaitCause::kBoundary: return "waits for the grant in flight to end";
-    case WaitCause::kLink:
-      return fmt::format("granted {} B, held {:.3f} ms for engine {}'s host-byte grant (shared link)", w.need,
-                         in_ms > 0 ? in_ms : 0.0, w.other);
-    case WaitCause::kExpired:
-      return "a grant expired unstarted (start_by + expire_slack passed) and was refunded; "
-             "waits for the engine to hand it back";
-  }
-  return "?";
-}
-
-Nanos end_error_quantile(std::vector<Nanos> errors, double q) {
-  if (!(q > 0)) return 0;
-  return pricing::percentile(std::move(errors), std::min(q, 1.0) * 100.0);  // T{} = 0 for none
-}
-
-Bytes EngineState::bytes_of(std::uint32_t count) const {
-  Bytes b = 0;
-  for (std::uint32_t k = 0; k < count; ++k) b += unit(k).bytes;
-  return b;
-}
-
-static Nanos predicted(const EngineState& e, std::uint32_t count, double scale) {
-  Nanos d = 0;
-  for (std::uint32_t k = 0; k < count; ++k) d += e.unit(k).duration;
-  return e.spec.grant_overhead + static_cast<Nanos>(std::llround(scale * static_cast<double>(d)));
-}
-
-Nanos EngineState::duration_of(std::uint32_t count) const { return predicted(*this, count, slot_scale()); }
-
-Nanos EngineState::duration_alone(std::uint32_t count) const { return predicted(*this, count, scale); }
-
-Nanos EngineState::end_of(Nanos start, std::uint32_t count, Nanos now) const {
-  // Held past its own slot (for the shared link), it finds nothing queued to overlap.
-  if (start > std::max(now, busy_until)) return start + duration_alone(count);
-  const Nanos end = start + duration_of(count);
-  return queued_slot() ? std::max(end, now + duration_alone(count)) : end;
-}
-
-Nanos EngineState::due_time(std::uint32_t k, double gamma) const {
-  const Work& w = *queue.front();
-  if (w.deadline == kNever) return kNever;
-  // Unit i of n is due at a + gamma (d - a) (i + 1) / n (§4.1).
-  const double span = gamma * static_cast<double>(w.deadline - w.announced);
-  const double n = static_cast<double>(w.units.size());
-  return w.announced + static_cast<Nanos>(span * static_cast<double>(cursor + k + 1) / n);
-}
-
-std::optional<Nanos> Context::slot(const EngineState& e) const {
-  const auto own = own_slot(e);
-  if (!own) return own;
-  return std::max(*own, link_free(e));
-}
-
-Nanos Context::link_free(const EngineState& e) const {
-  if (!on_link(e) || !e.has_work() || e.unit(0).bytes < kLinkMinBytes) return 0;
-  Nanos free = 0;
-  for (const EngineState& d : engines)
-    if (d.id != e.id && d.connected && on_link(d) && d.link_until > now) free = std::max(free, d.link_until);
-  return free;
-}
-
-EngineId Context::link_holder(const EngineState& e) const {
-  const Nanos free = link_free(e);
-  for (const EngineState& d : engines)
-    if (d.id != e.id && d.connected && on_link(d) && free > 0 && d.link_until == free) return d.id;
-  return e.id;
-}
-
-std::optional<Nanos> Context::own_slot(const EngineState& e) const {
-  if (!e.connected || e.handback_pending) return std::nullopt;
-  if (e.outstanding == 0) return now + e.start_lag;
-  if (e.outstanding == 1 && pipelining) return std::max(now, e.busy_until);
-  return std::nullopt;
-}
-
-Status validate(const EngineSpec& spec) {
-  if (spec.name.empty()) return make_error("engine: name is empty");
-  if (spec.catalog.empty()) return make_error("engine {}: unit catalog is empty", spec.name);
-  for (std::size_t k = 0; k < spec.catalog.size(); ++k) {
-    const UnitSpec& u = spec.catalog[k];
-    if (u.bytes <= 0) return make_error("engine {}: unit {} ({}) has bytes {} <= 0", spec.name, k, u.name, u.bytes);
-    if (u.duration <= 0)
-      return make_error("engine {}: unit {} ({}) has duration {} ns <= 0", spec.name, k, u.name, u.duration);
-  }
-  if (spec.grant_overhead < 0) return make_error("engine {}: grant overhead < 0", spec.name);
-  if (spec.kind == EngineKind::kDeadlineBound) {
-    if (spec.period <= 0) return make_error("engine {}: deadline-bound engine needs a period > 0", spec.name);
-    if (spec.deadline < 0 || spec.deadline > spec.period)
-      return make_error("engine {}: deadline {} ns must be in (0, period {} ns]", spec.name, spec.deadline,
-                        spec.period);
-  }
-  return Status::Ok();
-}
 
 Admission::Admission(pricing::Ledger& ledger, std::unique_ptr<Policy> policy, Options opts)
     : ledger_(ledger), policy_(std::move(policy)), opts_(opts) {
@@ -426,6 +269,16 @@ Decision Admission::decide(Nanos now) {
     if (c == WaitCause::kNone || c == WaitCause::kSlotsFull || c == WaitCause::kNoWork)
       x.wait = {WaitCause::kLink, o.plan.bytes, 0, o.plan.not_before, {}, o.link_holder};
   }
+  // An engine whose next host-byte unit waits for a link held past its predicted end.
+  {
+    const Context ctx = context(now);
+    for (EngineState& x : engines_) {
+      if (!x.connected || !x.has_work() || !ctx.own_slot(x) || ctx.link_free(x) != kNever) continue;
+      const WaitCause c = x.wait.cause;
+      if (c == WaitCause::kNone || c == WaitCause::kSlotsFull || c == WaitCause::kBoundary)
+        x.wait = {WaitCause::kLink, x.bytes_of(1), 0, kNever, {}, ctx.link_holder(x)};
+    }
+  }
   for (EngineState& x : engines_)
     if (x.connected && x.handback_pending) x.wait = {WaitCause::kExpired, x.has_work() ? x.bytes_of(1) : 0, 0, kNever, {}};
   // An expiry is a time-driven scheduling point like budget accrual: it must happen at
@@ -492,9 +345,7 @@ void Admission::refresh_link(EngineState& e) {
   e.link_until = 0;
   for (const Outstanding& o : grants_) {
     if (o.plan.engine != e.id || o.plan.bytes < kLinkMinBytes) continue;
-    Nanos end = o.plan.predicted_end;
-    if (o.started > o.plan.predicted_start) end = o.started + (o.plan.predicted_end - o.plan.predicted_start);
-    e.link_until = std::max(e.link_until, end);
+    e.link_until = std::max(e.link_until, o.expected_end());
   }
 }
 
@@ -508,6 +359,11 @@ void Admission::finish_grant(std::size_t index, Nanos now) {
     e.busy_until = now;
     // Owing a hand-back it is not waiting for budget: its idle time starts at the hand-back.
     if (e.has_work() && !e.handback_pending) e.idle_since = now;
+  } else {
+    // The grants left end its busy time: a revoked later grant's end no longer does.
+    e.busy_until = now;
+    for (const Outstanding& o : grants_)
+      if (o.plan.engine == e.id) e.busy_until = std::max(e.busy_until, o.expected_end());
   }
 }
 
@@ -567,114 +423,6 @@ Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos 
     if (o.plan.engine == engine) e.busy_until = std::max(e.busy_until, now + (o.plan.predicted_end - o.plan.predicted_start));
   policy_->on_grant_done(e, plan, measured, profiled, now);
   return Status::Ok();
-}
-
-Status Admission::on_discard(EngineId engine, GrantId grant, Nanos now) {
-  EngineState* e = find(engine);
-  if (e == nullptr) return make_error("discard: unknown engine {}", engine);
-  // A grant already revoked (with an earlier discard, or expired): the engine hands it
-  // back as well.
-  if (std::erase_if(e->revoked, [grant](const EngineState::Revoked& r) { return r.id == grant; }) > 0) {
-    handed_back(*e, now);
-    return Status::Ok();
-  }
-  Outstanding* g = find_grant(engine, grant);
-  if (g == nullptr) return make_error("discard: engine {} holds no grant {}", engine, grant);
-  if (g->started >= 0) return make_error("discard: grant {} of engine {} already started", grant, engine);
-  // Grants decided after it follow it in the engine's order, so they are stale too and
-  // are revoked with it; checked first, so that a refused discard changes nothing.
-  for (const Outstanding& o : grants_)
-    if (o.plan.engine == engine && o.plan.id > grant && o.started >= 0)
-      return make_error("discard: a grant after {} of engine {} already started", grant, engine);
-  revoke(*e, grant, /*expired=*/false, now);
-  handed_back(*e, now);
-  return Status::Ok();
-}
-
-void Admission::revoke(EngineState& e, GrantId from, bool expired, Nanos now) {
-  // Last one first, so that each one's units go back in front in order.
-  for (;;) {
-    std::size_t last = grants_.size();
-    for (std::size_t i = 0; i < grants_.size(); ++i)
-      if (grants_[i].plan.engine == e.id && (last == grants_.size() || grants_[i].plan.id > grants_[last].plan.id))
-        last = i;
-    RIPPLE_CHECK(last < grants_.size());
-    Outstanding& o = grants_[last];
-    RIPPLE_CHECK(o.started < 0);
-    const GrantId id = o.plan.id;
-    ledger_.refund(id);  // returned unexecuted: refunded (App. C, "Charging")
-    if (!e.queue.empty() && e.queue.front()->id == o.plan.work) {
-      e.cursor = o.plan.first;
-    } else {
-      RIPPLE_CHECK(e.cursor == 0);
-      e.queue.push_front(o.work);
-      e.cursor = o.plan.first;
-    }
-    ++(expired ? e.stats.expired : e.stats.stale);
-    if (trace_) trace_({TraceKind::kDiscard, now, e.id, id, o.plan.bytes, 0, 0, 0, false});
-    const GrantPlan plan = o.plan;
-    // Nothing ended at an expiry: the last end stays (on_done reads it to tell whether
-    // the grant still running ran queued behind another).
-    const Nanos last_done = e.last_done;
-    finish_grant(last, now);
-    if (expired) e.last_done = last_done;
-    policy_->on_grant_refunded(e, plan, now);
-    // The engine still holds it (an expired one, or one after the one it discarded).
-    if (expired || id != from) e.revoked.push_back({id, expired});
-    if (id == from) break;
-  }
-}
-
-Nanos Admission::start_limit(const EngineState& e, const GrantPlan& g, Nanos now) const {
-  Nanos by = g.predicted_start + opts_.lease;
-  const Nanos end = g.predicted_end + e.end_guard;  // as the crossing check saw it
-  const Nanos dur = end - g.predicted_start;
-  for (TaskId k = 0; k < ledger_.task_count(); ++k) {
-    const pricing::Estimator& est = ledger_.task(k);
-    const auto next = ledger_.next_release(k, now);
-    // A release at or before its start (one it waits for: not_before) is the job it
-    // runs in, not one it crosses into.
-    if (!next || *next <= g.predicted_start || est.exempt()) continue;
-    if (*next >= end) {
-      by = std::min(by, *next - dur);
-    } else if (const auto into = est.max_into_release(g.bytes); into && end - *next <= *into) {
-      // Only a crossing the bound admitted (a policy that does not check it, pause or
-      // unmanaged, keeps its lease: the bound is not its rule).
-      by = std::min(by, *next + *into - dur);
-    }
-  }
-  // Admitted now, it may start as predicted (rounding never makes it dead on arrival).
-  return std::max(by, g.predicted_start);
-}
-
-Nanos Admission::expires_at(const GrantPlan& g) const {
-  return g.start_by > kNever - opts_.expire_slack ? kNever : g.start_by + opts_.expire_slack;
-}
-
-void Admission::expire(Nanos now) {
-  for (EngineState& e : engines_) {
-    if (!e.connected || e.outstanding == 0) continue;
-    // grants_ keeps decision order. The engine starts its grants in that order, so after
-    // the first one it can no longer start, it can start none: its position stays that
-    // grant's (work, first), which no later grant covers.
-    GrantId from = 0;
-    bool later_started = false;
-    for (const Outstanding& o : grants_) {
-      if (o.plan.engine != e.id) continue;
-      if (from != 0) later_started = later_started || o.started >= 0;
-      else if (o.started < 0 && now >= expires_at(o.plan)) from = o.plan.id;
-    }
-    // A later grant started: the engine dropped this one, and its Discard is in flight.
-    if (from == 0 || later_started) continue;
-    revoke(e, from, /*expired=*/true, now);
-    e.handback_pending = true;
-    e.idle_since = -1;
-  }
-}
-
-void Admission::handed_back(EngineState& e, Nanos now) {
-  if (!std::exchange(e.handback_pending, false)) return;
-  if (e.outstanding == 0 && e.has_work() && e.idle_since < 0) e.idle_since = now;
 }
 
 WaitReason Admission::explain(EngineId engine) const {

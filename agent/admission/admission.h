@@ -135,6 +135,10 @@ class Admission {
     std::shared_ptr<const Work> work;
     Nanos sent = -1, started = -1;
     EngineId link_holder = 0;  // link_held: the engine whose host-byte grant it waits for
+    // Its predicted end, moved out by a late start.
+    Nanos expected_end() const {
+      return started > plan.predicted_start ? started + (plan.predicted_end - plan.predicted_start) : plan.predicted_end;
+    }
   };
   const std::vector<Outstanding>& outstanding() const { return grants_; }
   const pricing::Ledger& ledger() const { return ledger_; }
@@ -151,7 +155,6 @@ class Admission {
   EngineState* find(EngineId id);  // connected engines only
   EngineState* slot(EngineId id);  // any kept engine
   Outstanding* find_grant(EngineId engine, GrantId grant);
-  void erase_grant(GrantId grant);
   void update_probe_unit();
   void finish_grant(std::size_t index, Nanos now);
   // Refunds the engine's grants from `from` on (none started), last first, putting their

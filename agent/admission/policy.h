@@ -117,15 +117,17 @@ struct Context {
 
   // Earliest time a new grant of `e` could start: now plus its start lag, or after its
   // outstanding grant, and, with shared_link, not before link_free(e); nullopt when
-  // both slots are taken, it may not take a successor, or it owes a hand-back of expired
-  // grants (EngineState::handback_pending).
+  // both slots are taken, it may not take a successor, it owes a hand-back of expired
+  // grants (EngineState::handback_pending), or the link is held past its predicted end.
   std::optional<Nanos> slot(const EngineState& e) const;
   // The same without the link: when the engine itself could start it.
   std::optional<Nanos> own_slot(const EngineState& e) const;
   // With shared_link, when e's next unit moves host bytes: the latest predicted end of
-  // every other engine's outstanding host-byte grant (0: none, or e's unit moves none).
-  // Two engines' copies at once each run at about half their solo rate, so a grant
-  // predicted at solo speed beside another must instead start after it.
+  // every other engine's outstanding host-byte grant (0: none, or e's unit moves none);
+  // kNever while one of them is past its predicted end (it started or runs late: the
+  // link frees at its Done, which wakes the agent). Two engines' copies at once each run
+  // at about half their solo rate, so a grant predicted at solo speed beside another
+  // must instead start after it.
   Nanos link_free(const EngineState& e) const;
   // The engine whose host-byte grant ends at link_free(e).
   EngineId link_holder(const EngineState& e) const;

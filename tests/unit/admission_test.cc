@@ -400,6 +400,26 @@ TEST(Admission, DiscardRevokesLaterGrants) {
   EXPECT_EQ(f.adm->engine(llm)->stats.stale, 2u);
 }
 
+// Tests that a discarded successor no longer sets when the engine is busy until: G1 (18
+// units, 0-18 ms) started 1 ms late, so it ends at 19 ms; its successor G2 (18-30 ms) is
+// discarded at 2 ms. The successor decided next starts at G1's end, not at G2's.
+TEST(Admission, DiscardedSuccessorNoLongerSetsBusyUntil) {
+  Fixture f(/*floor=*/100 * kUnit);
+  const EngineId llm = f.add(engine("llm"));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 30), 0));
+  const Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 2u);
+  ASSERT_EQ(d.grants[1].predicted_end, 30 * kMs);
+  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 1 * kMs));
+  ASSERT_TRUE(f.adm->on_discard(llm, d.grants[1].id, 2 * kMs));
+  EXPECT_EQ(f.adm->engine(llm)->busy_until, 19 * kMs);
+  const Decision d2 = f.adm->decide(2 * kMs);
+  ASSERT_EQ(d2.grants.size(), 1u);
+  EXPECT_TRUE(d2.grants[0].successor);
+  EXPECT_EQ(d2.grants[0].first, 18u);
+  EXPECT_EQ(d2.grants[0].predicted_start, 19 * kMs);
+}
+
 // Tests expiry (Options::expire_slack): the successor G2 of a grant G1 that ran, never
 // started (the engine went idle: the work announced ahead of an LLM between requests),
 // is revoked at its start_by (38 ms) + the 20 ms slack, with a wake at exactly then, so
@@ -1329,6 +1349,37 @@ TEST(Admission, SharedLinkFollowsTheHoldersLateStart) {
   ASSERT_EQ(d.grants.size(), 1u);
   EXPECT_EQ(d.grants[0].predicted_start, 11 * kMs);  // behind the LLM's held grant
   EXPECT_TRUE(d.grants[0].link_held);
+}
+
+// Tests that a holder's host-byte grant running past its predicted end (0-5 ms, no Done
+// at 6 ms) still holds the link: the LLM's host-byte grant is not decided beside it (the
+// two would each run at about half speed, against the predictions), explain names the
+// link and its holder with no time, and the holder's Done frees the link at once.
+TEST(Admission, SharedLinkWaitsForAHolderPastItsPredictedEnd) {
+  Fixture f;
+  const EngineId llm = f.add(engine("llm"));
+  const EngineId vlm = f.add(engine("vlm", EngineKind::kDeadlineBound));
+  ASSERT_TRUE(f.adm->announce(vlm, work(1, 5), 0));
+  Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 1u);
+  const GrantId held_by = d.grants[0].id;
+  ASSERT_EQ(d.grants[0].predicted_end, 5 * kMs);
+  ASSERT_TRUE(f.adm->on_start(vlm, held_by, 0));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 4), 6 * kMs));
+  d = f.adm->decide(6 * kMs);
+  EXPECT_TRUE(d.grants.empty());
+  const WaitReason why = f.adm->explain(llm);
+  EXPECT_EQ(why.cause, WaitCause::kLink);
+  EXPECT_EQ(why.until, kNever);
+  EXPECT_EQ(why.other, vlm);
+  EXPECT_EQ(describe(why, 6 * kMs),
+            "next unit 100000000 B waits for engine 1's host-byte grant, past its predicted end, to end (shared link)");
+  ASSERT_TRUE(f.adm->on_done(vlm, held_by, 8 * kMs, 8 * kMs));
+  d = f.adm->decide(8 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_EQ(d.grants[0].engine, llm);
+  EXPECT_EQ(d.grants[0].predicted_start, 8 * kMs);
+  EXPECT_FALSE(d.grants[0].link_held);
 }
 
 // Tests that an engine whose units carry no host bytes (an HBM-resident VLM's 1-byte
