@@ -1325,17 +1325,32 @@ TEST(Admission, SharedLinkHoldsASecondEnginesHostByteGrant) {
   EXPECT_TRUE(d.grants[0].link_held);
 }
 
+// An LLM with nothing announced yet, and a VLM whose one grant (5 units, 0-5 ms) holds the
+// link, started at `started`.
+struct LinkHolder {
+  explicit LinkHolder(Nanos started) {
+    llm = f.add(engine("llm"));
+    vlm = f.add(engine("vlm", EngineKind::kDeadlineBound));
+    EXPECT_TRUE(f.adm->announce(vlm, work(1, 5), 0));
+    const Decision d = f.adm->decide(0);
+    EXPECT_EQ(d.grants.size(), 1u);
+    if (d.grants.empty()) return;
+    EXPECT_EQ(d.grants[0].predicted_end, 5 * kMs);
+    held_by = d.grants[0].id;
+    EXPECT_TRUE(f.adm->on_start(vlm, held_by, started));
+  }
+  Fixture f;
+  EngineId llm = 0, vlm = 0;
+  GrantId held_by = 0;
+};
+
 // Tests that a late start of the holder's grant pushes the link out: a grant decided
 // after it is held until the holder's later predicted end.
 TEST(Admission, SharedLinkFollowsTheHoldersLateStart) {
-  Fixture f;
-  const EngineId llm = f.add(engine("llm"));
-  const EngineId vlm = f.add(engine("vlm", EngineKind::kDeadlineBound));
-  ASSERT_TRUE(f.adm->announce(vlm, work(1, 5), 0));
-  Decision d = f.adm->decide(0);
-  ASSERT_EQ(d.grants.size(), 1u);
-  const GrantId held_by = d.grants[0].id;
-  ASSERT_TRUE(f.adm->on_start(vlm, held_by, 2 * kMs));  // 2 ms late: ends at 7 ms
+  LinkHolder h(2 * kMs);  // 2 ms late: ends at 7 ms
+  auto& [f, llm, vlm, held_by] = h;
+  ASSERT_NE(held_by, 0u);
+  Decision d;
   ASSERT_TRUE(f.adm->announce(llm, work(1, 4), 3 * kMs));
   d = f.adm->decide(3 * kMs);
   ASSERT_EQ(d.grants.size(), 1u);
@@ -1356,15 +1371,10 @@ TEST(Admission, SharedLinkFollowsTheHoldersLateStart) {
 // two would each run at about half speed, against the predictions), explain names the
 // link and its holder with no time, and the holder's Done frees the link at once.
 TEST(Admission, SharedLinkWaitsForAHolderPastItsPredictedEnd) {
-  Fixture f;
-  const EngineId llm = f.add(engine("llm"));
-  const EngineId vlm = f.add(engine("vlm", EngineKind::kDeadlineBound));
-  ASSERT_TRUE(f.adm->announce(vlm, work(1, 5), 0));
-  Decision d = f.adm->decide(0);
-  ASSERT_EQ(d.grants.size(), 1u);
-  const GrantId held_by = d.grants[0].id;
-  ASSERT_EQ(d.grants[0].predicted_end, 5 * kMs);
-  ASSERT_TRUE(f.adm->on_start(vlm, held_by, 0));
+  LinkHolder h(0);
+  auto& [f, llm, vlm, held_by] = h;
+  ASSERT_NE(held_by, 0u);
+  Decision d;
   ASSERT_TRUE(f.adm->announce(llm, work(1, 4), 6 * kMs));
   d = f.adm->decide(6 * kMs);
   EXPECT_TRUE(d.grants.empty());
