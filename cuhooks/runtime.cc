@@ -313,10 +313,12 @@ void Runtime::range_pop() {
   if (unit) exit_unit();
 }
 
+// Explicit units do not nest: a begin inside a unit open on this thread opens nothing
+// (its work is the outer unit's, under its grant, in its bytes) and its end closes nothing.
 int Runtime::api_begin(const char* name, std::uint64_t bytes) {
   if (cfg_.off || !cfg_.b_api) return -1;
   load_driver();
-  ++t_state.api_depth;
+  if (t_state.api_depth++ > 0) return 0;
   const int u = name ? profile_.find(name) : -1;
   if (u >= 0) return enter({static_cast<std::uint32_t>(u)}, t_state.last_stream, Source::kApi, name, true);
   if (bytes > 0) return enter(copy_units(bytes), t_state.last_stream, Source::kCopy, name ? name : "unit", true);
@@ -325,7 +327,11 @@ int Runtime::api_begin(const char* name, std::uint64_t bytes) {
 
 int Runtime::api_end() {
   if (cfg_.off || !cfg_.b_api) return -1;
-  if (t_state.api_depth > 0) --t_state.api_depth;
+  if (t_state.api_depth > 1) {
+    --t_state.api_depth;
+    return 0;
+  }
+  t_state.api_depth = 0;
   exit_unit();
   return 0;
 }

@@ -92,7 +92,10 @@ struct ripple_cuhook_stats {
 
 /* The calling thread blocks until it holds a grant covering the unit `name` (a unit of
  * the loaded profile; otherwise a unit of `bytes`). Returns 0, or -1 when the unit ran
- * unmanaged (no agent, fail-open). Stream capture is never blocked. */
+ * unmanaged (no agent, fail-open). Stream capture is never blocked. Units do not nest: a
+ * begin inside a unit open on the same thread returns 0 and opens nothing (what it
+ * launches is the outer unit's, so the outer unit's bytes must include it), and its end
+ * closes nothing. */
 int ripple_cuhook_unit_begin(const char* name, uint64_t bytes) __attribute__((weak));
 /* The unit begun last on this thread has been launched completely. */
 int ripple_cuhook_unit_end(void) __attribute__((weak));

@@ -176,6 +176,22 @@ TEST_F(CuhookTest, ExplicitApiMarksUnits) {
   EXPECT_EQ(srv.seen().works.size(), 4u);
 }
 
+// Tests that explicit units do not nest: a begin inside a unit open on the same thread
+// opens nothing (its work belongs to the outer unit and runs under its grant) and its end
+// closes nothing, so each layer is one unit and one work, as without the inner units.
+// Before, each inner begin opened a work of its own, closing the layer's grant early, and
+// each inner end closed the layer's unit before the layer's remaining kernels.
+TEST_F(CuhookTest, ExplicitApiUnitsDoNotNest) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "apinest", "1", "4", "2"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  json st = stats_of(r);
+  EXPECT_EQ(st["units_api"].get<int>(), 4);
+  EXPECT_EQ(srv.seen().works.size(), 4u);
+  EXPECT_EQ(st.value("unmanaged_units", -1), 0);
+}
+
 // Tests that a zero-byte host<->device copy is no unit boundary, even with
 // RIPPLE_COPY_MIN_BYTES=0: it has no copy units, and the empty work it opened crashed the
 // process (a position one before the work's first indexed it).

@@ -17,6 +17,8 @@
  *                                ("attn_k", "mlp_k", ...; first param = bytes)
  *         nvtx P L K             the same, each layer inside nvtxRangePushA("model.layers.N")
  *         api P L K              the same, each layer inside ripple_cuhook_unit_begin/end
+ *         apinest P L K          the same, and each kernel inside a unit of its own within
+ *                                the layer's (nested begin/end)
  *         offload P L K BYTES    P passes; before each an 8 KiB host-to-device input copy
  *                                outside any unit; then L ranges "model.layers.N", each with
  *                                an H2D copy of BYTES issued by a helper thread on its own
@@ -267,7 +269,8 @@ static void nap(void) {
   }
 }
 
-/* P passes of L layers x K kernels. how: 0 plain, 1 NVTX ranges, 2 explicit API. */
+/* P passes of L layers x K kernels. how: 0 plain, 1 NVTX ranges, 2 explicit API, 3 the
+ * explicit API with each kernel in a unit of its own nested in the layer's. */
 static void layers(int passes, int L, int K, int how) {
   static const char* names[] = {"attn_k", "mlp_k", "norm_k", "rope_k", "gemv_k", "act_k"};
   CUfunction fs[6];
@@ -279,10 +282,14 @@ static void layers(int passes, int L, int K, int how) {
       char rn[64];
       snprintf(rn, sizeof rn, "model.layers.%d", l);
       if (how == 1) nvtxRangePushA(rn);
-      if (how == 2 && ripple_cuhook_unit_begin) ripple_cuhook_unit_begin(rn + 6, 0);
-      for (int k = 0; k < K; ++k) kernel(fs[k % 6], 65536);
+      if (how >= 2 && ripple_cuhook_unit_begin) ripple_cuhook_unit_begin(rn + 6, 0);
+      for (int k = 0; k < K; ++k) {
+        if (how == 3 && ripple_cuhook_unit_begin) ripple_cuhook_unit_begin(names[k % 6], 0);
+        kernel(fs[k % 6], 65536);
+        if (how == 3 && ripple_cuhook_unit_end) ripple_cuhook_unit_end();
+      }
       if (how == 1) nvtxRangePop();
-      if (how == 2 && ripple_cuhook_unit_end) ripple_cuhook_unit_end();
+      if (how >= 2 && ripple_cuhook_unit_end) ripple_cuhook_unit_end();
     }
     kernel(head, 8192);
     nap();
@@ -580,6 +587,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(m, "layers")) layers(a, b, c, 0), i += 3;
     else if (!strcmp(m, "nvtx")) layers(a, b, c, 1), i += 3;
     else if (!strcmp(m, "api")) layers(a, b, c, 2), i += 3;
+    else if (!strcmp(m, "apinest")) layers(a, b, c, 3), i += 3;
     else if (!strcmp(m, "copies")) copies(a, strtoull(argv[i + 2], NULL, 0)), i += 2;
     else if (!strcmp(m, "roundtrip")) {
       if (i + 2 >= argc) { fprintf(stderr, "driver_app: roundtrip needs HOW BYTES\n"); return 2; }
