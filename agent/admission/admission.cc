@@ -87,7 +87,7 @@ void Admission::remove_engine(EngineId id, Nanos now) {
   e->outstanding = 0;
   e->revoked.clear();
   e->handback_pending = false;
-  e->link_until = 0;
+  e->link_until = e->link_running_until = 0;
   e->queue.clear();
   e->cursor = 0;
   e->idle_since = -1;
@@ -342,10 +342,11 @@ Status Admission::on_start(EngineId engine, GrantId grant, Nanos now) {
 }
 
 void Admission::refresh_link(EngineState& e) {
-  e.link_until = 0;
+  e.link_until = e.link_running_until = 0;
   for (const Outstanding& o : grants_) {
     if (o.plan.engine != e.id || o.plan.bytes < kLinkMinBytes) continue;
     e.link_until = std::max(e.link_until, o.expected_end());
+    if (o.started >= 0) e.link_running_until = std::max(e.link_running_until, o.expected_end());
   }
 }
 

@@ -33,6 +33,9 @@ struct EngineState {
   // Predicted end of its last outstanding grant that moves host bytes (>= kLinkMinBytes;
   // a late start pushes it out); 0: none outstanding. Read by Context::link_free.
   Nanos link_until = 0;
+  // The same over its started host-byte grants only (0: none started and not done). One
+  // at or before now is running late: it holds the link until its Done (link_free).
+  Nanos link_running_until = 0;
   Nanos last_done = 0;         // when the last grant finished
   double scale = 1.0;          // measured / profiled duration, smoothed
   // A grant queued behind the one before it: its incremental time (its end minus that

@@ -130,9 +130,12 @@ std::optional<Nanos> Context::slot(const EngineState& e) const {
   return std::max(*own, link);
 }
 
-// An outstanding host-byte grant past its predicted end (link_until, at or before now)
-// still holds the link: it started late or runs late, and it ends at its Done.
-static bool link_late(const EngineState& d, Nanos now) { return d.link_until > 0 && d.link_until <= now; }
+// A started host-byte grant past its predicted end (link_running_until, at or before now)
+// still holds the link: it runs late, and it ends at its Done. One not started holds
+// nothing yet (an engine gone idle may never start it: it expires).
+static bool link_late(const EngineState& d, Nanos now) {
+  return d.link_running_until > 0 && d.link_running_until <= now;
+}
 
 Nanos Context::link_free(const EngineState& e) const {
   if (!on_link(e) || !e.has_work() || e.unit(0).bytes < kLinkMinBytes) return 0;

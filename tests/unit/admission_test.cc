@@ -1326,7 +1326,7 @@ TEST(Admission, SharedLinkHoldsASecondEnginesHostByteGrant) {
 }
 
 // An LLM with nothing announced yet, and a VLM whose one grant (5 units, 0-5 ms) holds the
-// link, started at `started`.
+// link, started at `started` (< 0: not started).
 struct LinkHolder {
   explicit LinkHolder(Nanos started) {
     llm = f.add(engine("llm"));
@@ -1337,7 +1337,9 @@ struct LinkHolder {
     if (d.grants.empty()) return;
     EXPECT_EQ(d.grants[0].predicted_end, 5 * kMs);
     held_by = d.grants[0].id;
-    EXPECT_TRUE(f.adm->on_start(vlm, held_by, started));
+    if (started >= 0) {
+      EXPECT_TRUE(f.adm->on_start(vlm, held_by, started));
+    }
   }
   Fixture f;
   EngineId llm = 0, vlm = 0;
@@ -1389,6 +1391,21 @@ TEST(Admission, SharedLinkWaitsForAHolderPastItsPredictedEnd) {
   ASSERT_EQ(d.grants.size(), 1u);
   EXPECT_EQ(d.grants[0].engine, llm);
   EXPECT_EQ(d.grants[0].predicted_start, 8 * kMs);
+  EXPECT_FALSE(d.grants[0].link_held);
+}
+
+// Tests that a host-byte grant past its predicted end that has not started holds nothing:
+// the engine may have gone idle and never start it (it expires, start_by + 500 ms later),
+// so the LLM's grant is decided at once, not held for it.
+TEST(Admission, SharedLinkIsNotHeldByAnUnstartedGrantPastItsEnd) {
+  LinkHolder h(-1);
+  auto& [f, llm, vlm, held_by] = h;
+  ASSERT_NE(held_by, 0u);
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 4), 6 * kMs));
+  const Decision d = f.adm->decide(6 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_EQ(d.grants[0].engine, llm);
+  EXPECT_EQ(d.grants[0].predicted_start, 6 * kMs);
   EXPECT_FALSE(d.grants[0].link_held);
 }
 
