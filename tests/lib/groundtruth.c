@@ -40,14 +40,15 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void pct(double *v, int n, double *p50, double *p99, double *max)
+static void pct(double *v, int n, double *p10, double *p50, double *p99, double *max)
 {
 	if (n == 0) {
-		*p50 = *p99 = *max = 0;
+		*p10 = *p50 = *p99 = *max = 0;
 		return;
 	}
 	qsort(v, (size_t)n, sizeof(*v), cmp_double);
 	/* nearest rank */
+	*p10 = v[(n * 10 + 99) / 100 - 1];
 	*p50 = v[(n * 50 + 99) / 100 - 1];
 	*p99 = v[(n * 99 + 99) / 100 - 1];
 	*max = v[n - 1];
@@ -77,6 +78,8 @@ void gt_compare(const struct gt_job *jobs, int njobs, const struct gt_traced *tr
 			r->order_errors++;
 		if (t->tid != g->tid)
 			r->tid_errors++;
+		if (t->start > g->release || t->complete < g->complete)
+			r->sign_errors++;
 		ds[i] = absdiff_us(t->start, g->release);
 		dc[i] = absdiff_us(t->complete, g->complete);
 		if (ds[i] * 1000 > (double)limit_ns || dc[i] * 1000 > (double)limit_ns)
@@ -86,9 +89,11 @@ void gt_compare(const struct gt_job *jobs, int njobs, const struct gt_traced *tr
 		else
 			r->order_errors++; /* released after the program saw its release */
 	}
-	pct(ds, n, &r->start_p50_us, &r->start_p99_us, &r->start_max_us);
-	pct(dc, n, &r->complete_p50_us, &r->complete_p99_us, &r->complete_max_us);
-	pct(dw, k, &r->wake_p50_us, &r->wake_p99_us, &r->wake_max_us);
+	double wake_p10;
+
+	pct(ds, n, &r->start_p10_us, &r->start_p50_us, &r->start_p99_us, &r->start_max_us);
+	pct(dc, n, &r->complete_p10_us, &r->complete_p50_us, &r->complete_p99_us, &r->complete_max_us);
+	pct(dw, k, &wake_p10, &r->wake_p50_us, &r->wake_p99_us, &r->wake_max_us);
 	free(ds);
 	free(dc);
 	free(dw);
@@ -97,12 +102,12 @@ void gt_compare(const struct gt_job *jobs, int njobs, const struct gt_traced *tr
 void gt_format(const struct gt_report *r, char *buf, unsigned long len)
 {
 	snprintf(buf, len,
-		 "%d jobs, %d traced, %d order errors, %d over limit; "
-		 "|start-own release| p50 %.1f p99 %.1f max %.1f us; "
-		 "|completion-own| p50 %.1f p99 %.1f max %.1f us; "
+		 "%d jobs, %d traced, %d order errors, %d sign errors, %d over limit; "
+		 "|start-own release| p10 %.1f p50 %.1f p99 %.1f max %.1f us; "
+		 "|completion-own| p10 %.1f p50 %.1f p99 %.1f max %.1f us; "
 		 "wake-up latency p50 %.1f p99 %.1f max %.1f us",
-		 r->jobs, r->traced, r->order_errors, r->over_limit, r->start_p50_us,
-		 r->start_p99_us, r->start_max_us, r->complete_p50_us, r->complete_p99_us,
+		 r->jobs, r->traced, r->order_errors, r->sign_errors, r->over_limit, r->start_p10_us, r->start_p50_us,
+		 r->start_p99_us, r->start_max_us, r->complete_p10_us, r->complete_p50_us, r->complete_p99_us,
 		 r->complete_max_us, r->wake_p50_us, r->wake_p99_us, r->wake_max_us);
 }
 

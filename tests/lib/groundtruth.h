@@ -40,9 +40,12 @@ struct gt_report {
 	int order_errors;  /* seq not 1,2,3..., or a COMPLETE without its RELEASE */
 	int tid_errors;    /* traced on another thread than the program's */
 	int over_limit;    /* start or completion more than limit_ns off */
+	/* the tracer's start after the program's own release reading, or its completion
+	 * before the program's own completion reading: causality says never */
+	int sign_errors;
 	/* |tracer - program| in microseconds */
-	double start_p50_us, start_p99_us, start_max_us;
-	double complete_p50_us, complete_p99_us, complete_max_us;
+	double start_p10_us, start_p50_us, start_p99_us, start_max_us;
+	double complete_p10_us, complete_p50_us, complete_p99_us, complete_max_us;
 	/* wake-up latency: program release - tracer release (period-wait) */
 	double wake_p50_us, wake_p99_us, wake_max_us;
 };
