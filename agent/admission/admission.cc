@@ -356,16 +356,12 @@ void Admission::finish_grant(std::size_t index, Nanos now) {
   refresh_link(e);
   --e.outstanding;
   e.last_done = now;
-  if (e.outstanding == 0) {
-    e.busy_until = now;
-    // Owing a hand-back it is not waiting for budget: its idle time starts at the hand-back.
-    if (e.has_work() && !e.handback_pending) e.idle_since = now;
-  } else {
-    // The grants left end its busy time: a revoked later grant's end no longer does.
-    e.busy_until = now;
-    for (const Outstanding& o : grants_)
-      if (o.plan.engine == e.id) e.busy_until = std::max(e.busy_until, o.expected_end());
-  }
+  // The grants left end its busy time (none: now); a revoked later grant's end no longer does.
+  e.busy_until = now;
+  for (const Outstanding& o : grants_)
+    if (o.plan.engine == e.id) e.busy_until = std::max(e.busy_until, o.expected_end());
+  // Owing a hand-back it is not waiting for budget: its idle time starts at the hand-back.
+  if (e.outstanding == 0 && e.has_work() && !e.handback_pending) e.idle_since = now;
 }
 
 Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos now) {

@@ -127,8 +127,8 @@ struct Context {
   std::optional<Nanos> own_slot(const EngineState& e) const;
   // With shared_link, when e's next unit moves host bytes: the latest predicted end of
   // every other engine's outstanding host-byte grant (0: none, or e's unit moves none);
-  // kNever while one of them is past its predicted end (it started or runs late: the
-  // link frees at its Done, which wakes the agent). Two engines' copies at once each run
+  // kNever while a started one runs past its predicted end (the link frees at its Done,
+  // which wakes the agent; one not started holds nothing yet). Two engines' copies at once each run
   // at about half their solo rate, so a grant predicted at solo speed beside another
   // must instead start after it.
   Nanos link_free(const EngineState& e) const;
