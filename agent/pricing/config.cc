@@ -40,6 +40,8 @@ const std::vector<Key>& keys() {
        [](double v, Params& p) { return set_int(p.slope_window, v); }},
       {"slope_hold_z", Kind::kFloat, "standard errors",
        [](double v, Params& p) { p.slope_hold_z = v; return std::string(); }},
+      {"slope_release", Kind::kBool, "",
+       [](double v, Params& p) { p.slope_release = v != 0; return std::string(); }},
       {"prior_slope_ms_per_gb", Kind::kFloat, "ms per GB",
        [](double v, Params& p) { p.prior_slope_ns_per_byte = v * 1e-3; return std::string(); }},
       {"eta", Kind::kFloat, "", [](double v, Params& p) { p.eta = v; return std::string(); }},

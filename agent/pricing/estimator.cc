@@ -219,7 +219,14 @@ Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged) {
   if (fit_.slope_estimable()) {
     const double ls = fit_.ls_slope(), se = fit_.ls_slope_se();
     // The held slope moves only on a positive estimate >= 2 SE above zero.
-    if (ls > 0 && ls >= params_.slope_hold_z * se) held_slope_ = ls;
+    if (ls > 0 && ls >= params_.slope_hold_z * se) {
+      held_slope_ = ls;
+    } else if (params_.slope_release && fit_.effective_samples() >= kSlopeReleaseSamples) {
+      // The data reject the held slope at the pessimistic level: it falls to kappa^u
+      // (params.h, kDefaultSlopeRelease). Never to zero: kappa^u > 0 here.
+      const double upper = std::max(0.0, ls) + z_ * se;
+      if (upper > 0 && held_slope_ > upper) held_slope_ = upper;
+    }
     // Drift: a new lower slope estimate above the kappa^u a passing check relied on.
     if (params_.certification && certified_upper_ && ls - params_.drift_z * se > *certified_upper_) {
       exemption_disabled_ = true;

@@ -41,6 +41,8 @@ class InterferenceFit {
   double ls_slope() const { return slope_ * kSlopeUnit; }     // ns/byte
   double ls_slope_se() const { return slope_se_ * kSlopeUnit; }  // ns/byte
   double ls_intercept() const { return (ls_a_ + y0_) * kNsPerUnit; }
+  // Kish effective sample size of the slope window's weights, (sum w)^2 / sum w^2.
+  double effective_samples() const { return info2_(0, 0) > 0 ? info_(0, 0) * info_(0, 0) / info2_(0, 0) : 0.0; }
 
  private:
   // Internal units keep the normal equations well scaled: ms and GB.
