@@ -90,6 +90,32 @@ def misses_and_idle_are_attributed():
 
 
 @case
+def idle_behind_successors_sent_ahead_is_binned_by_size():
+    """Grant 1 (100 MB, run 0-1 ms); grant 2 sent at 0.5 ms, before grant 1 ended, runs
+    1.5-10 ms: a 0.5-ms gap behind a grant under 128 MB. Grant 3 sent at 5 ms, before grant 2
+    (300 MB) ended, runs 10-20 ms: no gap. Grant 4 sent at 25 ms, after grant 3 (600 MB)
+    ended at 20 ms: the agent was late there, so it is not counted (it is decision time)."""
+    ms = 1_000_000
+    mb = 1_000_000
+    lines = []
+    for gid, size, sent, a0, a1 in ((1, 100, 0, 0, 1), (2, 300, 0.5, 1.5, 10), (3, 600, 5, 10, 20), (4, 50, 25, 26, 30)):
+        lines += [rec("grant", int(sent * ms), 0, "llm", gid, size * mb, int(a0 * ms), int(a1 * ms)),
+                  rec("start", int(a0 * ms), 0, "llm", gid, size * mb, int(sent * ms)),
+                  rec("done", int(a1 * ms), 0, "llm", gid, size * mb, int(a0 * ms), int(a1 * ms), int((a1 - a0) * ms))]
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "t.jsonl"
+        p.write_text("\n".join(lines) + "\n")
+        rc, out, err = report(p, "--json")
+        assert rc == 0, err
+        b = json.loads(out)["engines"]["llm"]["idle_behind_ahead"]
+        assert b["< 128 MB"] == {"successors": 1, "gaps": 1, "idle_ms": 0.5}, b
+        assert b["128-512 MB"] == {"successors": 1, "gaps": 0, "idle_ms": 0.0}, b
+        assert b[">= 512 MB"] == {"successors": 0, "gaps": 0, "idle_ms": 0.0}, b
+        rc, out, err = report(p)
+        assert rc == 0 and "| llm | < 128 MB | 1 | 1 | 0.5 |" in out, out
+
+
+@case
 def bad_input_is_named():
     """A record without a field, and a done before its grant, are refused with the line."""
     with tempfile.TemporaryDirectory() as d:

@@ -20,7 +20,9 @@ predicted start to end) did. A miss that met bytes no grant was predicted to bri
 Per engine: grants done, late ends (actual end more than --late-ms after the predicted end,
 as the agent counts late_ends), the end error's quantiles, and its idle time between one
 grant's end and the next one's start, split by when the next grant was decided (after the
-end: the engine waited for a decision) and sent (delivery).
+end: the engine waited for a decision) and sent (delivery); and the idle time behind grants
+whose successor was sent before they ended (the agent was not late), by the size of the
+grant before the gap.
 """
 from __future__ import annotations
 
@@ -157,6 +159,25 @@ def quantile(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
 
 
+# The GPU idle time behind a grant whose successor was sent before it ended (the pipeline's
+# own gaps: the agent was not late), by that grant's size.
+AHEAD_BINS = ((128e6, "< 128 MB"), (512e6, "128-512 MB"), (math.inf, ">= 512 MB"))
+
+
+def idle_behind_ahead(run: list[Grant], lo: float, hi: float) -> dict:
+    out = {label: {"successors": 0, "gaps": 0, "idle_ms": 0.0} for _, label in AHEAD_BINS}
+    for prev, g in zip(run, run[1:]):
+        sent = g.sent if g.sent >= 0 else g.decided
+        if not (lo <= g.a_from < hi) or sent >= prev.a_to:
+            continue
+        d = out[next(label for lim, label in AHEAD_BINS if prev.bytes < lim)]
+        d["successors"] += 1
+        if g.a_from > prev.a_to:
+            d["gaps"] += 1
+            d["idle_ms"] += (g.a_from - prev.a_to) / 1e6
+    return out
+
+
 def report(tr: Trace, window: tuple[float, float] | None, late_ms: float) -> dict:
     lo, hi = (-math.inf, math.inf) if window is None else (tr.t0 + window[0] * 1e9, tr.t0 + window[1] * 1e9)
     attribute(tr)
@@ -213,6 +234,7 @@ def report(tr: Trace, window: tuple[float, float] | None, late_ms: float) -> dic
             "end_error_ms_p99": quantile(errs, 0.99),
             "idle_ms": {k: v / 1e6 for k, v in idle.items()},
             "idle_share": idle["total"] / span if span > 0 else math.nan,
+            "idle_behind_ahead": idle_behind_ahead(run, lo, hi),
         }
     return {"window_s": list(window) if window else None, "late_ms": late_ms, "tasks": tasks, "engines": engines}
 
@@ -230,6 +252,11 @@ def markdown(r: dict) -> str:
         out.append(f"| {n} | {d['grants']} | {d['discarded']} | {d['late_ends']} | {d['end_error_ms_p50']:.2f} / "
                    f"{d['end_error_ms_p95']:.2f} / {d['end_error_ms_p99']:.2f} | {100 * d['idle_share']:.1f} | "
                    f"{i['waiting_for_decision']:.0f} / {i['delivery']:.0f} / {i['other']:.0f} |")
+    out += ["", "| engine | grant before the gap | successors sent before it ended | GPU gaps | idle ms |",
+            "|---|---|---|---|---|"]
+    for n, d in sorted(r["engines"].items()):
+        for label, b in d["idle_behind_ahead"].items():
+            out.append(f"| {n} | {label} | {b['successors']} | {b['gaps']} | {b['idle_ms']:.1f} |")
     return "\n".join(out)
 
 
