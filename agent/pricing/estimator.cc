@@ -223,7 +223,7 @@ Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged) {
       held_slope_ = ls;
     } else if (params_.slope_release && fit_.effective_samples() >= kSlopeReleaseSamples) {
       // The data reject the held slope at the pessimistic level: it falls to kappa^u
-      // (params.h, kDefaultSlopeRelease). Never to zero: kappa^u > 0 here.
+      // (params.h, kDefaultSlopeRelease). Only to a positive kappa^u: never priced as free.
       const double upper = std::max(0.0, ls) + z_ * se;
       if (upper > 0 && held_slope_ > upper) held_slope_ = upper;
     }

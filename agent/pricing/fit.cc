@@ -38,11 +38,11 @@ void InterferenceFit::add(double response_ns, double charge_bytes) {
 
 void InterferenceFit::solve() {
   estimable_ = false;
-  const double s0 = info_(0, 0), s2 = info2_(0, 0);
+  const double s0 = info_(0, 0);
   const double det = info_.determinant();
   // Relative test: the charges must vary, not just be numerically distinct.
   if (count_ < 3 || !(det > 1e-9 * info_(0, 0) * info_(1, 1))) return;
-  const double n_eff = s0 * s0 / s2;  // Kish effective sample size of the weights
+  const double n_eff = effective_samples();
   if (!(n_eff > 2.0)) return;
   const Eigen::Matrix2d inv = info_.inverse();
   const Eigen::Vector2d theta = inv * moment_;
