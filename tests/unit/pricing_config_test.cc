@@ -18,7 +18,7 @@ TEST(PricingConfig, DefaultsAreThePapersValues) {
   EXPECT_EQ(p.margin_start, 50);
   EXPECT_TRUE(p.margin_clip);  // ours, not the paper's: chosen by GPU A/B runs (estimator.md)
   EXPECT_TRUE(p.margin_antiwindup);  // ours, on since the GPU A/B (estimator.md)
-  EXPECT_TRUE(p.slope_release);      // ours (estimator.md, "The held slope's release")
+  EXPECT_FALSE(p.slope_release);     // ours, off since the GPU A/B (estimator.md, "The held slope's release")
   EXPECT_EQ(p.contract_window, 100 * kNsPerSec);
   EXPECT_EQ(p.unestimable_slope_share, 0.85);
   EXPECT_EQ(p.rate_limit, 0.25);
@@ -45,7 +45,7 @@ TEST(PricingConfig, AppliesKeysWithUnits) {
     probe_unit_bytes = 1000000
     certification = false
     margin_antiwindup = false
-    slope_release = false
+    slope_release = true
   )");
   ASSERT_EQ(apply_config(t, p), "");
   EXPECT_EQ(p.intercept_window, 100);
@@ -57,7 +57,7 @@ TEST(PricingConfig, AppliesKeysWithUnits) {
   EXPECT_EQ(p.probe_unit_bytes, 1'000'000);
   EXPECT_FALSE(p.certification);
   EXPECT_FALSE(p.margin_antiwindup);
-  EXPECT_FALSE(p.slope_release);
+  EXPECT_TRUE(p.slope_release);
 }
 
 // Tests that an unknown key is named, with its line, and nothing is applied.
