@@ -116,6 +116,30 @@ def idle_behind_successors_sent_ahead_is_binned_by_size():
 
 
 @case
+def idle_is_outside_the_union_of_overlapping_grants():
+    """Pipelined grants overlap: grant 1 runs 0-20 ms, grant 2 (queued) 5-10 ms, grant 3
+    15-25 ms, grant 4 30-40 ms, each decided and sent before the one before ended. The GPU
+    idled only 25-30 ms (5 ms, behind grant 3), not also 10-15 ms behind grant 2, which
+    grant 1 covered."""
+    ms = 1_000_000
+    mb = 1_000_000
+    lines = []
+    for gid, sent, a0, a1 in ((1, 0, 0, 20), (2, 1, 5, 10), (3, 2, 15, 25), (4, 20, 30, 40)):
+        lines += [rec("grant", sent * ms, 0, "llm", gid, 600 * mb, a0 * ms, a1 * ms),
+                  rec("start", a0 * ms, 0, "llm", gid, 600 * mb, sent * ms),
+                  rec("done", a1 * ms, 0, "llm", gid, 600 * mb, a0 * ms, a1 * ms, (a1 - a0) * ms)]
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "t.jsonl"
+        p.write_text("\n".join(lines) + "\n")
+        rc, out, err = report(p, "--json")
+        assert rc == 0, err
+        e = json.loads(out)["engines"]["llm"]
+        assert e["idle_ms"] == {"total": 5.0, "waiting_for_decision": 0.0, "delivery": 0.0, "other": 5.0}, e
+        assert abs(e["idle_share"] - 5 / 40) < 1e-9, e
+        assert e["idle_behind_ahead"][">= 512 MB"] == {"successors": 3, "gaps": 1, "idle_ms": 5.0}, e
+
+
+@case
 def bad_input_is_named():
     """A record without a field, and a done before its grant, are refused with the line."""
     with tempfile.TemporaryDirectory() as d:

@@ -18,9 +18,11 @@ predicted start to end) did. A miss that met bytes no grant was predicted to bri
 "no traffic": the engines' grants did not reach it.
 
 Per engine: grants done, late ends (actual end more than --late-ms after the predicted end,
-as the agent counts late_ends), the end error's quantiles, and its idle time between one
-grant's end and the next one's start, split by when the next grant was decided (after the
-end: the engine waited for a decision) and sent (delivery); and the idle time behind grants
+as the agent counts late_ends), the end error's quantiles, and its idle time: where none
+of its grants ran (outside the union of their GPU intervals; pipelined grants overlap, so
+the gap is from the furthest end so far to the next start), split by when the next grant
+was decided (after that end: the engine waited for a decision) and sent (delivery); and
+the idle time behind grants
 whose successor was sent before they ended (the agent was not late), by the size of the
 grant before the gap.
 """
@@ -164,9 +166,22 @@ def quantile(xs: list[float], q: float) -> float:
 AHEAD_BINS = ((128e6, "< 128 MB"), (512e6, "128-512 MB"), (math.inf, ">= 512 MB"))
 
 
+def behind(run: list[Grant]):
+    """(prev, g) for each grant g of a run sorted by start, prev the grant that had reached
+    furthest before it (the largest end so far): g's idle is g.a_from - prev.a_to where
+    positive. Pipelined grants overlap and a queued one can end before the one it followed,
+    so the grant started just before g is not the one whose end the GPU idles behind."""
+    last = None
+    for g in run:
+        if last is not None:
+            yield last, g
+        if last is None or g.a_to > last.a_to:
+            last = g
+
+
 def idle_behind_ahead(run: list[Grant], lo: float, hi: float) -> dict:
     out = {label: {"successors": 0, "gaps": 0, "idle_ms": 0.0} for _, label in AHEAD_BINS}
-    for prev, g in zip(run, run[1:]):
+    for prev, g in behind(run):
         sent = g.sent if g.sent >= 0 else g.decided
         if not (lo <= g.a_from < hi) or sent >= prev.a_to:
             continue
@@ -213,7 +228,7 @@ def report(tr: Trace, window: tuple[float, float] | None, late_ms: float) -> dic
         scored = [g for g in run if lo <= g.done_at < hi]
         errs = [(g.a_to - g.p_to) / 1e6 for g in scored]
         idle = {"total": 0.0, "waiting_for_decision": 0.0, "delivery": 0.0, "other": 0.0}
-        for prev, g in zip(run, run[1:]):
+        for prev, g in behind(run):
             if not (lo <= g.a_from < hi) or g.a_from <= prev.a_to:
                 continue
             gap = g.a_from - prev.a_to
