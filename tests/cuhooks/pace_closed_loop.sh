@@ -14,6 +14,14 @@
 #      its timer, the check's suspect): the credit of a stall longer than the horizon H is
 #      not kept beyond the bucket, so the bytes stay <= R (wall - stall + H) + one work,
 #      and the rest of the run still reaches >= 0.9 R over wall - stall
+#   4  the marginal rate, as the GPU check takes it (tools/packaging/gpu/engines-check.sh):
+#      two pace-400 runs with the same 150-ms stall inside the span after 20 tokens (the
+#      prompt and first graph captures of llama-simple), 60 and 360 tokens after it; the
+#      difference of their done bytes over the difference of their spans is the rate of
+#      the 300 tokens between them, the stall cancelled. Bounds, from the ones above
+#      (each run's done bytes >= 0.9 R (span - stall) and <= R (span - stall + 4 H)):
+#      >= 0.9 R - R (0.1 (span_short - stall) + 4 H) / (span difference), and <= R + R
+#      (0.1 (span_short - stall) + 4 H) / (span difference); both within ~15 % of R here
 #
 # Each check also takes the rate over the paced interval itself, as the GPU check does:
 # the agent's grant span for the engine (`ripplectl status --json`, the engine's
@@ -47,7 +55,7 @@ trap cleanup EXIT
 n=0 failed=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); failed=1; echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
-echo "1..3"
+echo "1..4"
 
 TOKEN=853000000   # bytes a token (the GPU check's gguf_tiny model)
 H_MS=18           # the agent's default horizon: the bucket is R x H
@@ -128,4 +136,26 @@ check "pace-100, llama.cpp decoding at ~1 ms a token" 100 0 -- sleep 1 llama 200
 # `graph 1` with a 250 ms nap: one more graph launch of the pass, then the stall.
 check "pace-400 with one 250 ms stall: its credit is not kept past the bucket" 400 0.25 -- \
   sleep 1 llama 200 1 6 sleep 250 graph 1 sleep 1 llama 200 1 6
+# check 4: the marginal rate of two runs that differ only in their tokens after the stall.
+marginal() {
+  local name=$1 r=400 stall=0.15 res tokens wall grants unmanaged span done
+  local -a sp dn
+  for after in 60 360; do
+    start_agent "$r"
+    res=$(decode sleep 1 llama 20 1 6 sleep 150 graph 1 sleep 1 llama "$after" 1 6) || { not_ok "$name" "$res"; return; }
+    read -r tokens wall grants unmanaged span done <<< "$res"
+    [ "$unmanaged" = 0 ] || { not_ok "$name" "$unmanaged units ran unmanaged"; return; }
+    sp+=("$span") dn+=("$done")
+  done
+  local verdict
+  verdict=$(awk -v r="$r" -v s="$stall" -v h="$H_MS" -v s0="${sp[0]}" -v s1="${sp[1]}" -v d0="${dn[0]}" -v d1="${dn[1]}" 'BEGIN {
+    ds = s1 - s0; dd = d1 - d0
+    if (ds <= 0) { printf "no the longer run'\''s span %.3f s is not longer than %.3f s", s1, s0; exit }
+    m = dd / ds / 1e9; slack = (0.1 * (s0 - s) + 4 * h / 1000) / ds
+    lo = r * (0.9 - slack); hi = r * (1 + slack)
+    printf "%s %.1f GB in %.3f s = %.1f GB/s = %.3f R (spans %.3f and %.3f s; bounds %.0f-%.0f GB/s)",
+           (m >= lo && m <= hi) ? "ok" : "no", dd / 1e9, ds, m, m / r, s0, s1, lo, hi }')
+  if [ "${verdict%% *}" = ok ]; then ok "$name: ${verdict#* }"; else not_ok "$name" "${verdict#* }" "$(tail -3 "$tmp/err")"; fi
+}
+marginal "pace-400, the marginal rate of 300 tokens between two runs with the same 150-ms stall"
 exit $failed

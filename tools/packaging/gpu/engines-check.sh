@@ -26,7 +26,8 @@
 #    llama-simple's whole timer and over llama.cpp's decode time alone (its eval line),
 #    and over the paced interval itself: the agent's grant span for the engine (its first
 #    grant's decision to its last Done, and the bytes done in it; `ripplectl status
-#    --json`, the engine's total.grant_span).
+#    --json`, the engine's total.grant_span), and its marginal rate: the 256-token span
+#    less a 64-token run's, over the bytes between them (the start-up inside both cancels).
 # 4. Overhead: llama-bench tg256 tokens/s (llama-simple's decode speed over 512 tokens
 #    when llama-bench was not carried): plain, gated under ripple-run (unmanaged agent)
 #    and, in OVERHEAD_ARMS, with the interposer only counting (RIPPLE_CUHOOK=off);
@@ -145,7 +146,22 @@ timeout 120 "$B/bin/ripple-profile" record -o "$OUT/llama.record.json" -- "$L/bi
   > "$OUT/record.log" 2>&1
 log "   ripple-profile record (no NVTX): exit $? $(python3 -c 'import json,sys; u=json.load(open(sys.argv[1]))["units"]; print(len(u), "units:", [(x["name"], len(x.get("kernels", []))) for x in u][:6])' "$OUT/llama.record.json" 2>/dev/null)"
 P=("$L/bin/llama-simple" -m "$M" -n 256 -ngl 99 "Hello world")
+# The grant span of a run as "done_bytes seconds" (the first listed entry named llama, the
+# latest session, carries its process's total), or n/a.
+span_of() {
+  python3 -c 'import json,sys; e=[x for x in json.load(sys.stdin)["engines"] if x["name"]=="llama"]
+s=(e[0].get("total") or e[0]).get("grant_span") if e else None
+print(s["done_bytes"], s["s"]) if s else print("n/a")' 2>/dev/null || echo n/a
+}
 for r in 400 200 100; do
+  # The same prompt decoding 64 tokens first: its span holds the same start-up (prompt,
+  # first graph captures) as the 256-token run's, so the difference of the two spans is
+  # the time of 192 decoded tokens at the paced rate alone (the marginal rate, below).
+  agent "pace-$r" || continue
+  hooked llama "$OUT/pace-$r-n64.stats" RIPPLE_GRAPH_BYTES="$BPT" -- "${P[@]:0:3}" -n 64 "${P[@]:5}" \
+    > "$OUT/pace-$r-n64.out" 2> "$OUT/pace-$r-n64.err"
+  "$B/bin/ripplectl" status --json --socket "$tmp/control.sock" > "$OUT/pace-$r-n64.status.json" 2>/dev/null
+  short=$(span_of < "$OUT/pace-$r-n64.status.json")
   agent "pace-$r" || continue
   hooked llama "$OUT/pace-$r.stats" RIPPLE_GRAPH_BYTES="$BPT" -- "${P[@]}" > "$OUT/pace-$r.out" 2> "$OUT/pace-$r.err"
   ts=$(sed -n 's/.*speed: *\([0-9.]*\) t\/s.*/\1/p' "$OUT/pace-$r.err" | tail -1)
@@ -162,13 +178,17 @@ for r in 400 200 100; do
   # Neither llama-simple's start-up before the first grant nor anything after the last
   # Done is in it; the CPU time between decodes is.
   echo "$stj" > "$OUT/pace-$r.status.json"
-  pi=$(echo "$stj" | python3 -c 'import json,sys; e=[x for x in json.load(sys.stdin)["engines"] if x["name"]=="llama"]
-s=(e[0].get("total") or e[0]).get("grant_span") if e else None
-print(s["done_bytes"], s["s"]) if s else print("n/a")' 2>/dev/null || echo n/a)
-  R[pace-$r]=$(awk -v t="${ts:-0}" -v e="${ev:-0}" -v b="$BPT" -v r=$r -v pi="$pi" 'BEGIN{g=t*b/1e9; d=e*b/1e9; printf "%.1f tok/s x %.3f GB = %.1f GB/s (%+.1f %% of R); decode only (eval time) %.1f tok/s = %.1f GB/s (%+.1f %% of R)", t, b/1e9, g, (r > 0 ? 100 * (g / r - 1) : 0), e, d, (r > 0 ? 100 * (d / r - 1) : 0)
+  pi=$(echo "$stj" | span_of)
+  # The marginal rate: (bytes of the 256-token span - the 64-token one's) / (their spans'
+  # difference). The start-up inside both spans cancels; what is left is 192 decoded tokens
+  # (each a graph launch declared as one token's bytes), the CPU time between them included.
+  R[pace-$r]=$(awk -v t="${ts:-0}" -v e="${ev:-0}" -v b="$BPT" -v r=$r -v pi="$pi" -v sh="$short" 'BEGIN{g=t*b/1e9; d=e*b/1e9; printf "%.1f tok/s x %.3f GB = %.1f GB/s (%+.1f %% of R); decode only (eval time) %.1f tok/s = %.1f GB/s (%+.1f %% of R)", t, b/1e9, g, (r > 0 ? 100 * (g / r - 1) : 0), e, d, (r > 0 ? 100 * (d / r - 1) : 0)
     split(pi, p, " ")
     if (p[2] > 0) { q = p[1] / p[2] / 1e9; printf "; paced interval (agent: first grant to last Done) %.1f GB in %.3f s = %.1f GB/s (%+.1f %% of R)", p[1] / 1e9, p[2], q, (r > 0 ? 100 * (q / r - 1) : 0) }
-    else printf "; paced interval n/a (no grant span in the agent'\''s status)"}')
+    else printf "; paced interval n/a (no grant span in the agent'\''s status)"
+    split(sh, s, " ")
+    if (p[2] > 0 && s[2] > 0 && p[2] > s[2]) { m = (p[1] - s[1]) / (p[2] - s[2]) / 1e9; printf "; marginal (n 256 - n 64 spans) %.1f GB in %.3f s = %.1f GB/s (%+.1f %% of R)", (p[1] - s[1]) / 1e9, p[2] - s[2], m, (r > 0 ? 100 * (m / r - 1) : 0) }
+    else printf "; marginal n/a (no 64-token span)"}')
   log "   pace-$r: ${R[pace-$r]}; agent bytes/grants $ab; units_graph $(jget "$OUT/pace-$r.stats" units_graph)"
 done
 
