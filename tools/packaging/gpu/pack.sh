@@ -12,7 +12,12 @@
 set -euo pipefail
 DEST=${1:-.devcarry}
 O=${O:-build}
-BINS="ripple-agent ripple-run ripple-profile ripplectl ripple-llm ripple-costmap ripple-kdnn ripple-sgm ripple-control ripple-sim ripple-hook-bench"
+# BINS: the programs packed (default: all a bench, sim or check needs). A device call's carry
+# and the repository's tracked files share 64 MiB, so the llama.cpp check (33 MB of its
+# own) carries only what it runs:
+#   BINS="ripple-agent ripple-run ripple-profile ripplectl ripple-hook-bench" tools/packaging/gpu/pack.sh .devcarry-eng
+# (.devcarry-*/ is ignored by git too).
+BINS=${BINS:-"ripple-agent ripple-run ripple-profile ripplectl ripple-llm ripple-costmap ripple-kdnn ripple-sgm ripple-control ripple-sim ripple-hook-bench"}
 make -s $(for b in $BINS; do echo "$O/bin/$b"; done) "$O/lib/libripple-cuhook.so" "$O/bin/ripple-standin-engine" >/dev/null
 rm -rf "$DEST/build" "$DEST/deps.tar.xz"
 mkdir -p "$DEST/build/bin" "$DEST/build/lib" "$DEST/build/tests/integration"
