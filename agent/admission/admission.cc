@@ -415,9 +415,17 @@ Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos 
   }
   finish_grant(static_cast<std::size_t>(g - grants_.data()), now);
   // The grant behind it ends no earlier than its planned duration after this end: a late
-  // end carries to the successors decided from now on (this is when the slot frees).
-  for (const Outstanding& o : grants_)
-    if (o.plan.engine == engine) e.busy_until = std::max(e.busy_until, now + (o.plan.predicted_end - o.plan.predicted_start));
+  // end carries to the successors decided from now on (this is when the slot frees). With
+  // early_end_carries, one already started ends that duration after this end, also where
+  // that is earlier than its prediction: it has waited behind this one on the GPU, so it
+  // runs from here on (an upper bound: the Done comes after the GPU's end).
+  if (opts_.early_end_carries) e.busy_until = now;
+  for (const Outstanding& o : grants_) {
+    if (o.plan.engine != engine) continue;
+    const Nanos planned = now + (o.plan.predicted_end - o.plan.predicted_start);
+    e.busy_until = std::max(e.busy_until, opts_.early_end_carries && o.started < 0 ? std::max(o.expected_end(), planned)
+                                                                                    : planned);
+  }
   policy_->on_grant_done(e, plan, measured, profiled, now);
   return Status::Ok();
 }

@@ -50,6 +50,16 @@ struct Options {
   // sooner than a lone one, and its event pairs span the overlap. Off: the paper's single
   // measured/profiled scale.
   bool queued_durations = false;
+  // When a grant is done, a grant the engine already started (issued ahead while this one
+  // ran, queued behind it on the GPU) is predicted to end its planned duration after this
+  // Done, also where that is before the end it was predicted at when decided. An engine
+  // that issues ahead starts its successor long before the GPU reaches it, so that
+  // prediction (the one before's predicted end + its duration) keeps every earlier end of
+  // the one before; the next successor's slot then lies past the real end by as much (H200,
+  // results/e2e.md §0, thirteenth session: 8-13 ms at the median) and a successor that
+  // would fit before a CPU release from the real end waits for the Done. Off: a late end
+  // carries to the successors, an early one does not (the slot only ever moves out).
+  bool early_end_carries = false;
   // The engines' host-byte grants share one host link (PCIe): for a policy that
   // models_shared_link(), a grant whose next unit moves host bytes (>= kLinkMinBytes)
   // starts after the predicted end of every other engine's outstanding host-byte grant,

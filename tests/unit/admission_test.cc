@@ -840,6 +840,37 @@ TEST(Admission, LateStartOrEndMovesNextSuccessor) {
   EXPECT_EQ(d.grants[0].predicted_start, 4 * kMs);
 }
 
+// Tests Options::early_end_carries: three 1-ms units, horizon 1 ms, so grant 0 [0, 1 ms]
+// and its successor grant 1 [1, 2 ms]. The engine issues ahead: it starts grant 1 at 0.1
+// ms, while grant 0 runs, and grant 0 is done early, at 0.5 ms. The next successor's
+// slot is grant 1's end: 0.5 + 1 ms with the option (grant 1 waited behind grant 0 on the
+// GPU and runs from its end), 2 ms without (its prediction when decided). Grant 1 not yet
+// started keeps its prediction either way.
+TEST(Admission, EarlyEndCarriesToAStartedSuccessor) {
+  for (const bool carries : {true, false}) {
+    for (const bool started : {true, false}) {
+      Options o = OneMsChain::options();
+      o.early_end_carries = carries;
+      Fixture f(0, o);
+      const EngineId llm = f.add(engine("llm"));
+      ASSERT_TRUE(f.adm->announce(llm, work(1, 3), 0));
+      const Decision first = f.adm->decide(0);
+      ASSERT_EQ(first.grants.size(), 2u);
+      EXPECT_EQ(first.grants[1].predicted_start, kMs);
+      EXPECT_EQ(first.grants[1].predicted_end, 2 * kMs);
+      ASSERT_TRUE(f.adm->on_start(llm, first.grants[0].id, 0));
+      if (started) {
+        ASSERT_TRUE(f.adm->on_start(llm, first.grants[1].id, kMs / 10));
+      }
+      ASSERT_TRUE(f.adm->on_done(llm, first.grants[0].id, kMs / 2, kMs / 2));
+      const Decision d = f.adm->decide(kMs / 2);
+      ASSERT_EQ(d.grants.size(), 1u) << carries << started;
+      EXPECT_TRUE(d.grants[0].successor);
+      EXPECT_EQ(d.grants[0].predicted_start, carries && started ? kMs / 2 + kMs : 2 * kMs) << carries << started;
+    }
+  }
+}
+
 // Tests the wait-time breakdown (Fig. 9): budget wait from idle-with-work to the
 // decision, decision to sent, and sent to started.
 TEST(Admission, WaitTimeBreakdown) {
