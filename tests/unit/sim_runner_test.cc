@@ -281,6 +281,29 @@ TEST(SimRunner, GrantTimeSpreadMakesLateEndsNotFewerPasses) {
   EXPECT_NEAR(static_cast<double>(passes[1]) / static_cast<double>(passes[0]), 1.0, 0.10);
 }
 
+// Tests EngineModel::issue_ahead: the engine starts its successor while the grant before
+// runs (as the interposer does from its cache), so the agent sees grants queued behind
+// another (started before the one before was done, their time reaching back past its
+// end); without it none are. No protocol error either way, and no pass is lost.
+TEST(SimRunner, IssuingAheadQueuesGrantsBehindTheOneBefore) {
+  std::vector<std::uint64_t> queued, passes;
+  for (bool ahead : {false, true}) {
+    RunConfig c = plant_like("ripple", 40);
+    c.engines[0].issue_ahead = ahead;
+    auto r = run(c);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->protocol_errors, 0u) << r->first_error;
+    const EngineResult& e = r->engines[0];
+    queued.push_back(e.s1.queued - e.s0.queued);
+    passes.push_back(e.passes);
+    std::printf("# issue_ahead %d: %llu queued of %llu grants, %llu passes\n", ahead, (unsigned long long)queued.back(),
+                (unsigned long long)(e.s1.grants - e.s0.grants), (unsigned long long)passes.back());
+  }
+  EXPECT_EQ(queued[0], 0u);
+  EXPECT_GT(queued[1], 10u);
+  EXPECT_GE(static_cast<double>(passes[1]), 0.9 * static_cast<double>(passes[0]));
+}
+
 // Tests that a replay (--solo-from) takes a bench run's profile as each task's solo model
 // and its deadlines as k x that run's p99, reading Python's NaN as null.
 TEST(SimReplay, SoloFromTakesTheRunsProfileAndDeadlines) {

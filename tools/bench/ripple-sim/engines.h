@@ -39,6 +39,12 @@ struct EngineModel {
   // sigma (0: exactly as profiled): grants that end before or after the agent's prediction,
   // as the GPU's did (late ends, results/e2e.md §0).
   double time_sigma = 0;
+  // The host issues ahead of the GPU, as the interposer does with a successor in its cache:
+  // once a grant runs, the engine takes the grant for the position after it as soon as it
+  // is delivered and sends its Start at once; the GPU runs it after the one before, and
+  // its Done reports the time from that Start (an event pair recorded at the host's issue
+  // spans the wait behind the grant before). false: a Start follows the grant before's end.
+  bool issue_ahead = false;
   Nanos first_release = 0;                   // deadline-bound: first frame's release
 
   Bytes pass_bytes() const;

@@ -62,7 +62,7 @@ Result<EngineModel> read_engine(const toml::table& t, const std::string& name, c
   const std::string where = "engine." + name;
   if (Status s = check_keys(t, where, {"kind", "units", "unit_mb", "unit_ms", "gbps", "profile", "period_ms",
                                        "deadline_ms", "first_release_ms", "grant_overhead_us", "repeat",
-                                       "hidden_overhead_us", "time_sigma", "chunk_mb", "source"});
+                                       "hidden_overhead_us", "time_sigma", "chunk_mb", "issue_ahead", "source"});
       !s)
     return s.error();
   const std::string kind_s = t["kind"].value_or(std::string("best-effort"));
@@ -103,6 +103,8 @@ Result<EngineModel> read_engine(const toml::table& t, const std::string& name, c
   m.hidden_overhead = us_to_ns(t["hidden_overhead_us"].value_or(0.0));
   m.time_sigma = t["time_sigma"].value_or(0.0);
   if (!(m.time_sigma >= 0 && m.time_sigma <= 2)) return make_error("{}: time_sigma must be in [0, 2]", where);
+  if (auto v = t["issue_ahead"]; v && !v.is_boolean()) return make_error("{}: issue_ahead must be true or false", where);
+  m.issue_ahead = t["issue_ahead"].value_or(false);
   if (kind == admission::EngineKind::kDeadlineBound) {
     m.period = ms_to_ns(t["period_ms"].value_or(0.0));
     m.deadline = ms_to_ns(t["deadline_ms"].value_or(t["period_ms"].value_or(0.0)));
@@ -254,13 +256,13 @@ Status apply_agent_key(Preset& p, const std::string& key, const toml::node& n) {
     } else {
       return make_error("agent.shared_link must be true, false or \"auto\"");
     }
-  } else if (key == "pipelining" || key == "queued_durations") {
+  } else if (key == "pipelining" || key == "queued_durations" || key == "early_end_carries") {
     auto v = n.value<bool>();
     if (!v) return make_error("agent.{} must be true or false", key);
-    (key == "pipelining" ? o.pipelining : o.queued_durations) = *v;
+    (key == "pipelining" ? o.pipelining : key == "queued_durations" ? o.queued_durations : o.early_end_carries) = *v;
   } else if (key == "source") {
   } else {
-    return make_error("agent.{}: not an admission key (lease_ms, expire_slack_ms, horizon_ms, gamma, end_guard_quantile, pipelining, queued_durations, shared_link)", key);
+    return make_error("agent.{}: not an admission key (lease_ms, expire_slack_ms, horizon_ms, gamma, end_guard_quantile, pipelining, queued_durations, early_end_carries, shared_link)", key);
   }
   return Status::Ok();
 }

@@ -77,6 +77,8 @@ struct EngineRt {
   double unit_rate = 0;     // its nominal bytes per ns
   double share = 1.0;       // bandwidth share it runs at
   Nanos grant_start = 0;
+  std::optional<GrantMsg> ahead;  // issue_ahead: the next grant, started, queued behind g
+  Nanos ahead_start = 0;
   Rng rng;                  // its grants' time factors (EngineModel::time_sigma)
   double grant_factor = 1;  // the running grant's
   std::uint64_t gen = 0;
@@ -272,6 +274,20 @@ class Sim {
       e.phase = Phase::kWaiting;
     }
   }
+  // issue_ahead: while g runs, the grant for the position after it is taken from the cache
+  // and started (its Start sent) at once; it runs when g ends.
+  void take_ahead(std::uint32_t i) {
+    EngineRt& e = engines_[i];
+    if (!e.m->issue_ahead || e.phase != Phase::kRunning || e.ahead) return;
+    const std::uint32_t next = e.g.first + e.g.count;
+    if (next >= e.m->pass.size()) return;  // the next pass is another work, not announced yet
+    GrantCache::Acquired a = e.cache.acquire(e.work, next, now_);
+    for (auto id : a.discarded) to_agent(kMsgDiscard, i, id);
+    if (!a.grant) return;  // none yet, or held for a release (taken when the engine waits)
+    e.ahead = *a.grant;
+    e.ahead_start = now_;
+    to_agent(kMsgStart, i, a.grant->id);
+  }
   void start_unit(EngineRt& e, bool first) {
     const admission::UnitSpec& u = e.m->catalog[e.m->pass[e.pos]];
     if (first) {
@@ -295,6 +311,15 @@ class Sim {
     }
     // The grant is done.
     to_agent(kMsgDone, i, e.g.id, static_cast<std::uint64_t>(now_ - e.grant_start));
+    if (e.ahead) {  // started ahead: the GPU goes on with it
+      e.g = *e.ahead;
+      e.ahead.reset();
+      e.grant_start = e.ahead_start;
+      e.in_grant = 0;
+      start_unit(e, true);
+      take_ahead(i);
+      return;
+    }
     if (e.pos < e.m->pass.size()) {
       e.phase = Phase::kWaiting;
       engine_try(i);
@@ -369,6 +394,7 @@ class Sim {
         engines_[ev.a].cache.deliver(it->second);
         in_flight_.erase(it);
         engine_try(ev.a);
+        take_ahead(ev.a);
         break;
       }
       case kEngineTry: engine_try(ev.a); break;
@@ -381,6 +407,7 @@ class Sim {
         e.in_grant = 0;
         start_unit(e, true);
         to_agent(kMsgStart, ev.a, e.g.id);
+        take_ahead(ev.a);
         recompute();
         break;
       }
