@@ -24,6 +24,9 @@ tools/packaging/gpu/unpack.sh "$DEST" >/dev/null || { echo "bench-call.sh: unpac
 export LD_LIBRARY_PATH=/tmp/rdeps/lib PATH=/tmp/rdeps/bin:$PATH PYTHONPATH=/tmp/rdeps/python PYTHONUNBUFFERED=1
 B=/tmp/bench-$TAG
 rm -rf "$B"
+# Every call keeps its admission traces (a miss no trace explains is lost for good: the
+# thirteenth session's k11b); NO_TRACE=1 leaves them out.
+case " $* " in *" --trace "*) ;; *) [ "${NO_TRACE:-0}" = 1 ] || set -- "$@" --trace;; esac
 nvidia-smi -L
 timeout "$LIMIT" python3 tools/bench/ripple-bench/ripple-bench --backend gpu --build-dir "$DEST/build" \
   --profile-s 15 --prep-s 6 --no-plots --out "$B" "$@" > "$OUT/$TAG.log" 2>&1
