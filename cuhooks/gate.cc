@@ -83,7 +83,7 @@ void Runtime::announce_ahead_locked() {
   // whole forward pass is) would drain a whole work announced ahead each time.
   // Not for a deadline-bound engine: the agent starts its period (and the work's
   // deadline) when a work is announced, so a work announced ahead would move them earlier.
-  if (!cfg_.grant_ahead || cfg_.kind == engine::Kind::kDeadlineBound || ahead_ || !bare_work_ || !learned_ || bpasses_ < kSpanAfterPasses || !client_ ||
+  if (!cfg_.grant_ahead || cfg_.kind == engine::Kind::kDeadlineBound || ahead_ || !bare_work_ || !learned_ || !bare_stable_locked() || !client_ ||
       !grant_ || grant_end_ < work_wire_.size() || chunk_pending_ || pass_.empty())
     return;
   // Only when the open work ends at the pass end (a pass longer than a work does not).

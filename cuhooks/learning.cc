@@ -159,7 +159,9 @@ void Runtime::bare_step_locked(const std::string& label, std::uint64_t bytes, bo
       if (!work_open()) *whole_pass = true, *from = bpos_;
       if (++bpos_ == pass_.size()) {
         bpos_ = 0;
-        if (++bpasses_ == kStablePasses) copy_learner_.reset_window();
+        ++bpasses_;
+        if (bpasses_ == kSpanAfterPasses && !recalled_) remember_stable_locked();
+        if (bpasses_ == kStablePasses) copy_learner_.reset_window();
       }
       bnd_units_.assign(1, unit);
       return;
@@ -237,6 +239,10 @@ bool Runtime::bare_learn_locked(const std::vector<std::uint32_t>& ids, std::size
   bpos_ = cur;
   bpasses_ = 0;
   bperiod_.reset();  // another pass: its own period
+  pass_labels_.clear();
+  for (std::uint32_t id : ids) pass_labels_.push_back(copy_learner_.name(id));
+  recalled_ = was_stable_locked(pass_labels_);
+  if (recalled_) g_c.passes_recalled.fetch_add(1, std::memory_order_relaxed);
   std::set<std::uint32_t> distinct(pass_.begin(), pass_.end());
   g_c.passes_learned.fetch_add(1, std::memory_order_relaxed);
   g_c.copy_passes_learned.fetch_add(1, std::memory_order_relaxed);
@@ -245,6 +251,25 @@ bool Runtime::bare_learn_locked(const std::vector<std::uint32_t>& ids, std::size
       static_cast<unsigned long long>(pass_bytes), copy_learner_.name(ids.front()).c_str());
   renew_session_locked();
   return true;
+}
+
+// Whether `labels` is, up to where it starts, a pass that was stable before.
+bool Runtime::was_stable_locked(const std::vector<std::string>& labels) const {
+  for (const auto& p : stable_passes_) {
+    if (p.size() != labels.size()) continue;
+    for (std::size_t r = 0; r < p.size(); ++r) {
+      std::size_t i = 0;
+      while (i < p.size() && p[(r + i) % p.size()] == labels[i]) ++i;
+      if (i == p.size()) return true;
+    }
+  }
+  return false;
+}
+
+void Runtime::remember_stable_locked() {
+  if (was_stable_locked(pass_labels_)) return;
+  if (stable_passes_.size() == kRecalledPasses) stable_passes_.erase(stable_passes_.begin());
+  stable_passes_.push_back(pass_labels_);
 }
 
 void Runtime::deviate_bare_locked(const std::string& label) {
@@ -268,6 +293,9 @@ void Runtime::stop_bare_learning_locked(const char* why) {
   }
   rebuild_wire_locked();
   copy_learner_.clear();  // the history is not needed any more
+  stable_passes_.clear();
+  pass_labels_.clear();
+  recalled_ = false;
   bperiod_.reset();
 }
 
@@ -294,7 +322,7 @@ std::size_t Runtime::bare_span_locked(std::size_t from) const {
   std::size_t first = 0, whole = 0;
   for (std::size_t i = 0; i < pass_.size(); ++i) (i >= from ? first : whole) += wire(pass_[i]);
   whole += first;
-  return passes_per_work(cfg_.min_work_ns, bperiod_.period_ns(), bpasses_ >= kSpanAfterPasses, first, whole,
+  return passes_per_work(cfg_.min_work_ns, bperiod_.period_ns(), bare_stable_locked(), first, whole,
                          engine::kMaxWorkUnits);
 }
 

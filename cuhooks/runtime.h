@@ -247,6 +247,8 @@ class Runtime {
   void bare_step_locked(const std::string& label, std::uint64_t bytes, bool* whole_pass, std::size_t* from);
   bool bare_learn_locked(const std::vector<std::uint32_t>& ids, std::size_t cur);
   void deviate_bare_locked(const std::string& label);
+  bool was_stable_locked(const std::vector<std::string>& labels) const;
+  void remember_stable_locked();
   void stop_bare_learning_locked(const char* why);
   std::uint32_t bare_unit_of(const std::string& label) const;
   void begin_occurrence_locked(const std::string& label);
@@ -408,6 +410,16 @@ class Runtime {
   // layer pass before the whole forward pass is learned) drains less; llama.cpp at ~1 ms
   // a token pays 16 round trips more.
   static constexpr std::size_t kSpanAfterPasses = 16;
+  // Passes that were stable once (matched kSpanAfterPasses times in a row), as labels, the
+  // last kRecalledPasses of them: one learned again (llama.cpp's decode pass after each
+  // request or llama-bench rep: its first tokens go another way) is stable at once, so its
+  // works span passes and are announced ahead from its first work, not after 16 more
+  // round trips (Documentation/cuhook.md, "Recalled passes").
+  static constexpr std::size_t kRecalledPasses = 4;
+  std::vector<std::vector<std::string>> stable_passes_;
+  std::vector<std::string> pass_labels_;  // the learned bare pass's labels
+  bool recalled_ = false;                 // ... was stable before: stable from its start
+  bool bare_stable_locked() const { return recalled_ || bpasses_ >= kSpanAfterPasses; }
   std::size_t bare_passes_locked(std::size_t from);
   // The same count without applying a pending chunk size or counting (grants ahead).
   std::size_t bare_span_locked(std::size_t from) const;

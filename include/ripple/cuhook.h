@@ -81,7 +81,9 @@ extern "C" {
   X(boundary_gaps, "consecutive grant pairs whose GPU gap was read (end event to next start)")  \
   X(boundary_gap_ns, "GPU time from a grant's end event to the next grant's start, summed") \
   /* v8: */                                                                                     \
-  X(connect_failures, "connect attempts that failed (no agent, no Welcome in time, not the agent)")
+  X(connect_failures, "connect attempts that failed (no agent, no Welcome in time, not the agent)") \
+  /* v9: */                                                                                     \
+  X(passes_recalled, "bare passes learned again that were stable before: stable at once")
 
 /* Counters of the interposer (a snapshot), one field per RIPPLE_CUHOOK_COUNTERS entry. */
 struct ripple_cuhook_stats {

@@ -196,7 +196,7 @@ def hook_waits(h0: dict | None, h1: dict | None) -> dict[str, float]:
 HOOK_COUNTERS = ("grants", "grant_waits", "grants_in_hand", "chunk_waits", "chunks", "chunk_gates",
                  "chunk_changes", "agent_connects", "agent_losses", "grant_timeouts", "unmanaged_units",
                  "works_ahead", "ahead_drained", "work_start_waits", "work_starts_in_hand",
-                 "boundary_gaps", "boundary_gap_ns", "connect_failures")
+                 "boundary_gaps", "boundary_gap_ns", "connect_failures", "passes_recalled")
 
 
 def hook_counters(h0: dict | None, h1: dict | None) -> dict[str, int]:
