@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "it (the paper gives ripple 140 s and the baselines 30 s)")
     p.add_argument("--score-s", type=float, help="scored window, s (default 30; --quick 8)")
     p.add_argument("--profile-s", type=float, help="co-run profile (engines idle), s (default 20; --quick 6)")
+    p.add_argument("--profile-tries", type=int, default=3,
+                   help="profile again, up to this many times in all, while other processes took more than "
+                        "--profile-max-load of the CPUs beside it; the least loaded one is kept (default 3)")
+    p.add_argument("--profile-max-load", type=float, default=0.25,
+                   help="the share of this machine's CPUs other processes may take beside the co-run profile, on "
+                        "average (twice that in its busiest second), before it counts as loaded (default 0.25)")
     p.add_argument("--out", default="build/bench", help="output folder (default build/bench)")
     p.add_argument("--build-dir", default=os.environ.get("O", str(REPO / "build")), help="build folder ($O)")
     p.add_argument("--no-pin", action="store_true", help="do not pin tasks, agent and engines to cores")
@@ -222,6 +228,10 @@ def resolve_options(a: argparse.Namespace) -> Options:
     for name in ("prep_s", "ripple_prep_s", "score_s", "profile_s"):
         if getattr(o, name) <= 0:
             raise BenchError(f"--{name.replace('_', '-')}: must be > 0")
+    if a.profile_tries < 1:
+        raise BenchError(f"--profile-tries: {a.profile_tries} < 1")
+    if not 0 < a.profile_max_load <= 1:
+        raise BenchError(f"--profile-max-load: {a.profile_max_load} outside (0, 1]")
     if o.check_claim and not {"ripple", "unmanaged"} <= set(o.policies):
         raise BenchError("--check-claim needs both ripple and unmanaged in --policies")
     o.k_policies = {}

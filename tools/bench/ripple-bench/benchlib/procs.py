@@ -2,6 +2,7 @@
 phase, waits with a bound, the plant's shared memory, the agent's status."""
 import json
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -77,3 +78,67 @@ def status_json(b, sock: Path) -> dict:
     if r.returncode != 0:
         raise BenchError(f"ripplectl status failed: {r.stderr.strip() or r.stdout.strip()}")
     return json.loads(r.stdout)
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _descendants_cpu_s() -> float:
+    """CPU seconds (user + system) used so far by this process's live descendants and the
+    children they reaped (/proc)."""
+    kids: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                s = f.read()
+        except OSError:
+            continue
+        fields = s[s.rindex(")") + 2:].split()   # from field 3 (state): ppid, ..., utime, stime, cutime, cstime
+        kids.setdefault(int(fields[1]), []).append(int(d))
+        cpu[int(d)] = sum(int(x) for x in fields[11:15]) / CLK_TCK
+    total, todo = 0.0, list(kids.get(os.getpid(), []))
+    while todo:
+        p = todo.pop()
+        total += cpu.get(p, 0.0)
+        todo += kids.get(p, [])
+    return total
+
+
+class OtherLoad:
+    """The CPU time other processes took beside this one and its descendants, in CPUs
+    (1.0 = one CPU busy all along), per interval between samples: /proc/stat's busy time
+    (user, nice, system, irq, softirq, and steal: a VM's vCPU run by another tenant) less
+    our own (this process, its reaped children, its live descendants). A co-run profile
+    taken beside another build measures that build's preemptions, not the mix."""
+
+    def __init__(self) -> None:
+        self.ncpu = os.cpu_count() or 1
+        self.last = self._sample()
+        self.cpus: list[tuple[float, float]] = []   # (interval s, other CPUs) per sample
+
+    @staticmethod
+    def _sample() -> tuple[float, float, float]:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        busy = (v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)) / CLK_TCK
+        own = _descendants_cpu_s() + sum(r.ru_utime + r.ru_stime for r in (
+            resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
+        return time.monotonic(), busy, own
+
+    def sample(self) -> None:
+        t1, b1, o1 = self._sample()
+        t0, b0, o0 = self.last
+        if t1 - t0 > 0.05:
+            self.cpus.append((t1 - t0, max(0.0, (b1 - b0) - (o1 - o0)) / (t1 - t0)))
+            self.last = (t1, b1, o1)
+
+    def share(self) -> tuple[float, float]:
+        """(mean, peak sample) of the other processes' CPUs, as shares of this machine's CPUs."""
+        span = sum(dt for dt, _ in self.cpus)
+        if span <= 0:
+            return 0.0, 0.0
+        mean = sum(dt * c for dt, c in self.cpus) / span
+        return mean / self.ncpu, max(c for _, c in self.cpus) / self.ncpu
