@@ -175,6 +175,11 @@ Result<CalData> read_bench_outputs(const std::string& results_text, const std::s
     const double other = p.contains("gaps") && p["gaps"].contains("other") && p["gaps"]["other"].is_number()
                              ? p["gaps"]["other"].get<double>() : 0.0;
     if (grants > 0) cp.other_ms_per_grant = other * score_s * p.value("runs", 1) * 1e3 / grants;
+    if (p.contains("other_load") && p["other_load"].is_array())
+      for (const auto& l : p["other_load"]) {
+        if (l.contains("share") && l["share"].is_number()) cp.other_load = std::max(cp.other_load, l["share"].get<double>());
+        cp.loaded = cp.loaded || l.value("loaded", false);
+      }
     d.points.push_back(std::move(cp));
   }
   if (d.points.empty()) return make_error("results.json: no pace-R point (run ripple-bench --policies pace-R,...)");
@@ -343,7 +348,11 @@ Status run_calibrate(const CalibrateOptions& o) {
                                      "--mix", o.mix, "--policies", pols, "--k", "2", "--eps", "0.2", "--runs", "1",
                                      "--prep-s", fmt::format("{:g}", o.prep_s), "--ripple-prep-s",
                                      fmt::format("{:g}", o.prep_s), "--score-s", fmt::format("{:g}", o.score_s),
-                                     "--profile-s", fmt::format("{:g}", o.profile_s), "--no-plots", "--out", o.work};
+                                     "--profile-s", fmt::format("{:g}", o.profile_s), "--no-plots", "--out", o.work,
+                                     // a point whose window ran beside other load (a build) is run again:
+                                     // one loaded window moves the slope by 2x (a loaded reference: 249 ms/GB
+                                     // of the plant's 750)
+                                     "--rerun-loaded", "2"};
     if (!o.build_dir.empty()) argv.insert(argv.end(), {"--build-dir", o.build_dir});
     argv.insert(argv.end(), o.bench_args.begin(), o.bench_args.end());
     const double est = o.profile_s + static_cast<double>(o.rates.size() + 1) * (o.prep_s + o.score_s + 6) +
@@ -376,10 +385,20 @@ Status run_calibrate(const CalibrateOptions& o) {
     betas.push_back(p.beta_gbps);
     json jp = {{"rate_gbps", p.rate_gbps}, {"beta_gbps", p.beta_gbps}, {"p50_ms", p.p50_ms}, {"p99_ms", p.p99_ms},
                {"trimmed_mean_ms", p.tmean_ms},
-               {"jobs", p.jobs}, {"other_ms_per_grant", p.other_ms_per_grant}};
+               {"jobs", p.jobs}, {"other_ms_per_grant", p.other_ms_per_grant}, {"other_load", p.other_load},
+               {"loaded", p.loaded}};
     j["points"].push_back(jp);
   }
   std::fprintf(stderr, "%s\n", fmt_list(betas).c_str());
+  std::vector<double> loads;
+  bool any_loaded = false;
+  for (const CalPoint& p : data->points) loads.push_back(p.other_load), any_loaded = any_loaded || p.loaded;
+  if (loads.front() >= 0)
+    std::fprintf(stderr, "ripple-sim calibrate: other processes' share of the CPUs beside each point's window: %s%s\n",
+                 fmt_list(loads).c_str(),
+                 any_loaded ? " (LOADED: a point ran beside other load in every attempt; its slope measured that "
+                              "load's preemptions too)" : "");
+  j["loaded"] = any_loaded;
   for (const std::string& t : data->tasks) {
     auto f = fit_task(*data, t);
     if (!f) return f.error();

@@ -49,6 +49,11 @@ struct CalPoint {
   std::map<std::string, double> p10_ms, p90_ms;
   std::map<std::string, std::size_t> jobs;
   double other_ms_per_grant = 0;  // the LLM's unexplained gap time per grant (a grant's cost)
+  // The share of the CPUs other processes took beside the scored window (the bench's
+  // other_load, the most loaded run of the point; -1: not reported), and whether the bench
+  // counted it loaded: such a window measured their preemptions too, not only the traffic.
+  double other_load = -1;
+  bool loaded = false;
 };
 
 struct CalTaskFit {

@@ -57,8 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="profile again, up to this many times in all, while other processes took more than "
                         "--profile-max-load of the CPUs beside it; the least loaded one is kept (default 3)")
     p.add_argument("--profile-max-load", type=float, default=0.25,
-                   help="the share of this machine's CPUs other processes may take beside the co-run profile, on "
-                        "average (twice that in its busiest second), before it counts as loaded (default 0.25)")
+                   help="the share of this machine's CPUs other processes may take beside the co-run profile (or a "
+                        "scored window), on average (twice that in its busiest second), before it counts as loaded "
+                        "(default 0.25)")
+    p.add_argument("--rerun-loaded", type=int, default=0,
+                   help="run a point again, up to this many more times, while its scored window was loaded "
+                        "(--profile-max-load); the least loaded run is kept, each point reports its other_load "
+                        "(default 0: kept and reported)")
     p.add_argument("--out", default="build/bench", help="output folder (default build/bench)")
     p.add_argument("--build-dir", default=os.environ.get("O", str(REPO / "build")), help="build folder ($O)")
     p.add_argument("--no-pin", action="store_true", help="do not pin tasks, agent and engines to cores")
@@ -228,6 +233,8 @@ def resolve_options(a: argparse.Namespace) -> Options:
     for name in ("prep_s", "ripple_prep_s", "score_s", "profile_s"):
         if getattr(o, name) <= 0:
             raise BenchError(f"--{name.replace('_', '-')}: must be > 0")
+    if a.rerun_loaded < 0:
+        raise BenchError(f"--rerun-loaded: {a.rerun_loaded} < 0")
     if a.profile_tries < 1:
         raise BenchError(f"--profile-tries: {a.profile_tries} < 1")
     if not 0 < a.profile_max_load <= 1:

@@ -78,6 +78,9 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
                 "llm_hook": {c: sum(r.hook.get(c, 0) for r in runs)
                              for c in metrics.HOOK_COUNTERS if any(c in r.hook for r in runs)},
                 "feasible": metrics.feasible(worst, o.eps, vlm_misses),
+                # per run: the other processes' share of the CPUs beside its scored window (a
+                # loaded one measured their preemptions too), and the runs made (--rerun-loaded)
+                "other_load": [dict(getattr(r, "other_load", {}), attempts=getattr(r, "attempts", 1)) for r in runs],
                 "timelines": [{"run": r.rep, "scored_from_s": r.t0_rel_s, "perturbations_s": r.perturbations,
                                "samples": [{k: v for k, v in row.items() if k != "_ns"} for row in r.timeline]}
                               for r in runs],
