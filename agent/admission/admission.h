@@ -48,8 +48,9 @@ struct Options {
   // time after the one before ended), not from grants that ran alone. A pipelined engine
   // (copy-in of the next unit overlapping the last one's copy-out) finishes a queued unit
   // sooner than a lone one, and its event pairs span the overlap. Off: the paper's single
-  // measured/profiled scale.
-  bool queued_durations = false;
+  // measured/profiled scale. On by default since the fourteenth session's GPU A/B
+  // (Documentation/results/e2e.md §0: +9 % and +12 % tokens/s at k = 1.5 and 1.1).
+  bool queued_durations = true;
   // When a grant is done, a grant the engine already started (issued ahead while this one
   // ran, queued behind it on the GPU) is predicted to end its planned duration after this
   // Done, also where that is before the end it was predicted at when decided. An engine
