@@ -12,6 +12,10 @@ deadline tasks from GPU memory traffic (Documentation/results/e2e.md).
 import os
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "ripple-bench"))
+from benchlib.procs import proc_stats  # noqa: E402
 
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -30,18 +34,9 @@ def cpu_times():
 
 def procs():
     out = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                s = f.read()
-        except OSError:
-            continue
-        r = s.rfind(")")
-        comm = s[s.find("(") + 1:r].replace(",", "_").replace(":", "_")
-        rest = s[r + 2:].split()
-        out[(int(d), rest[19])] = (comm, int(rest[11]) + int(rest[12]), int(rest[36]))  # keyed by pid and start time
+    for pid, comm, rest in proc_stats():
+        comm = comm.replace(",", "_").replace(":", "_")
+        out[(pid, rest[19])] = (comm, int(rest[11]) + int(rest[12]), int(rest[36]))  # keyed by pid and start time
     return out
 
 

@@ -83,11 +83,11 @@ def status_json(b, sock: Path) -> dict:
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def _descendants_cpu_s() -> float:
-    """CPU seconds (user + system) used so far by this process's live descendants and the
-    children they reaped (/proc)."""
-    kids: dict[int, list[int]] = {}
-    cpu: dict[int, float] = {}
+def proc_stats():
+    """Every live process's /proc/PID/stat: (pid, comm, the fields from the third on:
+    state, ppid, ..., utime at [11], stime [12], cutime [13], cstime [14], starttime [19],
+    processor [36]). A process gone while read is skipped. (tools/packaging/gpu/cpusample.py
+    reads them too.)"""
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -96,9 +96,18 @@ def _descendants_cpu_s() -> float:
                 s = f.read()
         except OSError:
             continue
-        fields = s[s.rindex(")") + 2:].split()   # from field 3 (state): ppid, ..., utime, stime, cutime, cstime
-        kids.setdefault(int(fields[1]), []).append(int(d))
-        cpu[int(d)] = sum(int(x) for x in fields[11:15]) / CLK_TCK
+        r = s.rindex(")")
+        yield int(d), s[s.find("(") + 1:r], s[r + 2:].split()
+
+
+def _descendants_cpu_s() -> float:
+    """CPU seconds (user + system) used so far by this process's live descendants and the
+    children they reaped (/proc)."""
+    kids: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    for pid, _, fields in proc_stats():
+        kids.setdefault(int(fields[1]), []).append(pid)
+        cpu[pid] = sum(int(x) for x in fields[11:15]) / CLK_TCK
     total, todo = 0.0, list(kids.get(os.getpid(), []))
     while todo:
         p = todo.pop()
