@@ -90,6 +90,39 @@ def misses_and_idle_are_attributed():
 
 
 @case
+def misses_without_traffic_are_split_by_what_came_before():
+    """No grant reaches any of these missed jobs. Job 1 (10-20 ms) is released 8 ms after
+    grant 1 ended (0-2 ms, in the preparation before the window): apart. Job 2 (40-50 ms)
+    is released 1.5 ms after grant 2 (30-38.5 ms) ended: near (< 5 ms; apart with
+    --near-ms 1). Job 3 is released at 48 ms, before job 2 ended: queued behind it, though
+    grant 2 is also near."""
+    ms = 1_000_000
+    lines = []
+    for gid, a0, a1 in ((1, 0, 2), (2, 30, 38.5)):
+        lines += [rec("grant", int(a0 * ms), 0, "llm", gid, 100 * ms, int(a0 * ms), int(a1 * ms)),
+                  rec("start", int(a0 * ms), 0, "llm", gid, 100 * ms, int(a0 * ms)),
+                  rec("done", int(a1 * ms), 0, "llm", gid, 100 * ms, int(a0 * ms), int(a1 * ms), int((a1 - a0) * ms))]
+    lines += [rec("complete", 20 * ms, 0, "sgm", 1, 0, 0, 0, 10 * ms, 1),
+              rec("complete", 50 * ms, 0, "sgm", 2, 0, 0, 0, 10 * ms, 1),
+              rec("complete", 60 * ms, 0, "sgm", 3, 0, 0, 0, 12 * ms, 1)]
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "t.jsonl"
+        p.write_text("\n".join(lines) + "\n")
+        rc, out, err = report(p, "--json")
+        assert rc == 0, err
+        t = json.loads(out)["tasks"]["sgm"]
+        assert (t["no_traffic"], t["no_traffic_queued"], t["no_traffic_near"], t["no_traffic_apart"]) == (3, 1, 1, 1), t
+        assert t["no_traffic_gap_ms"] == [8.0, 1.5, 9.5], t
+        rc, out, err = report(p, "--json", "--near-ms", "1")
+        t = json.loads(out)["tasks"]["sgm"]
+        assert rc == 0 and (t["no_traffic_queued"], t["no_traffic_near"], t["no_traffic_apart"]) == (1, 0, 2), t
+        rc, out, err = report(p)
+        assert rc == 0 and "| 1 / 1 / 1 |" in out, out
+        rc, out, err = report(p, "--near-ms", "-1")
+        assert rc == 2 and "--near-ms" in err and not out, (rc, out, err)
+
+
+@case
 def idle_behind_successors_sent_ahead_is_binned_by_size():
     """Grant 1 (100 MB, run 0-1 ms); grant 2 sent at 0.5 ms, before grant 1 ended, runs
     1.5-10 ms: a 0.5-ms gap behind a grant under 128 MB. Grant 3 sent at 5 ms, before grant 2

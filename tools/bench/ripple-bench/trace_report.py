@@ -3,7 +3,8 @@
 release, completion, grant, start, done, discard; agent/admission/trace.h) and says where
 each task's deadline misses and each engine's idle time came from.
 
-    trace_report.py TRACE.jsonl[.gz] [--window FROM_S,TO_S [--origin first|zero]] [--late-ms 1] [--json]
+    trace_report.py TRACE.jsonl[.gz] [--window FROM_S,TO_S [--origin first|zero]] [--late-ms 1] [--near-ms 5]
+                    [--json]
 
 Times in the trace are the agent's clock (ns; ripple-sim: virtual, from 0). --window keeps
 the jobs released and the grants done in [FROM, TO) seconds after the first record, or after
@@ -15,7 +16,11 @@ Per task: jobs and misses, and for each missed job the GPU bytes whose actual in
 start to end) overlapped it, pro rata, against the bytes whose predicted interval (grant:
 predicted start to end) did. A miss that met bytes no grant was predicted to bring is
 "crossed": a grant ended (or started) other than predicted. One that met no bytes at all is
-"no traffic": the engines' grants did not reach it.
+"no traffic": the engines' grants did not reach it. Those are split by what came before them:
+"queued" when the task's previous job ended after this one's release (it waited behind a
+late predecessor), "near" when some grant's GPU interval ended less than --near-ms before the
+release (an after-effect, or a clock skew between the trace's GPU intervals and the tracer's
+jobs), "apart" otherwise (nothing of the engines came close: the host's own noise).
 
 Per engine: grants done, late ends (actual end more than --late-ms after the predicted end,
 as the agent counts late_ends), the end error's quantiles, and its idle time: where none
@@ -135,6 +140,14 @@ class Spans:
         self.froms = [f for f, _, _ in self.spans]
         self.longest = max((t - f for f, t, _ in self.spans), default=0)
 
+    def last_end_before(self, t: int) -> int | None:
+        """The latest end of a span that started before t and ended at or before t."""
+        best = None
+        for f, e, _ in self.spans[:bisect.bisect_left(self.froms, t)]:
+            if e <= t and (best is None or e > best):
+                best = e
+        return best
+
     def bytes_in(self, j: Job) -> float:
         total = 0.0
         for f, t, b in self.spans[bisect.bisect_left(self.froms, j.release - self.longest):]:
@@ -193,15 +206,19 @@ def idle_behind_ahead(run: list[Grant], lo: float, hi: float) -> dict:
     return out
 
 
-def report(tr: Trace, window: tuple[float, float] | None, late_ms: float) -> dict:
+def report(tr: Trace, window: tuple[float, float] | None, late_ms: float, near_ms: float = 5.0) -> dict:
     lo, hi = (-math.inf, math.inf) if window is None else (tr.t0 + window[0] * 1e9, tr.t0 + window[1] * 1e9)
     attribute(tr)
+    done = Spans((g.a_from, g.a_to, g.bytes) for g in tr.grants.values() if g.a_to >= 0 and g.a_to > g.a_from)
+    prev_end: dict[str, int] = {}
     tasks: dict[str, dict] = {}
-    for j in tr.jobs:
+    for j in sorted(tr.jobs, key=lambda j: (j.task, j.release)):
+        before, prev_end[j.task] = prev_end.get(j.task), j.end
         if not lo <= j.release < hi:
             continue
         d = tasks.setdefault(j.task, {"jobs": 0, "misses": 0, "crossed": 0, "no_traffic": 0, "charged_misses": 0,
-                                      "miss_actual_mb": [], "miss_predicted_mb": []})
+                                      "no_traffic_queued": 0, "no_traffic_near": 0, "no_traffic_apart": 0,
+                                      "no_traffic_gap_ms": [], "miss_actual_mb": [], "miss_predicted_mb": []})
         d["jobs"] += 1
         if not j.missed:
             continue
@@ -210,6 +227,15 @@ def report(tr: Trace, window: tuple[float, float] | None, late_ms: float) -> dic
         d["miss_predicted_mb"].append(j.predicted / 1e6)
         if j.actual <= 0:
             d["no_traffic"] += 1
+            last = done.last_end_before(j.release)
+            gap = math.inf if last is None else (j.release - last) / 1e6
+            d["no_traffic_gap_ms"].append(round(gap, 3) if math.isfinite(gap) else None)
+            if before is not None and before > j.release:
+                d["no_traffic_queued"] += 1
+            elif gap < near_ms:
+                d["no_traffic_near"] += 1
+            else:
+                d["no_traffic_apart"] += 1
         elif j.actual > j.predicted + 1e6:   # more than 1 MB beyond what the predictions put there
             d["crossed"] += 1
         else:
@@ -251,15 +277,18 @@ def report(tr: Trace, window: tuple[float, float] | None, late_ms: float) -> dic
             "idle_share": idle["total"] / span if span > 0 else math.nan,
             "idle_behind_ahead": idle_behind_ahead(run, lo, hi),
         }
-    return {"window_s": list(window) if window else None, "late_ms": late_ms, "tasks": tasks, "engines": engines}
+    return {"window_s": list(window) if window else None, "late_ms": late_ms, "near_ms": near_ms, "tasks": tasks,
+            "engines": engines}
 
 
 def markdown(r: dict) -> str:
-    out = ["| task | jobs | misses | DMR % | crossed | no traffic | charged | MB met (median of misses) | MB predicted |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = ["| task | jobs | misses | DMR % | crossed | no traffic | charged | MB met (median of misses) | MB predicted "
+           f"| no traffic: queued / near (< {r['near_ms']:g} ms after a grant) / apart |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for n, d in sorted(r["tasks"].items()):
         out.append(f"| {n} | {d['jobs']} | {d['misses']} | {100 * d['dmr']:.2f} | {d['crossed']} | {d['no_traffic']} | "
-                   f"{d['charged_misses']} | {d['miss_actual_mb_median']:.1f} | {d['miss_predicted_mb_median']:.1f} |")
+                   f"{d['charged_misses']} | {d['miss_actual_mb_median']:.1f} | {d['miss_predicted_mb_median']:.1f} | "
+                   f"{d['no_traffic_queued']} / {d['no_traffic_near']} / {d['no_traffic_apart']} |")
     out += ["", "| engine | grants | discarded | late ends | end error p50 / p95 / p99 ms | idle % | "
                 "idle: decision / delivery / other ms |", "|---|---|---|---|---|---|---|"]
     for n, d in sorted(r["engines"].items()):
@@ -282,6 +311,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--origin", choices=("first", "zero"), default="first",
                     help="--window counts from the first record (the agent's clock) or from 0 (ripple-sim's)")
     ap.add_argument("--late-ms", type=float, default=1.0, help="a late end: more than this after the prediction")
+    ap.add_argument("--near-ms", type=float, default=5.0,
+                    help="a no-traffic miss released less than this after a grant's GPU interval ended is 'near'")
     ap.add_argument("--json", action="store_true", help="print JSON instead of tables")
     a = ap.parse_args(argv)
     window = None
@@ -303,7 +334,10 @@ def main(argv: list[str]) -> int:
         return 2
     if a.origin == "zero":
         tr.t0 = 0
-    r = report(tr, window, a.late_ms)
+    if not a.near_ms >= 0:
+        print(f"trace_report: --near-ms {a.near_ms:g}: must be >= 0", file=sys.stderr)
+        return 2
+    r = report(tr, window, a.late_ms, a.near_ms)
     print(json.dumps(r, indent=1) if a.json else markdown(r))
     return 0
 
