@@ -116,6 +116,7 @@ e7=$("$B/bin/ripple-bench" --backend plant --llm-profile "$tmp/none.json" 2>&1);
 e8=$("$B/bin/ripple-bench" --backend plant --ripple-prep-s 0 2>&1); c8=$?
 e9=$("$B/bin/ripple-bench" --backend plant --variant ripple+clip:pricing.margin_clip=true 2>&1); c9=$?
 e10=$("$B/bin/ripple-bench" --backend plant --policies ripple,fifo+x --variant fifo+x:agent.lease_ms=5 2>&1); c10=$?
+e11=$("$B/bin/ripple-bench" --backend plant --policies ripple --policy-runs unmanaged:1 2>&1); c11=$?
 if [ "$c1" = 2 ] && [ "$e1" = "ripple-bench: error: --k: 0.5 outside [1, 10]" ] &&
    [ "$c2" = 2 ] && echo "$e2" | grep -q "^ripple-bench: error: --mix: cannot read $tmp/none.toml" &&
    [ "$c3" = 2 ] && echo "$e3" | grep -q "^ripple-bench: error: --policies: unknown policy 'fifo'" &&
@@ -125,14 +126,16 @@ if [ "$c1" = 2 ] && [ "$e1" = "ripple-bench: error: --k: 0.5 outside [1, 10]" ] 
    [ "$c7" = 2 ] && [ "$e7" = "ripple-bench: error: --llm-profile: no such file $tmp/none.json" ] &&
    [ "$c8" = 2 ] && [ "$e8" = "ripple-bench: error: --ripple-prep-s: must be > 0" ] &&
    [ "$c9" = 2 ] && [ "$e9" = "ripple-bench: error: --variant: 'ripple+clip' is not in --policies" ] &&
-   [ "$c10" = 2 ] && echo "$e10" | grep -q "^ripple-bench: error: --variant: 'fifo+x:agent.lease_ms=5' is not POLICY+TAG"; then
+   [ "$c10" = 2 ] && echo "$e10" | grep -q "^ripple-bench: error: --variant: 'fifo+x:agent.lease_ms=5' is not POLICY+TAG" &&
+   [ "$c11" = 2 ] && [ "$e11" = "ripple-bench: error: --policy-runs: 'unmanaged:1': the policy must be one of --policies" ]; then
   ok "bad options refused: ${e1#ripple-bench: error: }; ${e3#ripple-bench: error: }; ${e5#ripple-bench: error: }"
 else
-  not_ok "bad options refused" "$c1 $e1" "$c2 $e2" "$c3 $e3" "$c4 $e4" "$c5 $e5" "$c6 $e6" "$c7 $e7" "$c8 $e8" "$c9 $e9" "$c10 $e10"
+  not_ok "bad options refused" "$c1 $e1" "$c2 $e2" "$c3 $e3" "$c4 $e4" "$c5 $e5" "$c6 $e6" "$c7 $e7" "$c8 $e8" "$c9 $e9" "$c10 $e10" "$c11 $e11"
 fi
 
 O=$B "$B/bin/ripple-bench" --backend plant --policies unmanaged,ripple+c32 \
-  --variant ripple+c32:pricing.chunk_bytes=33554432 --k 2 --eps 0.05 --runs 1 --prep-s 2 --score-s 6 \
+  --variant ripple+c32:pricing.chunk_bytes=33554432 --k 2 --eps 0.05 --runs 2 --policy-runs ripple+c32:1 \
+  --prep-s 2 --score-s 6 \
   --profile-s 3 --llm-renew-s 1.5 --no-plots --out "$tmp/renew" > "$tmp/renew.stdout" 2> "$tmp/renew.stderr"
 rc=$?
 renew=$(python3 - "$tmp/renew/results.json" <<'PY' 2>&1
@@ -145,15 +148,15 @@ def sessions(pt):   # the LLM's session ordinal in the last sample of the run
 def chunks(pt):
     return sorted({row.get("chunk_bytes") for row in pt["timelines"][0]["samples"]} - {None})
 print(u["gaps"]["busy"], u["llm_grants"]["grants"], sessions(u), sessions(c), c["gaps"]["busy"],
-      ",".join(map(str, chunks(c))), ",".join(map(str, chunks(u))) or "none")
+      ",".join(map(str, chunks(c))), ",".join(map(str, chunks(u))) or "none", f'{u["runs"]}/{c["runs"]}')
 PY
 )
-read -r u_busy u_grants u_sess c_sess c_busy c_chunks u_chunks <<< "$renew"
+read -r u_busy u_grants u_sess c_sess c_busy c_chunks u_chunks runs <<< "$renew"
 if [ "$rc" = 0 ] && awk -v ub="${u_busy:-nan}" -v g="${u_grants:-0}" -v us="${u_sess:-0}" -v cs="${c_sess:-0}" \
      -v cb="${c_busy:-nan}" 'BEGIN { exit !(ub != "nan" && ub >= 0.5 && ub <= 1 && g > 0 && us >= 4 && cs >= 4 &&
                                           cb != "nan" && cb >= 0 && cb <= 1) }' &&
-   [ "$c_chunks" = 33554432 ] && ! echo ",$u_chunks," | grep -q ',33554432,'; then
-  ok "session renewed every 1.5 s (LLM session $u_sess at the end): unmanaged busy $u_busy, $u_grants grants; ripple+c32 busy $c_busy, chunk $c_chunks (unmanaged: $u_chunks)"
+   [ "$c_chunks" = 33554432 ] && ! echo ",$u_chunks," | grep -q ',33554432,' && [ "$runs" = 2/1 ]; then
+  ok "session renewed every 1.5 s (LLM session $u_sess at the end): unmanaged busy $u_busy, $u_grants grants; ripple+c32 busy $c_busy, chunk $c_chunks (unmanaged: $u_chunks); runs $runs (--policy-runs)"
 else
   not_ok "per-engine columns across session renewals, and the variant's chunk size" "rc=$rc" "$renew" \
     "$(tail -3 "$tmp/renew.stderr")"

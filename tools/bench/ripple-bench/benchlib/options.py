@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "there), e.g. '1.1:ripple,unmanaged'; repeatable")
     p.add_argument("--eps", type=float, help="per-task DMR limit (default 0.02; --quick 0.05)")
     p.add_argument("--runs", type=int, help="runs per point, pooled (default 3; --quick 1)")
+    p.add_argument("--policy-runs", action="append", default=[], metavar="POL:N",
+                   help="runs per point of this policy instead of --runs, e.g. 'unmanaged:1' for a policy "
+                        "that misses by far; repeatable")
     p.add_argument("--prep-s", type=float, help="preparation window, s (default 20; --quick 3)")
     p.add_argument("--ripple-prep-s", type=float,
                    help="preparation window of the ripple policy, s (default --prep-s): it learns its model during "
@@ -159,7 +162,13 @@ class Options:
     agent_set: dict = field(default_factory=dict)
     variants: dict = field(default_factory=dict)  # POLICY+TAG -> {"base": POLICY, "set": {sec: {key: value}}}
     k_policies: dict = field(default_factory=dict)
+    policy_runs: dict = field(default_factory=dict)  # POLICY -> runs per point (else runs)
     perturb_at: list = field(default_factory=list)
+
+
+def runs_of(o: Options, policy: str) -> int:
+    """Runs per point of a policy: --policy-runs, else --runs."""
+    return o.policy_runs.get(policy, o.runs)
 
 
 def known_policy(pol: str) -> bool:
@@ -255,6 +264,18 @@ def resolve_options(a: argparse.Namespace) -> Options:
             if pol not in o.policies:
                 raise BenchError(f"--k-policies: {pol!r} is not in --policies")
         o.k_policies[kv] = sub
+    o.policy_runs = {}
+    for pr in a.policy_runs:
+        pol, sep, n = pr.partition(":")
+        try:
+            runs = int(n)
+        except ValueError:
+            raise BenchError(f"--policy-runs: {pr!r} is not POLICY:N") from None
+        if not sep or pol not in o.policies:
+            raise BenchError(f"--policy-runs: {pr!r}: the policy must be one of --policies")
+        if runs < 1:
+            raise BenchError(f"--policy-runs: {pr!r}: N < 1")
+        o.policy_runs[pol] = runs
     o.agent_set = {"agent": {}, "pricing": {}}
     for kv in a.agent_set:
         sec, name, val = parse_setting(kv, "--agent-set")

@@ -97,7 +97,7 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
         "mix": b.mix_name, "tasks": [t.name for t in b.tasks],
         "periods_ms": {t.name: t.period_ms for t in b.tasks},
         "variants": o.variants,
-        "eps": o.eps, "runs": o.runs, "prep_s": o.prep_s, "ripple_prep_s": o.ripple_prep_s, "score_s": o.score_s, "layout": b.layout,
+        "eps": o.eps, "runs": o.runs, "policy_runs": o.policy_runs, "prep_s": o.prep_s, "ripple_prep_s": o.ripple_prep_s, "score_s": o.score_s, "layout": b.layout,
         "profile": {n: {"jobs": len(js), "p50_ms": metrics.percentile([j.response_ms for j in js], 50),
                         "p99_ms": metrics.percentile([j.response_ms for j in js], 99)}
                     for n, js in b.profile.items()},
@@ -200,7 +200,9 @@ def markdown_table(s: dict) -> str:
     unit = "stand-in tokens/s" if s["backend"] == "plant" else "LLM tokens/s"
     out = [f"### {s['mix']}: {unit} / worst-task DMR (%) by deadline factor k",
            "", f"_{s['note']}_", "",
-           f"eps = {100 * s['eps']:g} %; {s['runs']} run(s) per point, {s['prep_s']:g} s preparation"
+           f"eps = {100 * s['eps']:g} %; {s['runs']} run(s) per point"
+           + "".join(f" ({p}: {n})" for p, n in s.get("policy_runs", {}).items())
+           + f", {s['prep_s']:g} s preparation"
            + (f" ({s['ripple_prep_s']:g} s for ripple)" if s.get("ripple_prep_s", s["prep_s"]) != s["prep_s"] else "")
            + " + "
            f"{s['score_s']:g} s scored; ✗ = a CPU task above eps or a VLM deadline missed.", "",
