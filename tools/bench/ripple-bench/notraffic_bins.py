@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Is a miss that no grant reached an after-effect of the traffic before it? For every run of
+a ripple-bench --trace output (OUT/traces/*.jsonl.gz with windows.json), per task: the jobs
+that no grant's GPU interval overlapped, binned by the time from the last grant's end to
+their release, and how many of them missed. If misses came from traffic just before the
+release, the near bins would miss more often than the far ones; a host's own noise misses
+alike in every bin (and under sigamma, whose traffic stays away from the jobs).
+
+    notraffic_bins.py OUT [--tasks costmap,sgm]
+"""
+import argparse
+import gzip
+import json
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import trace_report as T  # noqa: E402
+
+BINS = ((0, 1), (1, 2), (2, 5), (5, 20), (20, math.inf))
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out")
+    ap.add_argument("--tasks", default="")
+    a = ap.parse_args(argv)
+    d = Path(a.out) / "traces"
+    try:
+        windows = json.loads((d / "windows.json").read_text())
+    except OSError as e:
+        print(f"notraffic_bins: {d / 'windows.json'}: {e.strerror}", file=sys.stderr)
+        return 2
+    want = set(filter(None, a.tasks.split(",")))
+    print("| run | task | jobs | no traffic | " + " | ".join(f"{lo:g}-{hi:g} ms" for lo, hi in BINS) + " |")
+    print("|---|---|---|---|" + "---|" * len(BINS))
+    for name, (t0, t1) in sorted(windows.items()):
+        try:
+            with gzip.open(d / name, "rt") as fh:
+                tr = T.read(fh, name)
+        except (OSError, T.TraceError) as e:
+            print(f"notraffic_bins: {d / name}: {e}", file=sys.stderr)
+            return 2
+        tr.t0 = 0
+        T.attribute(tr)
+        done = T.Spans((g.a_from, g.a_to, g.bytes) for g in tr.grants.values() if g.a_to >= 0 and g.a_to > g.a_from)
+        for task in sorted({j.task for j in tr.jobs}):
+            if want and task not in want:
+                continue
+            js = [j for j in tr.jobs if j.task == task and t0 * 1e9 <= j.release < t1 * 1e9]
+            cells = []
+            nt = [j for j in js if j.actual <= 0]
+            for lo, hi in BINS:
+                inb = []
+                for j in nt:
+                    last = done.last_end_before(j.release)
+                    gap = math.inf if last is None else (j.release - last) / 1e6
+                    if lo <= gap < hi:
+                        inb.append(j)
+                cells.append(f"{sum(j.missed for j in inb)}/{len(inb)}")
+            print(f"| {name.replace('.jsonl.gz', '')} | {task} | {len(js)} | {len(nt)} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
