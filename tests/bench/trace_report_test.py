@@ -123,6 +123,34 @@ def misses_without_traffic_are_split_by_what_came_before():
 
 
 @case
+def notraffic_bins_counts_every_job_no_grant_reached():
+    """notraffic_bins.py over a bench output: grant 1 runs 0-2 ms; sgm's jobs at 2.5-10 ms
+    (missed, 0.5 ms after it), 30-40 ms (met, 28 ms after) and 60-70 ms (missed, 58 ms
+    after) met no traffic; the job at 1-5 ms overlapped it and is not counted."""
+    import gzip
+    ms = 1_000_000
+    lines = [rec("grant", 0, 0, "llm", 1, 100 * ms, 0, 2 * ms), rec("start", 0, 0, "llm", 1, 100 * ms, 0),
+             rec("done", 2 * ms, 0, "llm", 1, 100 * ms, 0, 2 * ms, 2 * ms),
+             rec("complete", 5 * ms, 0, "sgm", 1, 0, 0, 0, 4 * ms, 1),
+             rec("complete", 10 * ms, 0, "sgm", 2, 0, 0, 0, int(7.5 * ms), 1),
+             rec("complete", 40 * ms, 0, "sgm", 3, 0, 0, 0, 10 * ms, 0),
+             rec("complete", 70 * ms, 0, "sgm", 4, 0, 0, 0, 10 * ms, 1)]
+    with tempfile.TemporaryDirectory() as d:
+        t = Path(d) / "traces"
+        t.mkdir()
+        with gzip.open(t / "ripple-k1.1-run1.jsonl.gz", "wt") as fh:
+            fh.write("\n".join(lines) + "\n")
+        (t / "windows.json").write_text(json.dumps({"ripple-k1.1-run1.jsonl.gz": [0, 1]}))
+        r = subprocess.run([sys.executable, str(TOOL.parent / "notraffic_bins.py"), d], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert "| ripple-k1.1-run1 | sgm | 4 | 3 | 1/1 | 0/0 | 0/0 | 0/0 | 1/2 |" in r.stdout, r.stdout
+        r = subprocess.run([sys.executable, str(TOOL.parent / "notraffic_bins.py"), str(Path(d) / "none")],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "windows.json" in r.stderr, (r.returncode, r.stderr)
+
+
+@case
 def idle_behind_successors_sent_ahead_is_binned_by_size():
     """Grant 1 (100 MB, run 0-1 ms); grant 2 sent at 0.5 ms, before grant 1 ended, runs
     1.5-10 ms: a 0.5-ms gap behind a grant under 128 MB. Grant 3 sent at 5 ms, before grant 2
