@@ -49,6 +49,20 @@ def sim_trace_reads_back_the_simulators_counts():
         assert tr["engines"]["llm"]["late_ends"] == p["llm_grants"]["late_ends"], (tr["engines"]["llm"], p)
 
 
+def on_lines(lines, *args):
+    """trace_report.py's (rc, stdout, stderr) on a trace of these records."""
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "t.jsonl"
+        p.write_text("\n".join(lines) + "\n")
+        return report(p, *args)
+
+
+def json_of(lines, *args):
+    rc, out, err = on_lines(lines, "--json", *args)
+    assert rc == 0, err
+    return json.loads(out)
+
+
 def rec(k, t, who, name, id_, bytes_=0, frm=0, to=0, value=0, flag=0):
     return json.dumps({"k": k, "t": t, "who": who, "name": name, "id": id_, "bytes": bytes_, "from": frm, "to": to,
                        "value": value, "flag": flag})
@@ -74,19 +88,14 @@ def misses_and_idle_are_attributed():
         rec("complete", 50 * ms, 0, "costmap", 3, 0, 0, 0, 10 * ms, 1),
         rec("complete", 70 * ms, 0, "costmap", 4, 0, 0, 0, 5 * ms, 0),
     ]
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "t.jsonl"
-        p.write_text("\n".join(lines) + "\n")
-        rc, out, err = report(p, "--json")
-        assert rc == 0, err
-        r = json.loads(out)
-        c = r["tasks"]["costmap"]
-        assert (c["jobs"], c["misses"], c["charged_misses"], c["crossed"], c["no_traffic"]) == (4, 3, 1, 1, 1), c
-        e = r["engines"]["llm"]
-        assert e["grants"] == 2 and e["late_ends"] == 1, e   # grant 2 ended 3 ms late
-        assert e["idle_ms"] == {"total": 3.0, "waiting_for_decision": 1.0, "delivery": 1.0, "other": 1.0}, e
-        rc, out, err = report(p)
-        assert rc == 0 and "| costmap | 4 | 3 | 75.00 | 1 | 1 | 1 |" in out, out
+    r = json_of(lines)
+    c = r["tasks"]["costmap"]
+    assert (c["jobs"], c["misses"], c["charged_misses"], c["crossed"], c["no_traffic"]) == (4, 3, 1, 1, 1), c
+    e = r["engines"]["llm"]
+    assert e["grants"] == 2 and e["late_ends"] == 1, e   # grant 2 ended 3 ms late
+    assert e["idle_ms"] == {"total": 3.0, "waiting_for_decision": 1.0, "delivery": 1.0, "other": 1.0}, e
+    rc, out, err = on_lines(lines)
+    assert rc == 0 and "| costmap | 4 | 3 | 75.00 | 1 | 1 | 1 |" in out, out
 
 
 @case
@@ -105,21 +114,16 @@ def misses_without_traffic_are_split_by_what_came_before():
     lines += [rec("complete", 20 * ms, 0, "sgm", 1, 0, 0, 0, 10 * ms, 1),
               rec("complete", 50 * ms, 0, "sgm", 2, 0, 0, 0, 10 * ms, 1),
               rec("complete", 60 * ms, 0, "sgm", 3, 0, 0, 0, 12 * ms, 1)]
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "t.jsonl"
-        p.write_text("\n".join(lines) + "\n")
-        rc, out, err = report(p, "--json")
-        assert rc == 0, err
-        t = json.loads(out)["tasks"]["sgm"]
-        assert (t["no_traffic"], t["no_traffic_queued"], t["no_traffic_near"], t["no_traffic_apart"]) == (3, 1, 1, 1), t
-        assert t["no_traffic_gap_ms"] == [8.0, 1.5, 9.5], t
-        rc, out, err = report(p, "--json", "--near-ms", "1")
-        t = json.loads(out)["tasks"]["sgm"]
-        assert rc == 0 and (t["no_traffic_queued"], t["no_traffic_near"], t["no_traffic_apart"]) == (1, 0, 2), t
-        rc, out, err = report(p)
-        assert rc == 0 and "| 1 / 1 / 1 |" in out, out
-        rc, out, err = report(p, "--near-ms", "-1")
-        assert rc == 2 and "--near-ms" in err and not out, (rc, out, err)
+    t = json_of(lines)["tasks"]["sgm"]
+    assert (t["no_traffic"], t["no_traffic_queued"], t["no_traffic_near"], t["no_traffic_apart"]) == (3, 1, 1, 1), t
+    assert t["no_traffic_gap_ms"] == [8.0, 1.5, 9.5], t
+    rc, out, err = on_lines(lines, "--json", "--near-ms", "1")
+    t = json.loads(out)["tasks"]["sgm"]
+    assert rc == 0 and (t["no_traffic_queued"], t["no_traffic_near"], t["no_traffic_apart"]) == (1, 0, 2), t
+    rc, out, err = on_lines(lines)
+    assert rc == 0 and "| 1 / 1 / 1 |" in out, out
+    rc, out, err = on_lines(lines, "--near-ms", "-1")
+    assert rc == 2 and "--near-ms" in err and not out, (rc, out, err)
 
 
 @case
@@ -163,17 +167,12 @@ def idle_behind_successors_sent_ahead_is_binned_by_size():
         lines += [rec("grant", int(sent * ms), 0, "llm", gid, size * mb, int(a0 * ms), int(a1 * ms)),
                   rec("start", int(a0 * ms), 0, "llm", gid, size * mb, int(sent * ms)),
                   rec("done", int(a1 * ms), 0, "llm", gid, size * mb, int(a0 * ms), int(a1 * ms), int((a1 - a0) * ms))]
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "t.jsonl"
-        p.write_text("\n".join(lines) + "\n")
-        rc, out, err = report(p, "--json")
-        assert rc == 0, err
-        b = json.loads(out)["engines"]["llm"]["idle_behind_ahead"]
-        assert b["< 128 MB"] == {"successors": 1, "gaps": 1, "idle_ms": 0.5}, b
-        assert b["128-512 MB"] == {"successors": 1, "gaps": 0, "idle_ms": 0.0}, b
-        assert b[">= 512 MB"] == {"successors": 0, "gaps": 0, "idle_ms": 0.0}, b
-        rc, out, err = report(p)
-        assert rc == 0 and "| llm | < 128 MB | 1 | 1 | 0.5 |" in out, out
+    b = json_of(lines)["engines"]["llm"]["idle_behind_ahead"]
+    assert b["< 128 MB"] == {"successors": 1, "gaps": 1, "idle_ms": 0.5}, b
+    assert b["128-512 MB"] == {"successors": 1, "gaps": 0, "idle_ms": 0.0}, b
+    assert b[">= 512 MB"] == {"successors": 0, "gaps": 0, "idle_ms": 0.0}, b
+    rc, out, err = on_lines(lines)
+    assert rc == 0 and "| llm | < 128 MB | 1 | 1 | 0.5 |" in out, out
 
 
 @case
@@ -189,15 +188,10 @@ def idle_is_outside_the_union_of_overlapping_grants():
         lines += [rec("grant", sent * ms, 0, "llm", gid, 600 * mb, a0 * ms, a1 * ms),
                   rec("start", a0 * ms, 0, "llm", gid, 600 * mb, sent * ms),
                   rec("done", a1 * ms, 0, "llm", gid, 600 * mb, a0 * ms, a1 * ms, (a1 - a0) * ms)]
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "t.jsonl"
-        p.write_text("\n".join(lines) + "\n")
-        rc, out, err = report(p, "--json")
-        assert rc == 0, err
-        e = json.loads(out)["engines"]["llm"]
-        assert e["idle_ms"] == {"total": 5.0, "waiting_for_decision": 0.0, "delivery": 0.0, "other": 5.0}, e
-        assert abs(e["idle_share"] - 5 / 40) < 1e-9, e
-        assert e["idle_behind_ahead"][">= 512 MB"] == {"successors": 3, "gaps": 1, "idle_ms": 5.0}, e
+    e = json_of(lines)["engines"]["llm"]
+    assert e["idle_ms"] == {"total": 5.0, "waiting_for_decision": 0.0, "delivery": 0.0, "other": 5.0}, e
+    assert abs(e["idle_share"] - 5 / 40) < 1e-9, e
+    assert e["idle_behind_ahead"][">= 512 MB"] == {"successors": 3, "gaps": 1, "idle_ms": 5.0}, e
 
 
 @case

@@ -166,6 +166,18 @@ class Options:
     perturb_at: list = field(default_factory=list)
 
 
+def split_colon(spec: str, opt: str, form: str, conv_key, conv_val) -> tuple:
+    """KEY:VALUE of a repeatable option -> (conv_key(KEY), conv_val(VALUE)); anything else is
+    refused in one line naming the option and the form."""
+    key, sep, val = spec.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return conv_key(key), conv_val(val)
+    except ValueError:
+        raise BenchError(f"{opt}: {spec!r} is not {form}") from None
+
+
 def runs_of(o: Options, policy: str) -> int:
     """Runs per point of a policy: --policy-runs, else --runs."""
     return o.policy_runs.get(policy, o.runs)
@@ -252,12 +264,8 @@ def resolve_options(a: argparse.Namespace) -> Options:
         raise BenchError("--check-claim needs both ripple and unmanaged in --policies")
     o.k_policies = {}
     for kp in a.k_policies:
-        kk, sep, pols = kp.partition(":")
-        try:
-            kv = float(kk)
-        except ValueError:
-            raise BenchError(f"--k-policies: {kp!r} is not K:POLICY,POLICY") from None
-        if not sep or kv not in o.ks:
+        kv, pols = split_colon(kp, "--k-policies", "K:POLICY,POLICY", float, str)
+        if kv not in o.ks:
             raise BenchError(f"--k-policies: {kp!r}: K must be one of --k ({', '.join(f'{k:g}' for k in o.ks)})")
         sub = parse_list(pols, str, "--k-policies")
         for pol in sub:
@@ -266,12 +274,8 @@ def resolve_options(a: argparse.Namespace) -> Options:
         o.k_policies[kv] = sub
     o.policy_runs = {}
     for pr in a.policy_runs:
-        pol, sep, n = pr.partition(":")
-        try:
-            runs = int(n)
-        except ValueError:
-            raise BenchError(f"--policy-runs: {pr!r} is not POLICY:N") from None
-        if not sep or pol not in o.policies:
+        pol, runs = split_colon(pr, "--policy-runs", "POLICY:N", str, int)
+        if pol not in o.policies:
             raise BenchError(f"--policy-runs: {pr!r}: the policy must be one of --policies")
         if runs < 1:
             raise BenchError(f"--policy-runs: {pr!r}: N < 1")
