@@ -107,7 +107,7 @@ def hook_counters_over_a_window():
     assert metrics.hook_counters(None, h1) == {} and metrics.hook_counters(h0, None) == {}
     import types
     o = types.SimpleNamespace(ks=[2.0], policies=["ripple"], eps=0.02, variants={}, runs=2, prep_s=1.0,
-                              ripple_prep_s=1.0, score_s=10.0)
+                              ripple_prep_s=1.0, score_s=10.0, policy_runs={})
     run = lambda rep, hook: types.SimpleNamespace(
         policy="ripple", k=2.0, rep=rep, deadlines_ms={"a": 50.0}, jobs={"a": [job(0, 0, 0, 10)]},
         llm={"bytes": 1e9, "grants": 1}, vlm={"bytes": 0, "works_done": 0, "deadline_misses": 0},
@@ -178,7 +178,7 @@ def vlm_host_bytes_and_llm_share_reported():
     and the LLM's share of both engines' granted bytes, in results and in the per-point table."""
     import types
     o = types.SimpleNamespace(ks=[1.5], policies=["ripple"], eps=0.02, variants={}, runs=2, prep_s=1.0,
-                              ripple_prep_s=1.0, score_s=10.0)
+                              ripple_prep_s=1.0, score_s=10.0, policy_runs={})
     run = lambda rep, llm_b, vlm_b, late: types.SimpleNamespace(
         policy="ripple", k=1.5, rep=rep, deadlines_ms={"a": 50.0}, jobs={"a": [job(0, 0, 0, 10)]},
         llm={"bytes": llm_b, "grants": 1}, vlm={"bytes": vlm_b, "works_done": 2, "deadline_misses": late},
