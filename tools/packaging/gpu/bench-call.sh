@@ -2,7 +2,7 @@
 # One device call of ripple-bench on the GPU machine (Documentation/results/e2e.md §0).
 # Not a test (CI has no GPU): it unpacks the carried build, runs ripple-bench with the given
 # arguments into /tmp/bench-TAG under a time limit, writes trace_report.py's report beside
-# each ripple run's trace (with --trace), and packs the outputs into $OUT/TAG.tgz and
+# each ripple run's trace (with --trace) and notraffic_bins.py's table of every run, and packs the outputs into $OUT/TAG.tgz and
 # $OUT/TAG-traces.tgz: a device call brings back at most 8 files. Prints the table last.
 #
 #   tools/packaging/gpu/bench-call.sh TAG LIMIT_S [ripple-bench args ...]
@@ -42,6 +42,9 @@ for name, (t0, t1) in sorted(json.loads((d / "windows.json").read_text()).items(
                         "--window", f"{t0},{t1}"], capture_output=True, text=True)
     (d / name.replace(".jsonl.gz", ".report.txt")).write_text(r.stdout + r.stderr)
 PY
+  # Every job no grant reached, by the time since the last grant ended, and its misses: the
+  # host's own noise against an after-effect of the traffic (results/e2e.md §0, fifteenth session).
+  python3 tools/bench/ripple-bench/notraffic_bins.py "$B" > "$B/traces/notraffic_bins.md"
   tar czf "$OUT/$TAG-traces.tgz" -C "$B" traces
 fi
 tar czf "$OUT/$TAG.tgz" -C "$B" --exclude traces .
