@@ -148,17 +148,20 @@ def sessions(pt):   # the LLM's session ordinal in the last sample of the run
 def chunks(pt):
     return sorted({row.get("chunk_bytes") for row in pt["timelines"][0]["samples"]} - {None})
 print(u["gaps"]["busy"], u["llm_grants"]["grants"], sessions(u), sessions(c), c["gaps"]["busy"],
-      ",".join(map(str, chunks(c))), ",".join(map(str, chunks(u))) or "none", f'{u["runs"]}/{c["runs"]}')
+      ",".join(map(str, chunks(c))), ",".join(map(str, chunks(u))) or "none", f'{u["runs"]}/{c["runs"]}', s.get("order"))
 PY
 )
-read -r u_busy u_grants u_sess c_sess c_busy c_chunks u_chunks runs <<< "$renew"
+read -r u_busy u_grants u_sess c_sess c_busy c_chunks u_chunks runs order <<< "$renew"
+# The default run order interleaves the policies round by round (options.schedule).
+seq=$(sed -n 's/.*\] \([^ ]*\) k=2 run \([0-9]*\): worst DMR.*/\1:\2/p' "$tmp/renew.stderr" | paste -sd' ')
 if [ "$rc" = 0 ] && awk -v ub="${u_busy:-nan}" -v g="${u_grants:-0}" -v us="${u_sess:-0}" -v cs="${c_sess:-0}" \
      -v cb="${c_busy:-nan}" 'BEGIN { exit !(ub != "nan" && ub >= 0.5 && ub <= 1 && g > 0 && us >= 4 && cs >= 4 &&
                                           cb != "nan" && cb >= 0 && cb <= 1) }' &&
-   [ "$c_chunks" = 33554432 ] && ! echo ",$u_chunks," | grep -q ',33554432,' && [ "$runs" = 2/1 ]; then
-  ok "session renewed every 1.5 s (LLM session $u_sess at the end): unmanaged busy $u_busy, $u_grants grants; ripple+c32 busy $c_busy, chunk $c_chunks (unmanaged: $u_chunks); runs $runs (--policy-runs)"
+   [ "$c_chunks" = 33554432 ] && ! echo ",$u_chunks," | grep -q ',33554432,' && [ "$runs" = 2/1 ] &&
+   [ "$order" = interleaved ] && [ "$seq" = "unmanaged:1 ripple+c32:1 unmanaged:2" ]; then
+  ok "session renewed every 1.5 s (LLM session $u_sess at the end): unmanaged busy $u_busy, $u_grants grants; ripple+c32 busy $c_busy, chunk $c_chunks (unmanaged: $u_chunks); runs $runs (--policy-runs), $order: $seq"
 else
-  not_ok "per-engine columns across session renewals, and the variant's chunk size" "rc=$rc" "$renew" \
+  not_ok "per-engine columns across session renewals, and the variant's chunk size" "rc=$rc" "$renew" "order: $seq" \
     "$(tail -3 "$tmp/renew.stderr")"
 fi
 here=$(cd "$(dirname "$0")" && pwd)

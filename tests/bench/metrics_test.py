@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools/bench/ripple-bench"))
-from benchlib import metrics, report  # noqa: E402
+from benchlib import metrics, options, report  # noqa: E402
 
 from taplib import Skip, case, run  # noqa: E402 -- beside this file
 
@@ -244,6 +244,32 @@ def token_log_parses_and_names_bad_line():
         assert str(e).startswith("t.csv:2: expected token,end_ns"), e
     else:
         raise AssertionError("no error")
+
+
+@case
+def run_order_interleaves_policies_round_by_round():
+    """Tests the sweep's run order (options.schedule): interleaved runs rep r of every policy
+    that has it, round by round, each round starting one policy later, at each k with the
+    policies --k-policies gives it; a policy with fewer runs (--policy-runs) leaves the later
+    rounds; grouped keeps every run of a policy together. Every run appears exactly once."""
+    import types
+    o = types.SimpleNamespace(ks=[1.1, 2.0], runs=3, policy_runs={"unmanaged": 1}, order="interleaved")
+    at = {1.1: ["ripple", "sigamma", "unmanaged"], 2.0: ["ripple", "unmanaged"]}.get
+    got = options.schedule(o, at)
+    want = [(1.1, "ripple", 0), (1.1, "sigamma", 0), (1.1, "unmanaged", 0),
+            (1.1, "sigamma", 1), (1.1, "ripple", 1),
+            (1.1, "ripple", 2), (1.1, "sigamma", 2),
+            (2.0, "ripple", 0), (2.0, "unmanaged", 0), (2.0, "ripple", 1), (2.0, "ripple", 2)]
+    assert got == want, got
+    o.order = "grouped"
+    got = options.schedule(o, at)
+    assert got == [(1.1, "ripple", 0), (1.1, "ripple", 1), (1.1, "ripple", 2), (1.1, "sigamma", 0),
+                   (1.1, "sigamma", 1), (1.1, "sigamma", 2), (1.1, "unmanaged", 0),
+                   (2.0, "ripple", 0), (2.0, "ripple", 1), (2.0, "ripple", 2), (2.0, "unmanaged", 0)], got
+    o.order, o.policy_runs = "interleaved", {}
+    got = options.schedule(o, lambda k: ["a", "b", "c", "d"])
+    assert sorted(got) == sorted((k, p, r) for k in o.ks for p in "abcd" for r in range(3)), got
+    assert [p for k, p, r in got if k == 1.1 and r == 2] == ["c", "d", "a", "b"], got
 
 
 @case

@@ -50,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy-runs", action="append", default=[], metavar="POL:N",
                    help="runs per point of this policy instead of --runs, e.g. 'unmanaged:1' for a policy "
                         "that misses by far; repeatable")
+    p.add_argument("--order", choices=("interleaved", "grouped"), default="interleaved",
+                   help="run order at each k: interleaved (default) runs round by round, run 1 of every policy, "
+                        "then run 2, each round starting one policy later, so a drift of the host over the call "
+                        "(an instance noisy in its first minutes) falls on every policy alike; grouped runs all "
+                        "runs of one policy, then the next")
     p.add_argument("--prep-s", type=float, help="preparation window, s (default 20; --quick 3)")
     p.add_argument("--ripple-prep-s", type=float,
                    help="preparation window of the ripple policy, s (default --prep-s): it learns its model during "
@@ -163,6 +168,7 @@ class Options:
     variants: dict = field(default_factory=dict)  # POLICY+TAG -> {"base": POLICY, "set": {sec: {key: value}}}
     k_policies: dict = field(default_factory=dict)
     policy_runs: dict = field(default_factory=dict)  # POLICY -> runs per point (else runs)
+    order: str = "interleaved"  # run order at each k (schedule)
     perturb_at: list = field(default_factory=list)
 
 
@@ -181,6 +187,24 @@ def split_colon(spec: str, opt: str, form: str, conv_key, conv_val) -> tuple:
 def runs_of(o: Options, policy: str) -> int:
     """Runs per point of a policy: --policy-runs, else --runs."""
     return o.policy_runs.get(policy, o.runs)
+
+
+def schedule(o: Options, policies_at) -> list[tuple[float, str, int]]:
+    """The sweep's runs in order, as (k, policy, rep). At each k, `interleaved`: round r runs
+    rep r of every policy that has that many runs (runs_of), the policies rotated by r, so no
+    policy always runs first after the profile and a host that drifts over the call (the H200
+    instances noisy in their first minutes, results/e2e.md §0) spreads its drift over every
+    policy; `grouped`: every run of one policy, then the next."""
+    out = []
+    for k in o.ks:
+        pols = policies_at(k)
+        if o.order == "grouped":
+            out += [(k, p, r) for p in pols for r in range(runs_of(o, p))]
+            continue
+        for r in range(max((runs_of(o, p) for p in pols), default=0)):
+            turn = pols[r % len(pols):] + pols[:r % len(pols)]
+            out += [(k, p, r) for p in turn if r < runs_of(o, p)]
+    return out
 
 
 def known_policy(pol: str) -> bool:
@@ -241,7 +265,7 @@ def resolve_options(a: argparse.Namespace) -> Options:
         score_s=a.score_s if a.score_s is not None else (8.0 if q else 30.0),
         profile_s=a.profile_s if a.profile_s is not None else (6.0 if q else 20.0),
         out=Path(a.out), build=Path(a.build_dir).resolve(), pin=not a.no_pin, plots=not a.no_plots,
-        check_claim=a.check_claim, a=a)
+        check_claim=a.check_claim, a=a, order=getattr(a, "order", "interleaved"))
     if not 0 < o.eps < 1:
         raise BenchError(f"--eps: {o.eps} outside (0, 1)")
     if o.runs < 1:

@@ -97,7 +97,7 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
         "mix": b.mix_name, "tasks": [t.name for t in b.tasks],
         "periods_ms": {t.name: t.period_ms for t in b.tasks},
         "variants": o.variants,
-        "eps": o.eps, "runs": o.runs, "policy_runs": o.policy_runs, "prep_s": o.prep_s, "ripple_prep_s": o.ripple_prep_s, "score_s": o.score_s, "layout": b.layout,
+        "eps": o.eps, "runs": o.runs, "policy_runs": o.policy_runs, "order": getattr(o, "order", "interleaved"), "prep_s": o.prep_s, "ripple_prep_s": o.ripple_prep_s, "score_s": o.score_s, "layout": b.layout,
         "profile": {n: {"jobs": len(js), "p50_ms": metrics.percentile([j.response_ms for j in js], 50),
                         "p99_ms": metrics.percentile([j.response_ms for j in js], 99)}
                     for n, js in b.profile.items()},
@@ -202,6 +202,7 @@ def markdown_table(s: dict) -> str:
            "", f"_{s['note']}_", "",
            f"eps = {100 * s['eps']:g} %; {s['runs']} run(s) per point"
            + "".join(f" ({p}: {n})" for p, n in s.get("policy_runs", {}).items())
+           + (f", {s['order']}" if s.get("order") else "")
            + f", {s['prep_s']:g} s preparation"
            + (f" ({s['ripple_prep_s']:g} s for ripple)" if s.get("ripple_prep_s", s["prep_s"]) != s["prep_s"] else "")
            + " + "
