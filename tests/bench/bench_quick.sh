@@ -5,7 +5,8 @@
 # CPU/GPU memory contention). The real agent, BPF tracer and unmodified tasks run end to end.
 # TAP:
 #   1  the bench exits 0 (or 1 with a "FAIL: k=" claim line, which 2 and 3 judge) and writes
-#      results.json, results.csv, responses.csv, table.md
+#      results.json, results.csv, responses.csv, table.md; the closing co-run profile after
+#      the last run is in results.json (profile_end, profile_drift for every task) and table.md
 #   2  ripple: every task's pooled DMR <= eps (5 %) and no VLM deadline missed, at k = 2
 #      (k = 1.5 also separates the policies, but ripple's worst task came within noise
 #      of eps there on this shared 2-core VM: one run in seven went over)
@@ -47,8 +48,10 @@ rc_ok=0
 [ "$rc" -eq 0 ] && rc_ok=1
 [ "$rc" -eq 1 ] && grep -q '^FAIL: k=' "$tmp/stdout" && rc_ok=1
 if [ "$rc_ok" = 1 ] && [ -s "$tmp/out/results.json" ] && [ -s "$tmp/out/results.csv" ] && [ -s "$tmp/out/responses.csv" ] &&
-   [ -s "$tmp/out/table.md" ] && grep -q 'TEST DOUBLE' "$tmp/stderr"; then
-  ok "bench finished (rc $rc), outputs written, plant labelled a test double"
+   [ -s "$tmp/out/table.md" ] && grep -q 'TEST DOUBLE' "$tmp/stderr" && grep -q '^Closing profile p99 (ms): costmap ' "$tmp/out/table.md" &&
+   python3 -c 'import json, math, sys; s = json.load(open(sys.argv[1])); t = set(s["tasks"])
+sys.exit(not (set(s["profile_end"]) == t == set(s["profile_drift"]) and all(v > -1 and math.isfinite(v) for v in s["profile_drift"].values())))' "$tmp/out/results.json"; then
+  ok "bench finished (rc $rc), outputs written, plant labelled a test double; $(grep '^Closing profile' "$tmp/out/table.md" | cut -c1-120)"
 else
   not_ok "bench finished and wrote its outputs" "rc=$rc" "$(tail -5 "$tmp/stderr")"
 fi

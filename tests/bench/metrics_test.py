@@ -273,6 +273,28 @@ def run_order_interleaves_policies_round_by_round():
 
 
 @case
+def closing_profile_reports_the_hosts_drift():
+    """Tests the closing profile's report: each task's p99 drift (end / start - 1), none
+    without a closing profile, and the DRIFT warning only when a task's p99 moved by more
+    than k - 1 for the smallest k (the sixteenth session's kdnn, 47 -> 56 ms, at k = 1.1)."""
+    prof = lambda p99: [job(i, 0, 0, p99 if i >= 98 else 10) for i in range(100)]
+    start = {"kdnn": prof(47.0), "sgm": prof(20.0)}
+    d = report.profile_drift(start, {"kdnn": prof(56.4), "sgm": prof(19.0)})
+    assert d == {"kdnn": 0.2, "sgm": -0.05}, d
+    assert report.profile_drift(start, {}) == {}
+    s = {"points": [{"k": 1.1}, {"k": 2.0}], "profile_drift": d,
+         "profile_end": {"kdnn": {"p99_ms": 56.4}, "sgm": {"p99_ms": 19.0}}}
+    line = report.drift_note(s)
+    assert line.startswith("Closing profile p99 (ms): kdnn 56.40 (+20 %), sgm 19.00 (-5 %). DRIFT: kdnn's"), line
+    assert "more than k - 1 = 10 %: at k = 1.1 the deadlines were tighter" in line, line
+    s["points"] = [{"k": 1.5}]
+    assert "DRIFT" not in report.drift_note(s), "a 20 % drift is inside k = 1.5's 50 %"
+    s["profile_drift"] = {"kdnn": -0.6}
+    assert "looser than k says" in report.drift_note(s)
+    assert report.drift_note({"points": [{"k": 1.1}]}) == ""
+
+
+@case
 def ratios_to_unmanaged_and_best_feasible_other():
     """Tests issue 7's two ratios: ripple over unmanaged, and over the best other policy
     meeting every target (an infeasible faster policy does not count)."""

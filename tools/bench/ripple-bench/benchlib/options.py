@@ -72,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run a point again, up to this many more times, while its scored window was loaded "
                         "(--profile-max-load); the least loaded run is kept, each point reports its other_load "
                         "(default 0: kept and reported)")
+    p.add_argument("--no-closing-profile", dest="closing_profile", action="store_false",
+                   help="skip the closing co-run profile after the last run (it reports how far the tasks' own "
+                        "p99 moved over the sweep: results.json profile_drift)")
     p.add_argument("--out", default="build/bench", help="output folder (default build/bench)")
     p.add_argument("--build-dir", default=os.environ.get("O", str(REPO / "build")), help="build folder ($O)")
     p.add_argument("--no-pin", action="store_true", help="do not pin tasks, agent and engines to cores")

@@ -98,9 +98,11 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
         "periods_ms": {t.name: t.period_ms for t in b.tasks},
         "variants": o.variants,
         "eps": o.eps, "runs": o.runs, "policy_runs": o.policy_runs, "order": getattr(o, "order", "interleaved"), "prep_s": o.prep_s, "ripple_prep_s": o.ripple_prep_s, "score_s": o.score_s, "layout": b.layout,
-        "profile": {n: {"jobs": len(js), "p50_ms": metrics.percentile([j.response_ms for j in js], 50),
-                        "p99_ms": metrics.percentile([j.response_ms for j in js], 99)}
-                    for n, js in b.profile.items()},
+        "profile": _profile(b.profile),
+        # the closing co-run profile after the last run (the same shape; {} when skipped) and
+        # each task's p99 drift over the sweep: p99 at the end / p99 at the start - 1
+        "profile_end": _profile(getattr(b, "profile_end", {}) or {}),
+        "profile_drift": profile_drift(b.profile, getattr(b, "profile_end", {}) or {}),
         # the other processes' CPU use beside the kept profile (shares of the machine's CPUs),
         # every attempt's, and whether even the kept one was loaded (its deadlines may be loose)
         "profile_load": getattr(b, "profile_load", {}),
@@ -257,8 +259,46 @@ def markdown_table(s: dict) -> str:
         f"k={p['k']:g}: " + ", ".join(f"{t} {v:.1f}" for t, v in p["deadlines_ms"].items())
         for p in s["points"] if p["policy"] == s["points"][0]["policy"]),
         "Co-run profile p99 (ms): " + ", ".join(f"{t} {v['p99_ms']:.2f}" for t, v in s["profile"].items())
-        + profile_load_note(s.get("profile_load") or {}), ""]
+        + profile_load_note(s.get("profile_load") or {})]
+    if s.get("profile_end"):
+        out.append(drift_note(s))
+    out.append("")
     return "\n".join(out)
+
+
+def _profile(prof: dict) -> dict:
+    return {n: {"jobs": len(js), "p50_ms": metrics.percentile([j.response_ms for j in js], 50),
+                "p99_ms": metrics.percentile([j.response_ms for j in js], 99)} for n, js in prof.items()}
+
+
+def profile_drift(start: dict, end: dict) -> dict:
+    """Task -> p99 of the closing profile / p99 of the first - 1 (tasks in both; {} without a
+    closing profile)."""
+    out = {}
+    for n, js in start.items():
+        if end.get(n) and js:
+            p0 = metrics.percentile([j.response_ms for j in js], 99)
+            out[n] = round(metrics.percentile([j.response_ms for j in end[n]], 99) / p0 - 1, 4) if p0 > 0 else math.nan
+    return out
+
+
+def drift_note(s: dict) -> str:
+    """The closing profile's line: each task's p99 and its drift, and a warning when a task's
+    p99 moved by more than k - 1 for the smallest k: its deadline k x p99 then lay below (or
+    that far above) the host's own p99 for part of the sweep, whatever the policy."""
+    end, drift = s.get("profile_end") or {}, s.get("profile_drift") or {}
+    if not end:
+        return ""
+    line = "Closing profile p99 (ms): " + ", ".join(
+        f"{t} {v['p99_ms']:.2f} ({100 * drift[t]:+.0f} %)" if t in drift else f"{t} {v['p99_ms']:.2f}"
+        for t, v in end.items())
+    ks = sorted({p["k"] for p in s.get("points", [])})
+    worst = max(drift.items(), key=lambda kv: abs(kv[1]) if kv[1] == kv[1] else -1, default=None)
+    if ks and worst and abs(worst[1]) > ks[0] - 1:
+        line += (f". DRIFT: {worst[0]}'s own p99 moved {100 * worst[1]:+.0f} % over the sweep, more than "
+                 f"k - 1 = {100 * (ks[0] - 1):.0f} %: at k = {ks[0]:g} the deadlines were "
+                 + ("tighter" if worst[1] > 0 else "looser") + " than k says for some runs, whatever the policy")
+    return line
 
 
 def profile_load_note(pl: dict) -> str:
