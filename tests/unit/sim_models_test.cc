@@ -233,8 +233,13 @@ time_sigma = 0.1
   EXPECT_FALSE(parse_preset("[engine.x]\nkind = \"best-effort\"\n", "x", "."));
 }
 
+// Every preset shipped under tools/bench/ripple-sim/presets loads, by its name.
 TEST(SimPreset, ShippedPresetsLoad) {
-  for (const char* name : {"plant", "gb10", "h200-offload"}) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(src("tools/bench/ripple-sim/presets")))
+    if (e.path().extension() == ".toml") names.push_back(e.path().stem().string());
+  EXPECT_GE(names.size(), 6u) << "plant, gb10, h200-offload, h200-calibrated, h200-vlm-host, h200-harmless";
+  for (const auto& name : names) {
     auto p = load_preset(name, src("tools/bench/ripple-sim/presets"));
     ASSERT_TRUE(p) << name << ": " << p.error().message;
     EXPECT_FALSE(p->default_engines.empty()) << name;
