@@ -78,7 +78,8 @@ void Runtime::open_work_locked(const std::vector<std::uint32_t>& units) {
 // engine that stops leaves the last work announced ahead unrun (the agent charged its
 // grant, if it decided one: over-charged by one work, never under-charged).
 void Runtime::announce_ahead_locked() {
-  // Only once the pass is stable (matched kSpanAfterPasses times in a row, as for works
+  // Only once the pass is stable (matched kSpanAfterPasses times in a row, or
+  // kSpanAfterCheapPasses for a pass whose drain charges next to nothing; as for works
   // of several passes): a pass dropped soon after it was learned (a layer pass before the
   // whole forward pass is) would drain a whole work announced ahead each time.
   // Not for a deadline-bound engine: the agent starts its period (and the work's

@@ -100,6 +100,7 @@ bool Runtime::learn_locked(const std::vector<std::string>& labels) {
   catalog_ = std::move(cat);
   learned_units_ = std::move(idx);
   pass_ = std::move(pass);
+  pass_bytes_ = pass_bytes;
   learned_ = true;
   g_c.passes_learned.fetch_add(1, std::memory_order_relaxed);
   g_c.learned_pass_units.store(pass_.size(), std::memory_order_relaxed);
@@ -235,6 +236,7 @@ bool Runtime::bare_learn_locked(const std::vector<std::uint32_t>& ids, std::size
   catalog_ = std::move(cat);
   learned_units_ = std::move(idx);
   pass_ = std::move(pass);
+  pass_bytes_ = pass_bytes;
   learned_ = true;
   bpos_ = cur;
   bpasses_ = 0;
@@ -315,6 +317,15 @@ std::size_t Runtime::bare_passes_locked(std::size_t from) {
   g_c.passes_per_work.store(n, std::memory_order_relaxed);
   if (n > 1) g_c.multi_pass_works.fetch_add(1, std::memory_order_relaxed);
   return n;
+}
+
+bool Runtime::cheap_drain_locked() const {
+  const std::uint64_t period = bperiod_.period_ns();
+  if (!period || pass_.empty()) return false;
+  std::size_t whole = 0;
+  for (std::uint32_t u : pass_) whole += u < subs_.size() && !subs_[u].empty() ? subs_[u].size() : std::size_t{1};
+  const std::size_t most = passes_per_work(cfg_.min_work_ns, period, true, whole, whole, engine::kMaxWorkUnits);
+  return pass_bytes_ <= kCheapDrainBytes / most;
 }
 
 std::size_t Runtime::bare_span_locked(std::size_t from) const {

@@ -410,6 +410,16 @@ class Runtime {
   // layer pass before the whole forward pass is learned) drains less; llama.cpp at ~1 ms
   // a token pays 16 round trips more.
   static constexpr std::size_t kSpanAfterPasses = 16;
+  // ... or this many times, when a drain of the pass would charge next to nothing: a whole
+  // work of it, at the most passes it may span, carries at most kCheapDrainBytes (a pass of
+  // GPU-memory-only units and small copies: llama.cpp decoding, 0.13 MB a token). What the
+  // 16 guard against is a drained work charged and never run; for such a pass that costs
+  // the agent nothing, while the 14 round trips it saves are ~1 ms of llama.cpp's
+  // decoding (~0.2 % of its tokens/s on an H200, results/engines.md).
+  static constexpr std::size_t kSpanAfterCheapPasses = 2;
+  static constexpr std::uint64_t kCheapDrainBytes = 16ull << 20;
+  std::uint64_t pass_bytes_ = 0;  // the learned pass's bytes, every position's
+  bool cheap_drain_locked() const;
   // Passes that were stable once (matched kSpanAfterPasses times in a row), as labels, the
   // last kRecalledPasses of them: one learned again (llama.cpp's decode pass after each
   // request or llama-bench rep: its first tokens go another way) is stable at once, so its
@@ -419,7 +429,9 @@ class Runtime {
   std::vector<std::vector<std::string>> stable_passes_;
   std::vector<std::string> pass_labels_;  // the learned bare pass's labels
   bool recalled_ = false;                 // ... was stable before: stable from its start
-  bool bare_stable_locked() const { return recalled_ || bpasses_ >= kSpanAfterPasses; }
+  bool bare_stable_locked() const {
+    return recalled_ || bpasses_ >= kSpanAfterPasses || (bpasses_ >= kSpanAfterCheapPasses && cheap_drain_locked());
+  }
   std::size_t bare_passes_locked(std::size_t from);
   // The same count without applying a pending chunk size or counting (grants ahead).
   std::size_t bare_span_locked(std::size_t from) const;

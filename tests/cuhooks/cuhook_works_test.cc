@@ -99,7 +99,7 @@ TEST_F(CuhookTest, ShortPassesShareAWork) {
     clear_outputs();
     GrantServer srv(sock_);
     EXPECT_TRUE(srv.start());
-    env["RIPPLE_GRAPH_BYTES"] = "1000000";
+    env.emplace("RIPPLE_GRAPH_BYTES", "1000000");  // unless the case sets it
     Outcome r = run({"direct", "sleep", std::to_string(nap_ms), "llama", std::to_string(steps), "1", "6"}, env);
     EXPECT_TRUE(exited_ok(r)) << r.err;
     EXPECT_EQ(r.out, "driver_app: done\n");
@@ -135,9 +135,11 @@ TEST_F(CuhookTest, ShortPassesShareAWork) {
     return d;
   };
   const int steps = 300;
-  // >= 1 ms a token: works of up to 10 passes once the pass is stable (matched 16 times).
+  // >= 1 ms a token: works of up to 10 passes once the pass is stable: matched twice, as
+  // a drain of a whole work (10 passes x 1 MB) charges under 16 MiB.
   DecodeRun fast = decode(steps, 1, {});
-  EXPECT_LE(fast.singles, 8u + 16 + 4) << "learning (8 launches), then 16 passes matched";
+  EXPECT_LE(fast.singles, 8u + 2 + 4) << "learning (8 launches), then 2 passes matched";
+  EXPECT_GE(fast.singles, 2u);
   EXPECT_GE(fast.multi, 1u) << fast.err;
   EXPECT_LE(fast.most, 10u) << "a token takes at least 1 ms: at most 10 ms / 1 ms passes a work";
   EXPECT_LE(fast.multi, (steps - fast.singles) / 2 + 1) << "two passes a work at least";
@@ -154,6 +156,14 @@ TEST_F(CuhookTest, ShortPassesShareAWork) {
   EXPECT_EQ(off.units, static_cast<std::size_t>(steps)) << "each launch announced once";
   EXPECT_EQ(off.seen.works.size(), static_cast<std::size_t>(steps) + 1) << "and one pass ahead after the last";
   EXPECT_LT(fast.seen.works.size() * 2, off.seen.works.size()) << "far fewer round trips";
+
+  // A pass whose drained work would charge real bytes (100 MB a graph launch: a work of
+  // up to 10 passes, 1 GB) spans passes only once matched 16 times in a row.
+  DecodeRun heavy = decode(steps, 1, {{"RIPPLE_GRAPH_BYTES", "100000000"}});
+  EXPECT_GE(heavy.singles, 16u) << "16 passes matched before a work spans passes";
+  EXPECT_LE(heavy.singles, 8u + 16 + 4);
+  EXPECT_GE(heavy.multi, 1u) << heavy.err;
+  EXPECT_LT(fast.singles + 10, heavy.singles) << "the cheap pass spans passes 14 round trips sooner";
 
   // A pass longer than RIPPLE_MIN_WORK_MS (12 ms a token) keeps one pass a work, also
   // once stable.
