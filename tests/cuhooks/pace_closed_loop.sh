@@ -7,13 +7,14 @@
 # the one-launch pass and announces works of several passes (RIPPLE_MIN_WORK_MS), as on
 # the GPU (Documentation/results/engines.md, "pace-R").
 #
-#   1  pace-400, 600 tokens: bytes / wall time >= 0.9 R, and no more than R x wall time
-#      plus the bucket (R x H) and one work (10 tokens)
+#   1  pace-400, 600 tokens: bytes no more than R x wall time plus the bucket (R x H) and
+#      one work (10 tokens), and >= 0.9 R over the paced interval (below; the wall's rate
+#      is said, not held: it holds the process start and the pass learning, unpaced)
 #   2  pace-100, 200 tokens: the same bounds
 #   3  pace-400 with one 250 ms stall of the engine mid-run (llama.cpp's start-up inside
 #      its timer, the check's suspect): the credit of a stall longer than the horizon H is
 #      not kept beyond the bucket, so the bytes stay <= R (wall - stall + H) + one work,
-#      and the rest of the run still reaches >= 0.9 R over wall - stall
+#      and the paced interval less the stall still reaches >= 0.9 R
 #   4  the marginal rate, as the GPU check takes it (tools/packaging/gpu/engines-check.sh):
 #      two pace-400 runs with the same 150-ms stall inside the span after 20 tokens (the
 #      prompt and first graph captures of llama-simple), 60 and 360 tokens after it; the
@@ -26,8 +27,7 @@
 # Each check also takes the rate over the paced interval itself, as the GPU check does:
 # the agent's grant span for the engine (`ripplectl status --json`, the engine's
 # `total.grant_span`: its first grant's decision to its last Done, and the bytes done in
-# it). It must be >= 0.9 R as above (the span lies inside the wall time, so this holds
-# wherever the wall bound does), and it must not pass what the bucket allows: the bytes
+# it). It must be >= 0.9 R, and it must not pass what the bucket allows: the bytes
 # decided in any interval are at most R x interval + the bucket (R x H), so done bytes
 # <= R (span + H); across a stall the bucket refills only while below full, for at most
 # H after the stall begins and H after each grant decided in it (two at most: the
@@ -118,7 +118,10 @@ check() {
     # The paced interval: R (span + H) without a stall, R (span - stall + 4 H) across one.
     pbusy = sp - s; prate = pbusy > 0 ? d / pbusy / 1e9 : 0
     phi = r * 1e9 * (pbusy + (s > 0 ? 4 : 1) * h / 1000)
-    ok = u == 0 && rate >= 0.9 * r && bytes <= hi
+    # The wall holds the process start and the pass learning, which nothing paces: on a loaded
+    # machine they take what they take (one CI run with a build beside it: 0.86 R over wall -
+    # stall, 1.04 R over the paced interval). Only its upper bound is a guarantee.
+    ok = u == 0 && bytes <= hi
     pok = prate >= 0.9 * r && d <= phi
     f = "%s %.1f GB/s = %.3f R over %.3f s (%d tokens; over the whole wall %.3f s: %.3f R); bytes %.3g <= %.3g; "
     f = f "paced interval %.3f s%s: %.1f GB/s = %.3f R, done %.2f GB <= %.2f GB (the tokens %.2f GB)"
