@@ -4,6 +4,8 @@
 # arguments into /tmp/bench-TAG under a time limit, writes trace_report.py's report beside
 # each ripple run's trace (with --trace) and notraffic_bins.py's table of every run, and packs the outputs into $OUT/TAG.tgz and
 # $OUT/TAG-traces.tgz: a device call brings back at most 8 files. Prints the table last.
+# The raw traces are committed once and then removed from the tree (a device call sends the
+# tree with its carry, 64 MiB in all): Documentation/results/e2e-runs/README.md.
 #
 #   tools/packaging/gpu/bench-call.sh TAG LIMIT_S [ripple-bench args ...]
 # e.g. (carry .devcarry, made here by tools/packaging/gpu/pack.sh):
