@@ -323,15 +323,14 @@ bool Runtime::cheap_drain_locked() const {
   const std::uint64_t period = bperiod_.period_ns();
   if (!period || pass_.empty()) return false;
   std::size_t whole = 0;
-  for (std::uint32_t u : pass_) whole += u < subs_.size() && !subs_[u].empty() ? subs_[u].size() : std::size_t{1};
+  for (std::uint32_t u : pass_) whole += wire_positions(u);
   const std::size_t most = passes_per_work(cfg_.min_work_ns, period, true, whole, whole, engine::kMaxWorkUnits);
   return pass_bytes_ <= kCheapDrainBytes / most;
 }
 
 std::size_t Runtime::bare_span_locked(std::size_t from) const {
-  auto wire = [&](std::uint32_t u) { return u < subs_.size() && !subs_[u].empty() ? subs_[u].size() : std::size_t{1}; };
   std::size_t first = 0, whole = 0;
-  for (std::size_t i = 0; i < pass_.size(); ++i) (i >= from ? first : whole) += wire(pass_[i]);
+  for (std::size_t i = 0; i < pass_.size(); ++i) (i >= from ? first : whole) += wire_positions(pass_[i]);
   whole += first;
   return passes_per_work(cfg_.min_work_ns, bperiod_.period_ns(), bare_stable_locked(), first, whole,
                          engine::kMaxWorkUnits);

@@ -420,6 +420,8 @@ class Runtime {
   static constexpr std::uint64_t kCheapDrainBytes = 16ull << 20;
   std::uint64_t pass_bytes_ = 0;  // the learned pass's bytes, every position's
   bool cheap_drain_locked() const;
+  // Wire positions a unit takes in a work: its sub-units, or 1.
+  std::size_t wire_positions(std::uint32_t u) const { return u < subs_.size() && !subs_[u].empty() ? subs_[u].size() : 1; }
   // Passes that were stable once (matched kSpanAfterPasses times in a row), as labels, the
   // last kRecalledPasses of them: one learned again (llama.cpp's decode pass after each
   // request or llama-bench rep: its first tokens go another way) is stable at once, so its

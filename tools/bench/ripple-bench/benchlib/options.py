@@ -268,7 +268,7 @@ def resolve_options(a: argparse.Namespace) -> Options:
         score_s=a.score_s if a.score_s is not None else (8.0 if q else 30.0),
         profile_s=a.profile_s if a.profile_s is not None else (6.0 if q else 20.0),
         out=Path(a.out), build=Path(a.build_dir).resolve(), pin=not a.no_pin, plots=not a.no_plots,
-        check_claim=a.check_claim, a=a, order=getattr(a, "order", "interleaved"))
+        check_claim=a.check_claim, a=a, order=a.order)
     if not 0 < o.eps < 1:
         raise BenchError(f"--eps: {o.eps} outside (0, 1)")
     if o.runs < 1:
