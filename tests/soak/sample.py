@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Samples a running ripple-agent for tests/soak/soak.sh: every INTERVAL seconds it asks
 the control socket for `explain` and `status` (one persistent session, re-opened after
-the agent restarts or stops answering) and reads the agent's RSS from /proc; one JSON
-line per sample.
+the agent restarts or stops answering) and reads the agent's RSS and CPU time from /proc;
+one JSON line per sample.
     sample.py CONTROL_SOCKET AGENT_PIDFILE OUT.jsonl [INTERVAL_S] [STOP_FILE]
 """
 import json, os, socket, sys, time
@@ -19,6 +19,16 @@ def rss_kb(pid):
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1])
     except OSError:
+        return None
+
+
+def cpu_s(pid):
+    """utime + stime of the whole process (every thread), in seconds."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
         return None
 
 
@@ -39,6 +49,7 @@ with open(out_path, "a", buffering=1) as out:
             pid = 0
         rec["pid"] = pid
         rec["rss_kb"] = rss_kb(pid) if pid else None
+        rec["cpu_s"] = cpu_s(pid) if pid else None
         try:
             if conn is None:
                 conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
