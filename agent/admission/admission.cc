@@ -152,11 +152,13 @@ pricing::Phase Admission::phase_at(Nanos when) const {
   return pricing::Phase::kRest;
 }
 
-pricing::Pricing Admission::on_release(TaskId task, JobSeq seq, Nanos now, std::optional<pricing::Phase> phase) {
+pricing::Pricing Admission::on_release(TaskId task, JobSeq seq, Nanos now, std::optional<pricing::Phase> phase,
+                                       Nanos lag) {
   // A job released after a grant expired must not inherit it, whether or not decide()
   // ran at the expiry time first.
   expire(now);
-  pricing::Pricing p = ledger_.on_release(task, seq, now, phase ? *phase : phase_at(now));
+  // The phase is the release's (App. C), not the late start's.
+  pricing::Pricing p = ledger_.on_release(task, seq, now, phase ? *phase : phase_at(now - lag), lag);
   policy_->on_release(task, seq, now);
   if (trace_) trace_({TraceKind::kRelease, now, task, seq, p.allowance, 0, 0, 0, false});
   return p;

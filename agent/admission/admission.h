@@ -115,8 +115,10 @@ class Admission {
   Status announce(EngineId engine, Work work, Nanos now);
 
   // PT job events: the ledger prices / learns, the policy is told. A release is
-  // priced in `phase`, by default the one phase_at(now) derives.
-  pricing::Pricing on_release(TaskId task, JobSeq seq, Nanos now, std::optional<pricing::Phase> phase = {});
+  // priced in `phase`, by default the one phase_at(now) derives; `now` is when the job
+  // started, `lag` how long after its release (Ledger::on_release).
+  pricing::Pricing on_release(TaskId task, JobSeq seq, Nanos now, std::optional<pricing::Phase> phase = {},
+                              Nanos lag = 0);
   // The VLM phase of a release at `when` (App. C): kVlmHead in the first
   // vlm_head_fraction of a connected deadline-bound engine's period, which starts when
   // it announces a request (and for one period at most); otherwise kRest.

@@ -4,7 +4,7 @@
 # unit test (agent/daemon/agent.h lists them).
 
 DAEMON_SRCS := agent/daemon/agent.cc agent/daemon/event_loop.cc agent/daemon/engine_session.cc \
-	agent/daemon/task_stats.cc agent/daemon/reports.cc agent/daemon/socket.cc agent/daemon/identity.cc \
+	agent/daemon/task_stats.cc agent/daemon/release_lag.cc agent/daemon/reports.cc agent/daemon/socket.cc agent/daemon/identity.cc \
 	agent/daemon/limits.cc agent/daemon/notify.cc agent/daemon/trace_file.cc
 $(O)/lib/libripple_daemon.a: $(call objs,$(DAEMON_SRCS))
 LIBS += $(O)/lib/libripple_daemon.a

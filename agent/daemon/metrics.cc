@@ -143,6 +143,8 @@ std::string render(const json& s) {
       e.add_if("ripple_task_misses_total", counter, "Completed jobs that missed their deadline.", l, at(t, "misses"));
       e.add_if("ripple_task_unfinished_total", counter, "Jobs that ended without completing.", l,
                at(t, "unfinished"));
+      e.add_if("ripple_task_late_starts_total", counter,
+               "Jobs that started after their release because the one before overran.", l, at(t, "late_starts"));
       e.add_if("ripple_task_drops_total", counter, "This task's job events lost in the tracer.", l, at(t, "drops"));
       e.add_if("ripple_task_dmr", gauge, "Deadline miss ratio since the agent started.", l, at(t, "dmr"));
       e.add_if("ripple_task_window_jobs", gauge, "Jobs completed in the current 100 s contract window.", l,

@@ -1,11 +1,17 @@
 #include "agent/daemon/task_stats.h"
 
+#include <algorithm>
+
 #include "ripple/log.h"
 
 namespace ripple::daemon {
 
 TaskStatistics::TaskStatistics(admission::Admission& adm, std::size_t tasks, Nanos started)
-    : adm_(adm), ledger_(adm.ledger()), started_(started), stats_(tasks) {}
+    : adm_(adm), ledger_(adm.ledger()), started_(started), stats_(tasks) {
+  lags_.reserve(tasks);
+  for (std::size_t k = 0; k < tasks; ++k)
+    lags_.emplace_back(k < ledger_.task_count() ? ledger_.task(static_cast<pricing::TaskId>(k)).spec().period : 1);
+}
 
 bool TaskStatistics::on_event(const tracer::JobEvent& ev, Nanos now) {
   ++events_;
@@ -13,7 +19,13 @@ bool TaskStatistics::on_event(const tracer::JobEvent& ev, Nanos now) {
   TaskStats& ts = stats_[ev.pt];
   if (ev.kind == tracer::JobEventKind::kRelease) {
     ++ts.releases;
-    const auto p = adm_.on_release(ev.pt, ev.seq, static_cast<Nanos>(ev.release_ns));
+    const auto at = static_cast<Nanos>(ev.release_ns);
+    const Nanos lag = lags_[ev.pt].on_release(ev.tid, at, ev.no_wakeup);
+    if (lag > 0) {
+      ++ts.late_starts;
+      ts.max_lag = std::max(ts.max_lag, lag);
+    }
+    const auto p = adm_.on_release(ev.pt, ev.seq, at, std::nullopt, lag);
     ts.last_allowance = p.allowance;
     job_threads_[{ev.pt, ev.seq}] = {ev.tid, 0};
     return true;
@@ -22,6 +34,7 @@ bool TaskStatistics::on_event(const tracer::JobEvent& ev, Nanos now) {
   if (ev.kind == tracer::JobEventKind::kAbort) {
     // Its thread exited (or exec'd) mid-job: the job will never complete.
     ++jobs_aborted_;
+    lags_[ev.pt].forget(ev.tid);
     if (adm_.on_unfinished(ev.pt, ev.seq, now)) ++ts.unfinished;
     RIPPLE_LOG_INFO("task {}: job #{} ended without completing (thread {} exited or exec'd)",
                     ledger_.task(ev.pt).spec().name, ev.seq, ev.tid);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agent/admission/admission.h"
+#include "agent/daemon/release_lag.h"
 #include "agent/tracer/tracer.h"
 
 namespace ripple::daemon {
@@ -25,6 +26,9 @@ inline constexpr Nanos kWindow = 100LL * 1'000'000'000;
 // Per protected task, what status shows besides the estimator's own state.
 struct TaskStats {
   std::uint64_t releases = 0, jobs = 0, misses = 0, unfinished = 0;
+  // Releases that started late (after an overrun: release_lag.h), and the largest lag.
+  std::uint64_t late_starts = 0;
+  Nanos max_lag = 0;
   // The current contract window and the one before it.
   std::int64_t window = -1;
   std::uint64_t window_jobs = 0, window_misses = 0, prev_window_jobs = 0, prev_window_misses = 0;
@@ -65,6 +69,7 @@ class TaskStatistics {
   const pricing::Ledger& ledger_;
   Nanos started_;
   std::vector<TaskStats> stats_;
+  std::vector<ReleaseLag> lags_;  // per task: when its late-starting jobs were released
   // The thread of every job the ledger holds, to check that the kernel still has it open:
   // a job whose abort or completion event was lost must not stay in the ledger (B(t) = 0
   // for every engine, forever). (task, seq) -> tid and the sweeps that found it closed.

@@ -114,13 +114,14 @@ bool Estimator::certification_check(const Estimates& e, double q) const {
   return pricing::certification_passes(in);
 }
 
-Pricing Estimator::price(Phase phase, Bytes smallest_other_base) {
+Pricing Estimator::price(Phase phase, Bytes smallest_other_base, Nanos lag) {
   ++releases_;
   const Bytes unit = params_.probe_unit_bytes;
   const Estimates e = current(margin_.margin(phase));
 
   Pricing p;
   p.phase = phase;
+  p.lag = std::max<Nanos>(0, lag);
   p.cold = e.cold;
   p.a_hat = e.a_hat;
   p.margin_unbounded = !e.margin || *e.margin >= deadline_;
@@ -147,7 +148,9 @@ Pricing Estimator::price(Phase phase, Bytes smallest_other_base) {
                              : (deadline_ > a_bar ? 9.0e18 : 0.0);
   p.nominal = nominal_allowance(deadline_, a_bar, p.slope_priced, a_max_);
   p.base = rate_limited_base(p.nominal, base_, unit, params_.rate_limit, a_max_);
-  base_ = p.base;
+  // A late start says nothing about the task's steady state: the rate limit's state moves
+  // only with jobs released on time.
+  if (lag <= 0) base_ = p.base;
   p.allowance = p.base;
 
   // One job in eight of the task with the smallest allowance gets 40 % fewer bytes
@@ -158,11 +161,21 @@ Pricing Estimator::price(Phase phase, Bytes smallest_other_base) {
     p.reduced = true;
   }
 
-  p.guard = tight_deadline_guard(p.slope_held, params_.pacing_floor(), deadline_, p.a_hat,
+  // What is left of the deadline: all of it, or D_i - lag after a late start.
+  const double left = deadline_ - static_cast<double>(std::max<Nanos>(0, lag));
+  if (lag > 0) {
+    const Bytes cap = nominal_allowance(left, a_bar, p.slope_priced, a_max_);
+    if (p.allowance > cap) {
+      p.allowance = cap;
+      p.reduced = false;
+    }
+  }
+  p.guard = tight_deadline_guard(p.slope_held, params_.pacing_floor(), left, p.a_hat,
                                  p.margin, static_cast<double>(solo_p99_));
   p.floor = p.guard ? 0 : params_.pacing_floor();
-  // An allowance below one unit receives a one-unit probe on alternate releases.
-  if (p.allowance < unit && !p.guard) {
+  // An allowance below one unit receives a one-unit probe on alternate releases; a late
+  // job never does (its cap is what is left).
+  if (p.allowance < unit && !p.guard && lag <= 0) {
     probe_turn_ = !probe_turn_;
     if (probe_turn_) {
       p.allowance = std::min(unit, a_max_);
@@ -191,8 +204,9 @@ Pricing Estimator::price(Phase phase, Bytes smallest_other_base) {
 
 Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged) {
   Outcome out;
-  const double ct = static_cast<double>(response);
   out.missed = response > spec_.deadline;
+  // The line and the fit model the job's own execution: from its start, not its release.
+  const double ct = static_cast<double>(response - std::max<Nanos>(0, p.lag));
   // err = 1 above the saved line; a saved q >= D records err = 0 (App. C).
   out.above_line = !p.margin_unbounded && ct > p.line(charged);
   margin_.update_level(out.above_line);

@@ -41,6 +41,12 @@ struct Pricing {
   bool certified = false;       // the task was exempt when this job was released
   double cert_intercept = 0;    // h_ij, ns
   double cert_slope = 0;        // kappa^u_ij of the saved exemption line h + kappa^u C
+  // The job started this long after its release (an overrun: the task's wait for it
+  // returned without sleeping), so only D_i - lag of its deadline was left (ours, not the
+  // paper's, which sees releases as they happen). Its allowance is capped by Eq. 2 over
+  // that remainder; its line and the fit take its time from its start (its execution
+  // time), its miss its time from its release.
+  Nanos lag = 0;
 
   // The saved release-time pricing line a_hat + q + s C (App. C, "Margin").
   double line(Bytes charged) const { return a_hat + margin + slope_priced * charged; }
@@ -48,7 +54,7 @@ struct Pricing {
 
 // What a completed (or abandoned) job taught the estimator.
 struct Outcome {
-  bool missed = false;      // CT_ij > D_i
+  bool missed = false;      // response (from the release) > D_i
   bool above_line = false;  // err_ij
   std::optional<double> residual;  // e_ij, when the fit had data to predict it
 };
@@ -82,12 +88,16 @@ class Estimator {
   // `params` must outlive the estimator; both must have passed validate().
   Estimator(TaskSpec spec, const Params& params);
 
-  // Prices the job released now. `smallest_other_base` is the smallest current base
+  // Prices the job that starts now. `smallest_other_base` is the smallest current base
   // allowance among the other uncertified tasks (kUnlimitedBytes if none): the
   // one-in-eight reduced allowance only goes to the task with the smallest allowance.
-  Pricing price(Phase phase, Bytes smallest_other_base = kUnlimitedBytes);
+  // `lag` > 0: the job was released that long before it started (Pricing::lag); it is
+  // issued at most max(0, D_i - lag - a_bar) / s, with the guard judged on D_i - lag, and
+  // the task's running base allowance (the rate limit's state) is left as it was.
+  Pricing price(Phase phase, Bytes smallest_other_base = kUnlimitedBytes, Nanos lag = 0);
 
-  // A job priced by `pricing` completed after `response` ns with `charged` bytes.
+  // A job priced by `pricing` completed `response` ns after its release (its lag
+  // included) with `charged` bytes.
   Outcome complete(const Pricing& pricing, Nanos response, Bytes charged);
   // A job that never completed: it exceeds any finite line and misses its deadline.
   Outcome unfinished(const Pricing& pricing);

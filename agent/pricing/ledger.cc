@@ -81,7 +81,7 @@ void Ledger::forget_release(TaskId task) {
   if (task < last_release_.size()) last_release_[task].reset();
 }
 
-Pricing Ledger::on_release(TaskId task, JobSeq seq, Nanos now, Phase phase) {
+Pricing Ledger::on_release(TaskId task, JobSeq seq, Nanos now, Phase phase, Nanos lag) {
   if (task >= tasks_.size()) die("on_release", "unknown task id");
   if (const JobAccount* existing = find_job(task, seq)) return existing->pricing;
 
@@ -97,7 +97,8 @@ Pricing Ledger::on_release(TaskId task, JobSeq seq, Nanos now, Phase phase) {
   JobAccount j;
   j.key = {task, seq};
   j.release = now;
-  j.pricing = est.price(phase, smallest_other);
+  j.lag = params_.late_starts ? std::max<Nanos>(0, lag) : 0;
+  j.pricing = est.price(phase, smallest_other, j.lag);
   j.allowance = j.pricing.allowance;
   j.floor = j.pricing.floor;
   j.full_release = j.pricing.full_release;
@@ -109,7 +110,7 @@ Pricing Ledger::on_release(TaskId task, JobSeq seq, Nanos now, Phase phase) {
     g.inherited_by.push_back(j.key);
   }
   j.charged = j.inherited;
-  last_release_[task] = now;
+  last_release_[task] = now - j.lag;
   jobs_.push_back(std::move(j));
   return jobs_.back().pricing;
 }
@@ -119,7 +120,7 @@ Completion Ledger::finish(std::size_t index, Nanos now, bool completed) {
   Estimator& est = *tasks_[j.key.task];
   Completion c;
   c.key = j.key;
-  c.response = now - j.release;
+  c.response = now - j.release + j.lag;
   c.charged = j.charged;
   c.inherited = j.inherited;
   c.allowance = j.allowance;

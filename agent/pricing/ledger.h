@@ -31,7 +31,8 @@ struct JobKey {
 // One active job's account.
 struct JobAccount {
   JobKey key;
-  Nanos release = 0;      // R_ij
+  Nanos release = 0;      // R_ij: when it started (its release, unless it started late)
+  Nanos lag = 0;          // how late it started: released at release - lag (Pricing::lag)
   Bytes allowance = 0;    // A_ij as issued
   Bytes floor = 0;        // f, or 0 under the tight-deadline guard
   bool full_release = false;
@@ -58,7 +59,7 @@ struct Grant {
 
 struct Completion {
   JobKey key;
-  Nanos response = 0;  // CT_ij
+  Nanos response = 0;  // CT_ij, from the job's release (its lag included)
   Bytes charged = 0;   // C_ij
   Bytes inherited = 0;
   Bytes allowance = 0; // A_ij
@@ -80,9 +81,12 @@ class Ledger {
   // unless set (Params::pacing_floor).
   void set_probe_unit(Bytes unit) { params_.probe_unit_bytes = unit; }
 
-  // A job of `task` released at `now`: priced, and charged every grant in flight.
-  // A repeated release of an active job returns its saved pricing unchanged.
-  Pricing on_release(TaskId task, JobSeq seq, Nanos now, Phase phase = Phase::kRest);
+  // A job of `task` started at `now`: priced, and charged every grant in flight. It was
+  // released `lag` ns earlier (> 0 when it started late, after its predecessor overran:
+  // its deadline is release + D_i, and the task's next release is predicted a period
+  // after its release). A repeated release of an active job returns its saved pricing
+  // unchanged.
+  Pricing on_release(TaskId task, JobSeq seq, Nanos now, Phase phase = Phase::kRest, Nanos lag = 0);
   // The job completed at `now`; nullopt for a job that is not active.
   std::optional<Completion> on_complete(TaskId task, JobSeq seq, Nanos now);
   // The job will never complete (dropped, its thread gone): scored as above its line.

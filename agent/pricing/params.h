@@ -63,6 +63,12 @@ inline constexpr bool kDefaultMarginClip = true;
 // target kept; false restores App. C's integrator.
 inline constexpr bool kDefaultMarginAntiwindup = true;
 
+// Late starts (ours): a job released behind an overrun started `lag` ns after its release
+// (Ledger::on_release); it is priced on D_i - lag and its miss counted from its release
+// (Documentation/estimator.md, "Late starts"). False takes every job as released at its
+// start, as the agent did before.
+inline constexpr bool kDefaultLateStarts = true;
+
 // Pessimistic slope and allowance (Eq. 2, App. C).
 inline constexpr double kDefaultUnestimableSlopeShare = 0.85;  // s = kappa_hat / 0.85
 inline constexpr double kDefaultPeakRateBytesPerNs = 273.0;    // rho: GB10's 273 GB/s
@@ -116,6 +122,7 @@ struct Params {
   int warmup_window = kDefaultWarmupWindow;
   bool margin_clip = kDefaultMarginClip;
   bool margin_antiwindup = kDefaultMarginAntiwindup;
+  bool late_starts = kDefaultLateStarts;
   double vlm_head_fraction = kDefaultVlmHeadFraction;
   Nanos contract_window = kDefaultContractWindow;
   double min_window_target = kDefaultMinWindowTarget;

@@ -132,5 +132,53 @@ TEST(TaskStatistics, SweepReapsAJobClosedTwiceInARow) {
   EXPECT_FALSE(ts.holding());
 }
 
+// Tests the late-start rule (release_lag.h): a release after a real sleep is on time and
+// restarts the thread's chain; one whose wait did not sleep was released a period after
+// the thread's last release, or at its start if that is earlier; each thread has its own
+// chain; an unknown thread's first no-wake-up release is on time; a forgotten thread
+// starts over; stale threads are dropped once the table is large.
+TEST(ReleaseLag, OverrunReleasesAreDatedFromThePeriod) {
+  ReleaseLag lag(100 * kMs);
+  EXPECT_EQ(lag.on_release(1, 0, false), 0);
+  EXPECT_EQ(lag.on_release(1, 130 * kMs, true), 30 * kMs);   // due at 100
+  EXPECT_EQ(lag.on_release(1, 215 * kMs, true), 15 * kMs);   // due at 200 (100 + 100)
+  EXPECT_EQ(lag.on_release(1, 250 * kMs, true), 0);          // due at 300: at most its start
+  EXPECT_EQ(lag.on_release(1, 400 * kMs, false), 0);         // slept: on time
+  EXPECT_EQ(lag.on_release(2, 410 * kMs, true), 0);          // a thread not seen before
+  EXPECT_EQ(lag.on_release(2, 520 * kMs, true), 10 * kMs);   // its own chain: due at 510
+  EXPECT_EQ(lag.on_release(1, 540 * kMs, true), 40 * kMs);   // thread 1's: due at 500
+  lag.forget(1);
+  EXPECT_EQ(lag.on_release(1, 700 * kMs, true), 0);
+  for (pid_t t = 100; t < 100 + static_cast<pid_t>(ReleaseLag::kPruneAbove); ++t) lag.on_release(t, 800 * kMs, false);
+  EXPECT_GE(lag.threads(), ReleaseLag::kPruneAbove);
+  const Nanos later = 800 * kMs + ReleaseLag::kForgetPeriods * 100 * kMs + 1;
+  lag.on_release(9999, later, false);
+  EXPECT_EQ(lag.threads(), 1u);
+}
+
+// Tests that a job released by a wait that did not sleep, behind an overrun, reaches the
+// ledger with its lag: priced on what is left of its deadline, its miss counted from its
+// release (the task's own view), and counted in the task's late starts.
+TEST(TaskStatistics, ALateStartCountsFromItsRelease) {
+  DaemonFixture f;
+  TaskStatistics ts(*f.adm, 1, 0);
+  ts.on_event(release(1, 0), 0);
+  ts.on_event(complete(1, 0, 140 * kMs), 140 * kMs);  // overran its 100 ms period
+  JobEvent late = release(2, 140 * kMs);
+  late.no_wakeup = true;
+  ts.on_event(late, 140 * kMs);
+  const auto* job = f.ledger.job(0, 2);
+  ASSERT_NE(job, nullptr);
+  EXPECT_EQ(job->lag, 40 * kMs);  // released at 100
+  EXPECT_EQ(job->allowance, 0);   // 70 - 40 ms leave nothing past its own 40 ms run
+  EXPECT_EQ(ts.stats(0).late_starts, 1u);
+  EXPECT_EQ(ts.stats(0).max_lag, 40 * kMs);
+  // 35 ms of its own: within 70 ms of its start, but 75 ms after its release.
+  JobEvent done = complete(2, 140 * kMs, 35 * kMs);
+  done.deadline_miss = false;  // the kernel counts from the late start
+  ts.on_event(done, 175 * kMs);
+  EXPECT_EQ(ts.stats(0).misses, 2u);
+}
+
 }  // namespace
 }  // namespace ripple::daemon

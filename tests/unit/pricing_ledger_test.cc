@@ -259,5 +259,59 @@ TEST(PricingLedger, ExemptJobsDoNotLimitBudget) {
   EXPECT_EQ(ledger.job(c, seq)->charged, 123);
 }
 
+// Tests a job that started late, behind an overrun (Pricing::lag): it is priced on what
+// is left of its deadline (Eq. 2 over D - lag), nothing at all when that leaves no room
+// for its own run (no floor, no probe); the task's base allowance does not move; the
+// next release is predicted a period after its release, not its start; its response
+// and miss count from its release while its residual takes its execution time.
+TEST(PricingLedger, LateStartIsPricedOnWhatIsLeft) {
+  Params params = ledger_params();
+  params.probe_unit_bytes = 100'000'000;  // U = 0.1 GB: the allowances below are above it
+  auto settled = [&](Ledger& ledger) {     // a_hat = 40 ms, q = 0 after one exact job
+    const TaskId a = ledger.add_task(task("a", 40 * kMs, 70 * kMs));
+    ledger.on_release(a, 1, 0);
+    EXPECT_TRUE(ledger.on_complete(a, 1, 40 * kMs).has_value());
+    return a;
+  };
+  Ledger on_time(params), late(params), very_late(params);
+  const TaskId a = settled(on_time), b = settled(late), c = settled(very_late);
+  const Bytes base = late.task(b).base_allowance();
+  const Pricing p0 = on_time.on_release(a, 2, 100 * kMs);
+  // 29.9 ms late: room 70 - 29.9 - 40 = 0.1 ms at the priced slope (the prior / 0.85).
+  const Nanos lag = 29'900'000;
+  const Pricing p1 = late.on_release(b, 2, 100 * kMs + lag, Phase::kRest, lag);
+  EXPECT_EQ(p1.lag, lag);
+  EXPECT_NEAR(static_cast<double>(p1.allowance), 100'000 / p1.slope_priced, 1.0);  // 34 MB
+  EXPECT_LT(p1.allowance, p0.allowance);
+  EXPECT_FALSE(p1.probe);
+  EXPECT_EQ(late.task(b).base_allowance(), base);  // the rate limit's state is the on-time one
+  EXPECT_EQ(late.next_release(b, 135 * kMs), 200 * kMs);  // a period after its release (100)
+  // 35 ms late: 70 - 35 < 40 ms, nothing is left for the GPU, not even the floor.
+  const Pricing p2 = very_late.on_release(c, 2, 135 * kMs, Phase::kRest, 35 * kMs);
+  EXPECT_EQ(p2.allowance, 0);
+  EXPECT_TRUE(p2.guard);
+  EXPECT_EQ(very_late.budget(135 * kMs), 0);
+  EXPECT_EQ(very_late.budget(160 * kMs), 0);
+  // It runs 40 ms: 75 ms after its release, a miss; its own run was as predicted.
+  const auto done = very_late.on_complete(c, 2, 175 * kMs);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->response, 75 * kMs);
+  EXPECT_TRUE(done->outcome.missed);
+  EXPECT_FALSE(done->outcome.above_line);
+  ASSERT_TRUE(done->outcome.residual.has_value());
+  EXPECT_NEAR(*done->outcome.residual, 0.0, 1.0);
+  // late_starts = false: the job counts from its start, as if released then.
+  params.late_starts = false;
+  Ledger off(params);
+  const TaskId d = settled(off);
+  const Pricing p3 = off.on_release(d, 2, 135 * kMs, Phase::kRest, 35 * kMs);
+  EXPECT_EQ(p3.lag, 0);
+  EXPECT_GT(p3.allowance, 0);
+  const auto counted = off.on_complete(d, 2, 175 * kMs);
+  ASSERT_TRUE(counted.has_value());
+  EXPECT_EQ(counted->response, 40 * kMs);
+  EXPECT_FALSE(counted->outcome.missed);
+}
+
 }  // namespace
 }  // namespace ripple::pricing

@@ -342,6 +342,11 @@ class Sim {
     t.running = true;
     t.posted = false;
     t.rate = -1;  // recompute() sets it and posts the end
+    // The tracer sees a job when it starts: at its release, or, behind an overrun, when
+    // its predecessor ends (a wait that returns without sleeping), with the lag the
+    // daemon derives from the period (agent/daemon/release_lag.h).
+    const Job& j = t.queue.front();
+    q_.post(now_ + cfg_.delays.tracer, kTracerRelease, i, j.seq, static_cast<std::uint64_t>(now_ - j.release));
   }
 
   void handle(const Event& ev) {
@@ -357,7 +362,6 @@ class Sim {
         t.queue.push_back(j);
         if (!t.running) start_job(ev.a);
         recompute();
-        q_.post(now_ + cfg_.delays.tracer, kTracerRelease, ev.a, j.seq);
         q_.post(t.release_of(t.next_seq), kRelease, ev.a);
         break;
       }
@@ -376,7 +380,8 @@ class Sim {
       }
       case kTracerRelease: {
         const TaskState& t = tasks_[ev.a];
-        adm_->on_release(ev.a, ev.b, t.release_of(ev.b));
+        const auto lag = static_cast<Nanos>(ev.gen);
+        adm_->on_release(ev.a, ev.b, t.release_of(ev.b) + lag, std::nullopt, lag);
         point();
         break;
       }

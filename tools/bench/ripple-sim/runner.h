@@ -3,7 +3,8 @@
 // policy from policy::make_policy — and makes the calls agent/daemon/agent.cc makes, in
 // the same order, on a virtual clock:
 //
-//   job released         -> (tracer delay) Admission::on_release(task, seq, release time)
+//   job started          -> (tracer delay) Admission::on_release(task, seq, start time, lag):
+//                           at its release, or after its predecessor's end (lag > 0)
 //   job completed        -> (tracer delay) Admission::on_complete(task, seq, completion time)
 //   engine joins         -> Admission::add_engine (its hello)
 //   engine message       -> (report delay) announce / on_start / on_done / on_discard
