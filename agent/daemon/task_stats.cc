@@ -40,6 +40,7 @@ bool TaskStatistics::on_event(const tracer::JobEvent& ev, Nanos now) {
                     ledger_.task(ev.pt).spec().name, ev.seq, ev.tid);
     return true;
   }
+  lags_[ev.pt].on_complete(ev.tid, static_cast<Nanos>(ev.ts_ns));
   auto done = adm_.on_complete(ev.pt, ev.seq, static_cast<Nanos>(ev.ts_ns));
   // Completions count even if the release was not seen (agent started mid-job).
   const bool missed = done ? done->outcome.missed : ev.deadline_miss;

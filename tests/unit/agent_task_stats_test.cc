@@ -149,9 +149,17 @@ TEST(ReleaseLag, OverrunReleasesAreDatedFromThePeriod) {
   EXPECT_EQ(lag.on_release(1, 540 * kMs, true), 40 * kMs);   // thread 1's: due at 500
   lag.forget(1);
   EXPECT_EQ(lag.on_release(1, 700 * kMs, true), 0);
-  for (pid_t t = 100; t < 100 + static_cast<pid_t>(ReleaseLag::kPruneAbove); ++t) lag.on_release(t, 800 * kMs, false);
+  // A wake-up 40 us after the wait began (an expired timer's) did not sleep either;
+  // one 5 ms after it did.
+  EXPECT_EQ(lag.short_wait(), 500'000);  // min(500 us, T / 10)
+  lag.on_complete(1, 840 * kMs);
+  EXPECT_EQ(lag.on_release(1, 840 * kMs + 40'000, false), 40 * kMs + 40'000);  // due at 800
+  lag.on_complete(1, 850 * kMs);
+  EXPECT_EQ(lag.on_release(1, 855 * kMs, false), 0);
+  EXPECT_EQ(ReleaseLag(kMs).short_wait(), 100'000);
+  for (pid_t t = 100; t < 100 + static_cast<pid_t>(ReleaseLag::kPruneAbove); ++t) lag.on_release(t, 900 * kMs, false);
   EXPECT_GE(lag.threads(), ReleaseLag::kPruneAbove);
-  const Nanos later = 800 * kMs + ReleaseLag::kForgetPeriods * 100 * kMs + 1;
+  const Nanos later = 900 * kMs + ReleaseLag::kForgetPeriods * 100 * kMs + 1;
   lag.on_release(9999, later, false);
   EXPECT_EQ(lag.threads(), 1u);
 }
@@ -178,6 +186,13 @@ TEST(TaskStatistics, ALateStartCountsFromItsRelease) {
   done.deadline_miss = false;  // the kernel counts from the late start
   ts.on_event(done, 175 * kMs);
   EXPECT_EQ(ts.stats(0).misses, 2u);
+  // Linux's way: the expired timer wakes the thread 40 us into its wait (no_wakeup false).
+  ts.on_event(release(3, 200 * kMs), 200 * kMs);  // slept 25 ms: on time
+  ts.on_event(complete(3, 200 * kMs, 130 * kMs), 330 * kMs);  // overran again
+  ts.on_event(release(4, 330 * kMs + 40'000), 330 * kMs + 40'000);
+  ASSERT_NE(f.ledger.job(0, 4), nullptr);
+  EXPECT_EQ(f.ledger.job(0, 4)->lag, 30 * kMs + 40'000);  // due at 300
+  EXPECT_EQ(ts.stats(0).late_starts, 2u);
 }
 
 }  // namespace
