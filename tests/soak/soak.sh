@@ -20,6 +20,7 @@
 #   tests/soak/soak.sh DURATION_S [WINDOW_S]     e.g. 3600 100 (the hour), 300 30 (CI)
 #   SOAK_DIR=DIR keeps the run there (samples.jsonl, windows.tsv, logs); default: a
 #   temporary directory, removed unless a case failed or SOAK_KEEP=1.
+#   SOAK_PRICING="key = value" adds a line to the agent's [pricing] table (an A/B arm).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 O=${O:-build}
@@ -62,6 +63,7 @@ pin_dir = ""
 
 [pricing]
 peak_rate_gbps = 1.0   # the two stand-in engines' rate together
+${SOAK_PRICING:-}
 
 [[task]]
 name = "kdnn"
