@@ -150,7 +150,7 @@ Pricing Estimator::price(Phase phase, Bytes smallest_other_base, Nanos lag) {
   p.base = rate_limited_base(p.nominal, base_, unit, params_.rate_limit, a_max_);
   // A late start says nothing about the task's steady state: the rate limit's state moves
   // only with jobs released on time.
-  if (lag <= 0) base_ = p.base;
+  if (p.lag == 0) base_ = p.base;
   p.allowance = p.base;
 
   // One job in eight of the task with the smallest allowance gets 40 % fewer bytes
@@ -162,8 +162,8 @@ Pricing Estimator::price(Phase phase, Bytes smallest_other_base, Nanos lag) {
   }
 
   // What is left of the deadline: all of it, or D_i - lag after a late start.
-  const double left = deadline_ - static_cast<double>(std::max<Nanos>(0, lag));
-  if (lag > 0) {
+  const double left = deadline_ - static_cast<double>(p.lag);
+  if (p.lag > 0) {
     const Bytes cap = nominal_allowance(left, a_bar, p.slope_priced, a_max_);
     if (p.allowance > cap) {
       p.allowance = cap;
@@ -175,7 +175,7 @@ Pricing Estimator::price(Phase phase, Bytes smallest_other_base, Nanos lag) {
   p.floor = p.guard ? 0 : params_.pacing_floor();
   // An allowance below one unit receives a one-unit probe on alternate releases; a late
   // job never does (its cap is what is left).
-  if (p.allowance < unit && !p.guard && lag <= 0) {
+  if (p.allowance < unit && !p.guard && p.lag == 0) {
     probe_turn_ = !probe_turn_;
     if (probe_turn_) {
       p.allowance = std::min(unit, a_max_);
