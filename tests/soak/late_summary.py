@@ -14,7 +14,10 @@ print("|---|---|---|---|---|---|---|---|")
 for d in sys.argv[1:]:
     jobs = miss = host = late = late_miss = 0
     late_added = 0.0
-    for f in glob.glob(os.path.join(d, "task-*.csv")):
+    logs = glob.glob(os.path.join(d, "task-*.csv"))
+    if not logs:
+        sys.exit(f"late_summary.py: {d}: no task-*.csv (not a kept soak directory)")
+    for f in logs:
         for r in csv.DictReader(open(f)):
             rel, st, co, b = (int(r[k]) for k in ("release_ns", "start_ns", "completion_ns", "plant_bytes"))
             jobs += 1
