@@ -196,7 +196,8 @@ def parse_hook_table(path):
         c = [x.strip() for x in line.strip().strip("|").split("|")]
         if len(c) != 4 or c[0] in kinds:
             continue
-        d = [re.search(r"\(([+-]?\d+)\)", x) for x in c[2:4]]
+        # "(+N)" / "(-N)"; tables written before the sign fix said "(+-N)" for a call faster than plain
+        d = [re.search(r"\(\+?([+-]?\d+)\)", x) for x in c[2:4]]
         if all(d):
             kinds[c[0]] = (int(d[0].group(1)), int(d[1].group(1)))
     if not kinds:
