@@ -8,7 +8,7 @@
 #   tools/engines/llama-cpp-pack.sh [LLAMA_DIR]
 # LLAMA_DIR (default .llamacpp): src/ (the llama.cpp checkout), build/ (its CMake build:
 # CUDA backend, CUDA graphs on, sm_90; Documentation/results/engines.md names the commit).
-# The build itself is not scripted here: third-party build recipes stay out of the repo.
+# tools/engines/llama-cpp-build.sh makes both (the pinned commit, its CUDA build).
 # On the GPU machine tools/packaging/gpu/engines-check.sh unpacks it.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
