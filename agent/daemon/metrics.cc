@@ -145,6 +145,9 @@ std::string render(const json& s) {
                at(t, "unfinished"));
       e.add_if("ripple_task_late_starts_total", counter,
                "Jobs that started after their release because the one before overran.", l, at(t, "late_starts"));
+      e.add_if("ripple_task_level_skips_total", counter,
+               "Jobs no GPU byte reached that left the conformal level alone (pricing.untouched_level = false).", l,
+               at(t, "level_skips"));
       e.add_if("ripple_task_drops_total", counter, "This task's job events lost in the tracer.", l, at(t, "drops"));
       e.add_if("ripple_task_dmr", gauge, "Deadline miss ratio since the agent started.", l, at(t, "dmr"));
       e.add_if("ripple_task_window_jobs", gauge, "Jobs completed in the current 100 s contract window.", l,

@@ -116,6 +116,7 @@ json status_json(const StatusInputs& in, Nanos now) {
     t["unfinished"] = ts.unfinished;  // aborted, or lost and closed by the sweep
     t["late_starts"] = ts.late_starts;  // started after an overrun, past their release
     t["max_lag_ms"] = ms(ts.max_lag);
+    t["level_skips"] = ts.level_skips;  // untouched jobs that left the conformal level alone
     t["dmr"] = ts.jobs ? static_cast<double>(ts.misses) / static_cast<double>(ts.jobs) : 0.0;
     t["window_jobs"] = wj;
     t["window_misses"] = wm;

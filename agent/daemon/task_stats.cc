@@ -44,6 +44,7 @@ bool TaskStatistics::on_event(const tracer::JobEvent& ev, Nanos now) {
   auto done = adm_.on_complete(ev.pt, ev.seq, static_cast<Nanos>(ev.ts_ns));
   // Completions count even if the release was not seen (agent started mid-job).
   const bool missed = done ? done->outcome.missed : ev.deadline_miss;
+  if (done && done->outcome.level_skipped) ++ts.level_skips;
   ++ts.jobs;
   ts.misses += missed;
   ts.last_response = static_cast<Nanos>(ev.response_ns);

@@ -28,6 +28,9 @@ struct TaskStats {
   std::uint64_t releases = 0, jobs = 0, misses = 0, unfinished = 0;
   // Releases that started late (after an overrun: release_lag.h), and the largest lag.
   std::uint64_t late_starts = 0;
+  // Completed jobs no GPU byte reached that left the conformal level alone
+  // (pricing.untouched_level = false).
+  std::uint64_t level_skips = 0;
   Nanos max_lag = 0;
   // The current contract window and the one before it.
   std::int64_t window = -1;

@@ -53,6 +53,8 @@ const std::vector<Key>& keys() {
        [](double v, Params& p) { p.margin_antiwindup = v != 0; return std::string(); }},
       {"late_starts", Kind::kBool, "",
        [](double v, Params& p) { p.late_starts = v != 0; return std::string(); }},
+      {"untouched_level", Kind::kBool, "",
+       [](double v, Params& p) { p.untouched_level = v != 0; return std::string(); }},
       {"margin_start", Kind::kInt, "residuals",
        [](double v, Params& p) { return set_int(p.margin_start, v); }},
       {"warmup_window", Kind::kInt, "residuals",

@@ -209,7 +209,9 @@ Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged) {
   const double ct = static_cast<double>(response - std::max<Nanos>(0, p.lag));
   // err = 1 above the saved line; a saved q >= D records err = 0 (App. C).
   out.above_line = !p.margin_unbounded && ct > p.line(charged);
-  margin_.update_level(out.above_line);
+  // An untouched job's time is the host's alone (Params::untouched_level).
+  if (params_.untouched_level || charged >= params_.fit_min_bytes) margin_.update_level(out.above_line);
+  else out.level_skipped = true;
 
   // The fit sees charges below fit_min_bytes as zero (params.h says why).
   const double x = charged >= params_.fit_min_bytes ? static_cast<double>(charged) : 0.0;

@@ -56,6 +56,9 @@ struct Pricing {
 struct Outcome {
   bool missed = false;      // response (from the release) > D_i
   bool above_line = false;  // err_ij
+  // No GPU byte reached the job (charged below fit_min_bytes), and with
+  // Params::untouched_level false it left the conformal level where it was.
+  bool level_skipped = false;
   std::optional<double> residual;  // e_ij, when the fit had data to predict it
 };
 

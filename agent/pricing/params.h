@@ -69,6 +69,14 @@ inline constexpr bool kDefaultMarginAntiwindup = true;
 // start, as the agent did before.
 inline constexpr bool kDefaultLateStarts = true;
 
+// Untouched jobs and the conformal level (ours): a job that no GPU byte reached (charged
+// below fit_min_bytes: no grant admitted while it ran, none in flight at its release)
+// tells the level nothing about the line that prices traffic; its time is the host's alone.
+// True (App. C): every job updates the level (Eq. 5). False: an untouched job leaves the
+// level where it was, whether it erred or not; its residual still enters the window
+// (Documentation/estimator.md, "Untouched jobs").
+inline constexpr bool kDefaultUntouchedLevel = true;
+
 // Pessimistic slope and allowance (Eq. 2, App. C).
 inline constexpr double kDefaultUnestimableSlopeShare = 0.85;  // s = kappa_hat / 0.85
 inline constexpr double kDefaultPeakRateBytesPerNs = 273.0;    // rho: GB10's 273 GB/s
@@ -123,6 +131,7 @@ struct Params {
   bool margin_clip = kDefaultMarginClip;
   bool margin_antiwindup = kDefaultMarginAntiwindup;
   bool late_starts = kDefaultLateStarts;
+  bool untouched_level = kDefaultUntouchedLevel;
   double vlm_head_fraction = kDefaultVlmHeadFraction;
   Nanos contract_window = kDefaultContractWindow;
   double min_window_target = kDefaultMinWindowTarget;

@@ -31,7 +31,7 @@ inline pricing::TaskSpec costmap() {
 }
 
 struct DaemonFixture {
-  DaemonFixture() : ledger(params()) {
+  explicit DaemonFixture(const pricing::Params& p = params()) : ledger(p) {
     ledger.add_task(costmap());
     adm = std::make_unique<admission::Admission>(ledger, std::make_unique<policy::RipplePolicy>(), cfg.agent.admission);
   }

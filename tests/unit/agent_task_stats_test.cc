@@ -195,5 +195,24 @@ TEST(TaskStatistics, ALateStartCountsFromItsRelease) {
   EXPECT_EQ(ts.stats(0).late_starts, 2u);
 }
 
+// Tests the count of untouched jobs that left the conformal level alone: none by default
+// (App. C: every job moves the level), each job no grant reached with
+// pricing.untouched_level = false.
+TEST(TaskStatistics, UntouchedJobsThatLeaveTheLevelAreCounted) {
+  for (const bool level : {true, false}) {
+    pricing::Params p = testing::params();
+    p.untouched_level = level;
+    DaemonFixture f(p);
+    TaskStatistics ts(*f.adm, 1, 0);
+    for (std::uint64_t seq = 1; seq <= 3; ++seq) {
+      const Nanos at = static_cast<Nanos>(seq) * 100 * kMs;
+      ts.on_event(release(seq, at), at);
+      ts.on_event(complete(seq, at, 40 * kMs), at + 40 * kMs);
+    }
+    EXPECT_EQ(ts.stats(0).jobs, 3u);
+    EXPECT_EQ(ts.stats(0).level_skips, level ? 0u : 3u) << "untouched_level = " << level;
+  }
+}
+
 }  // namespace
 }  // namespace ripple::daemon

@@ -242,6 +242,47 @@ TEST(PricingEstimator, FeedbackErrorAgainstSavedLine) {
   EXPECT_TRUE(est.unfinished(q).above_line);           // unfinished exceeds a finite line
 }
 
+// Tests untouched jobs and the level (Params::untouched_level): by default (App. C) a job
+// no GPU byte reached moves the level like any other; with it off such a job, above the line
+// or not, leaves the level alone, while a job the GPU reached (charged >= fit_min_bytes)
+// still moves it, and every job's residual enters the window either way.
+TEST(PricingEstimator, UntouchedJobsAndTheLevel) {
+  Params params = base_params();
+  params.margin_antiwindup = false;  // App. C's level, as in the test above
+  const Bytes touched = params.fit_min_bytes;       // 1 MiB: the smallest charge the fit sees
+  const Bytes untouched = params.fit_min_bytes - 1;  // below it: no GPU byte to speak of
+  {
+    Estimator est(profiled_task(), params);  // default: every job moves the level
+    const std::int64_t alpha0 = est.margin().alpha_ppm();
+    const Outcome o = est.complete(est.price(Phase::kRest), 60 * kMs, 0);
+    EXPECT_TRUE(o.above_line);
+    EXPECT_FALSE(o.level_skipped);
+    EXPECT_EQ(est.margin().alpha_ppm(), alpha0 - 9'891);  // eta (eps' - 1), as above
+  }
+  params.untouched_level = false;
+  Estimator est(profiled_task(), params);
+  const std::int64_t alpha0 = est.margin().alpha_ppm();
+  const std::int64_t seen0 = est.margin().observed();
+  // 60 ms against the line's 40 ms, nothing charged: an error the level does not count.
+  Outcome o = est.complete(est.price(Phase::kRest), 60 * kMs, 0);
+  EXPECT_TRUE(o.above_line);
+  EXPECT_TRUE(o.level_skipped);
+  EXPECT_EQ(est.margin().alpha_ppm(), alpha0);
+  EXPECT_EQ(est.margin().observed(), seen0 + 1);  // its residual (20 ms) is in the window
+  ASSERT_TRUE(o.residual.has_value());
+  // A few bytes (below fit_min_bytes) are still untouched; a job within its line too.
+  o = est.complete(est.price(Phase::kRest), 30 * kMs, untouched);
+  EXPECT_FALSE(o.above_line);
+  EXPECT_TRUE(o.level_skipped);
+  EXPECT_EQ(est.margin().alpha_ppm(), alpha0);
+  // A job the GPU reached moves the level: down on an error.
+  const Pricing p = est.price(Phase::kRest);
+  o = est.complete(p, static_cast<Nanos>(p.line(touched)) + 5 * kMs, touched);
+  EXPECT_TRUE(o.above_line);
+  EXPECT_FALSE(o.level_skipped);
+  EXPECT_LT(est.margin().alpha_ppm(), alpha0);
+}
+
 // Tests the crossing bound (t_end - R) + max(a + q, p) + kappa max(0, A_bar - c) <= D.
 TEST(PricingEstimator, CrossingBound) {
   Params params = base_params();
