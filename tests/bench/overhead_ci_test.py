@@ -113,13 +113,16 @@ def faster_than_plain_rows_are_read():
     "(-N)", or "(+-N)" by tables made before the sign fix) is read, not refused."""
     with tempfile.TemporaryDirectory() as d:
         st, tab = Path(d) / "hook.stats", Path(d) / "table.md"
-        st.write_text(json.dumps({"wait_ns": 1000000, "calls": {"cuGraphLaunch": [1000, 0]}}))
+        # 1000 kernel launches at -1000 ns and 1000 graph launches at +1000 ns cancel out; a
+        # parser that skipped the kernel row would cost those launches as the dearest call.
+        st.write_text(json.dumps({"wait_ns": 1000000, "calls": {"cuGraphLaunch": [1000, 0], "cuLaunchKernel": [1000, 0]}}))
         tab.write_text("| call | plain | counting only | gated |\n|---|---|---|---|\n"
                        "| kernel | 4000 | 3900 (-100) | 3000 (+-1000) |\n| graph | 1000 | 1100 (+100) | 2000 (+1000) |\n")
         rc, out, err = run(FIX / "within1.txt", "--stats", f"hook={st}", "--hook-table", tab)
         assert rc == 0, err
         line = next(x for x in out.splitlines() if x.startswith("accounting estimate, not a measurement, hook"))
-        assert "(grant wait 1.00 ms + 1000 calls x per-call gated cost = 1.00 ms)" in line, line
+        assert "(grant wait 1.00 ms + 2000 calls x per-call gated cost = 0.00 ms)" in line, line
+        assert "costed as the dearest" not in line, line
 
 
 @case
