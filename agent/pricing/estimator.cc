@@ -209,12 +209,13 @@ Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged) {
   const double ct = static_cast<double>(response - std::max<Nanos>(0, p.lag));
   // err = 1 above the saved line; a saved q >= D records err = 0 (App. C).
   out.above_line = !p.margin_unbounded && ct > p.line(charged);
-  // An untouched job's time is the host's alone (Params::untouched_level).
-  if (params_.untouched_level || charged >= params_.fit_min_bytes) margin_.update_level(out.above_line);
+  // A charge below fit_min_bytes is no GPU traffic (params.h says why): the fit sees it as
+  // zero, and the job's time is the host's alone (Params::untouched_level).
+  const bool touched = charged >= params_.fit_min_bytes;
+  if (params_.untouched_level || touched) margin_.update_level(out.above_line);
   else out.level_skipped = true;
 
-  // The fit sees charges below fit_min_bytes as zero (params.h says why).
-  const double x = charged >= params_.fit_min_bytes ? static_cast<double>(charged) : 0.0;
+  const double x = touched ? static_cast<double>(charged) : 0.0;
   // The residual is computed before the job enters the fit.
   if (fit_.has_data()) {
     const double r = ct - fit_.intercept(held_slope_) - held_slope_ * x;
