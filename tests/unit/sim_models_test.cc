@@ -79,6 +79,104 @@ TEST(SimTasks, SoloCdfMatchesDraws) {
   EXPECT_LT(s.cdf(11.0), 0);  // no closed form
 }
 
+// Tests that the host's bursts take their duty burst_s / (burst_s + every_s) of a long
+// virtual run and of the jobs released in it, and that their lengths and gaps have the
+// configured means (a process whose bursts never end, or never come, fails).
+TEST(SimBursts, ShareOfTimeAndOfJobsIsTheDuty) {
+  const HostBursts hb{20.0, 8.0};  // every_s, burst_s: duty 8 / 28 = 0.286
+  ASSERT_TRUE(hb.on());
+  BurstProcess b(hb, Rng::stream(5, 400));
+  const Nanos T = 20000 * pricing::kNsPerSec;  // ~700 cycles: the share's sd is ~0.011
+  EXPECT_NEAR(b.share(0, T), hb.duty(), 0.04);
+  double len = 0, gap = 0;
+  const auto& v = b.bursts_until(T);
+  ASSERT_GT(v.size(), 500u);
+  for (std::size_t i = 0; i + 1 < v.size(); ++i) {
+    len += static_cast<double>(v[i].second - v[i].first) / 1e9;
+    gap += static_cast<double>(v[i + 1].first - v[i].second) / 1e9;
+  }
+  const double n = static_cast<double>(v.size() - 1);
+  EXPECT_NEAR(len / n, 8.0, 0.8);
+  EXPECT_NEAR(gap / n, 20.0, 2.0);
+  // The jobs of a 10 Hz task: the share released in a burst is the duty too, and exactly
+  // those have factor x their solo work (sigma = 0: base, or base x factor, nothing else).
+  TaskModel t;
+  t.period = 100 * pricing::kNsPerMs;
+  t.solo.base_ms = 10;
+  t.burst_factor = 1.3;
+  Rng rng(1);
+  int slow = 0, jobs = 0;
+  for (Nanos rel = 0; rel < T; rel += t.period, ++jobs) {
+    const double w = job_work(t, rng, &b, rel);
+    if (b.in_burst(rel)) {
+      EXPECT_NEAR(w, 13e6, 1.0);
+      ++slow;
+    } else {
+      EXPECT_NEAR(w, 10e6, 1.0);
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(slow) / jobs, hb.duty(), 0.04);
+}
+
+// Tests that a job released in a burst has factor x the solo draw it would have had, one
+// released outside has the draw itself, and that without bursts (off, or none) the draws
+// are exactly SoloModel::draw's from the same stream: what every result before bursts ran.
+TEST(SimBursts, JobsInABurstTakeTheFactorAndOffDrawsAsBefore) {
+  TaskModel t;
+  t.period = 50 * pricing::kNsPerMs;
+  t.solo.base_ms = 20;
+  t.solo.sigma = 0.2;
+  t.solo.noise_ms = 1;
+  t.burst_factor = 1.25;
+  BurstProcess on(HostBursts{2.0, 1.0}, Rng::stream(9, 400));
+  BurstProcess off(HostBursts{2.0, 0.0}, Rng::stream(9, 400));
+  EXPECT_FALSE(off.on());
+  Rng a(42), b(42), c(42), d(42);
+  int in = 0, out = 0;
+  for (Nanos rel = 0; rel < 200 * pricing::kNsPerSec; rel += t.period) {
+    const double solo = static_cast<double>(t.solo.draw(a));
+    const double w = job_work(t, b, &on, rel);
+    if (on.in_burst(rel)) {
+      EXPECT_DOUBLE_EQ(w, 1.25 * solo);
+      ++in;
+    } else {
+      EXPECT_DOUBLE_EQ(w, solo);
+      ++out;
+    }
+    EXPECT_DOUBLE_EQ(job_work(t, c, &off, rel), solo);
+    EXPECT_DOUBLE_EQ(job_work(t, d, nullptr, rel), solo);
+    EXPECT_FALSE(off.in_burst(rel));
+  }
+  EXPECT_GT(in, 500);
+  EXPECT_GT(out, 1000);
+  // The profile's draws are the same rule on its lattice (job j at j x period).
+  Rng p1(7), p2(7);
+  BurstProcess again(HostBursts{2.0, 1.0}, Rng::stream(9, 400));
+  const auto prof = profile_jobs(t, 400, p1, &again);
+  for (int j = 0; j < 400; ++j)
+    EXPECT_DOUBLE_EQ(prof[static_cast<std::size_t>(j)] * 1e6,
+                     job_work(t, p2, &on, static_cast<Nanos>(j) * t.period));
+}
+
+// Tests that a burst process is a function of its seed, whatever order it is asked in (the
+// profile asks task by task, each from time 0), that another seed gives other bursts, and
+// that it starts in its stationary state (in a burst at 0 in a duty's share of seeds).
+TEST(SimBursts, SeededOrderFreeAndStationaryAtTheStart) {
+  const HostBursts hb{10.0, 5.0};  // duty 1/3
+  BurstProcess fwd(hb, Rng::stream(3, 400)), back(hb, Rng::stream(3, 400)), other(hb, Rng::stream(4, 400));
+  std::vector<bool> f;
+  int differ = 0;
+  for (Nanos t = 0; t < 600 * pricing::kNsPerSec; t += 250 * pricing::kNsPerMs) f.push_back(fwd.in_burst(t));
+  for (Nanos t = 0; t < 600 * pricing::kNsPerSec; t += 250 * pricing::kNsPerMs) differ += other.in_burst(t) != f[static_cast<std::size_t>(t / (250 * pricing::kNsPerMs))];
+  for (std::size_t i = f.size(); i-- > 0;)
+    EXPECT_EQ(back.in_burst(static_cast<Nanos>(i) * 250 * pricing::kNsPerMs), f[i]) << i;
+  EXPECT_GT(differ, 100);
+  int at0 = 0;
+  const int seeds = 3000;  // sd of the share ~0.009
+  for (int s = 0; s < seeds; ++s) at0 += BurstProcess(hb, Rng::stream(static_cast<std::uint64_t>(s), 400)).in_burst(0);
+  EXPECT_NEAR(static_cast<double>(at0) / seeds, hb.duty(), 0.04);
+}
+
 TEST(SimTasks, ParsesTheBenchMix) {
   auto m = parse_mix(R"(name = "R"
 [[task]]
@@ -231,6 +329,47 @@ time_sigma = 0.1
   EXPECT_FALSE(apply_setting(*p, "agent.nope=1"));
   EXPECT_FALSE(parse_preset("[platform]\npeak = 3\n", "x", "."));
   EXPECT_FALSE(parse_preset("[engine.x]\nkind = \"best-effort\"\n", "x", "."));
+}
+
+// Tests the [bursts] section and a task's burst_factor: read, the factor per task (its own,
+// else bursts.factor), off by default, and bad input refused with a message naming the key.
+TEST(SimPreset, BurstsKeysAndTheirErrors) {
+  const std::string base = "[task.default]\nbase_ms = 20\n[task.kdnn]\nburst_factor = 1.1\n";
+  auto p = parse_preset("[bursts]\nevery_s = 20\nburst_s = 8\nfactor = 1.3\n" + base, "t.toml", ".");
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_TRUE(p->bursts.on());
+  EXPECT_DOUBLE_EQ(p->bursts.every_s, 20);
+  EXPECT_DOUBLE_EQ(p->bursts.burst_s, 8);
+  Mix mix{"m", {{"costmap", 100, 0}, {"kdnn", 100, 0}}};
+  auto t = tasks_for(*p, mix);
+  ASSERT_TRUE(t);
+  EXPECT_DOUBLE_EQ((*t)[0].burst_factor, 1.3);
+  EXPECT_DOUBLE_EQ((*t)[1].burst_factor, 1.1);
+  auto none = parse_preset(base, "t.toml", ".");
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->bursts.on());
+  // --bursts / --agent-set go through apply_setting.
+  EXPECT_TRUE(apply_setting(*none, "bursts.every_s=30"));
+  EXPECT_TRUE(apply_setting(*none, "bursts.burst_s=10"));
+  EXPECT_TRUE(none->bursts.on());
+  auto refused = [&](const std::string& text, const std::string& key) {
+    auto r = parse_preset(text + base, "t.toml", ".");
+    ASSERT_FALSE(r) << text;
+    EXPECT_NE(r.error().message.find(key), std::string::npos) << r.error().message;
+  };
+  refused("[bursts]\nevery_s = -1\n", "bursts.every_s");
+  refused("[bursts]\nburst_s = -2\nevery_s = 5\n", "bursts.burst_s");
+  refused("[bursts]\nburst_s = 5\n", "bursts.every_s");  // always in a burst: not a burst
+  refused("[bursts]\nevery_s = 5\nburst_s = 5\nfactor = 0.9\n", "bursts.factor");
+  refused("[bursts]\nevery_s = 5\nburst_s = 5\nfactor = \"x\"\n", "bursts.factor");
+  refused("[bursts]\nevery = 5\n", "bursts.every");
+  auto bad_task = parse_preset("[task.sgm]\nburst_factor = 0.5\n", "t.toml", ".");
+  ASSERT_FALSE(bad_task);
+  EXPECT_NE(bad_task.error().message.find("task.sgm.burst_factor"), std::string::npos) << bad_task.error().message;
+  auto st = apply_setting(*none, "bursts.factor=11");
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("bursts.factor"), std::string::npos);
+  EXPECT_FALSE(apply_setting(*none, "bursts.burst_s=-1"));
 }
 
 // Every preset shipped under tools/bench/ripple-sim/presets loads, by its name.

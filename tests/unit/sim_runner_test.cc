@@ -360,6 +360,97 @@ TEST(SimReplay, VariantsRunTheBasePolicyWithTheirSettings) {
   EXPECT_NE(bad.error().message.find("ripple+nope"), std::string::npos);
 }
 
+// Tests the host's bursts in a run with no traffic: a job released in a burst takes the
+// factor x its solo work (here 10 ms -> 13 ms, past a 12 ms deadline), the others their solo
+// work, the slow share is the scored window's share in bursts, and that share is about the
+// duty; with the factor 1 the bursts' stream changes nothing (same draws as without).
+TEST(SimRunner, HostBurstsSlowTheJobsReleasedInThem) {
+  RunConfig c = plant_like("unmanaged", 12);
+  c.engines.clear();
+  c.tasks[0].model.period = 100 * kNsPerMs;
+  c.tasks[0].model.solo.noise_ms = 0;  // solo = 10 ms exactly
+  c.tasks[0].model.burst_factor = 1.3;
+  c.bursts = {6.0, 3.0};  // every_s, burst_s: duty 1/3
+  c.score = 600 * kNsPerSec;
+  auto r = run(c);
+  ASSERT_TRUE(r) << r.error().message;
+  const auto& v = r->tasks[0].responses_ms;
+  ASSERT_GT(v.size(), 5000u);
+  std::size_t slow = 0;
+  for (double ms : v) {
+    EXPECT_TRUE(std::abs(ms - 10.0) < 1e-3 || std::abs(ms - 13.0) < 1e-3) << ms;
+    slow += ms > 11.5;
+  }
+  const double share = static_cast<double>(slow) / static_cast<double>(v.size());
+  EXPECT_EQ(r->tasks[0].misses, slow);
+  EXPECT_NEAR(share, r->burst_share, 0.02);
+  EXPECT_NEAR(r->burst_share, 1.0 / 3.0, 0.08);  // ~65 cycles: sd ~0.03
+  // Off: no slow job at all.
+  RunConfig quiet = c;
+  quiet.bursts = {};
+  auto q = run(quiet);
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->tasks[0].misses, 0u);
+  EXPECT_DOUBLE_EQ(q->burst_share, 0.0);
+  // Factor 1 with the bursts on: the run without them, job for job, with traffic too.
+  RunConfig with = plant_like("ripple", 30);
+  with.score = 30 * kNsPerSec;
+  RunConfig unit = with;
+  unit.bursts = {6.0, 3.0};
+  auto a = run(with), b = run(unit);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->tasks[0].responses_ms, b->tasks[0].responses_ms);
+  EXPECT_EQ(a->engines[0].passes, b->engines[0].passes);
+  EXPECT_GT(b->burst_share, 0.0);
+}
+
+// Tests that a sweep's bursts reach the co-run profile (its p99, so the deadlines, grow by
+// about the factor once the profile holds bursts), are the same for every policy at a run
+// index (common random numbers) and are recorded in results.json; and that a variant may
+// not set them.
+TEST(SimSweep, BurstsReachTheProfileAndEveryPolicySeesTheSame) {
+  auto p = load_preset("h200-offload", src("tools/bench/ripple-sim/presets"));
+  ASSERT_TRUE(p) << p.error().message;
+  SweepOptions o;
+  o.preset = *p;
+  o.preset.profile_s = 300;  // ~15 bursts: the p99 is a burst's
+  o.mix_path = src("tools/workloads/mixes/robotic1-1t.toml");
+  o.policies = {"ripple", "unmanaged"};
+  o.ks = {1.5};
+  o.runs = 2;
+  o.prep_s = 1;
+  o.score_s = 20;
+  auto quiet = sweep(o);
+  ASSERT_TRUE(quiet) << quiet.error().message;
+  EXPECT_FALSE(quiet->summary["sim"].contains("bursts"));
+  EXPECT_FALSE(quiet->summary["points"][0].contains("burst_share"));
+  ASSERT_TRUE(apply_setting(o.preset, "bursts.every_s=15"));
+  ASSERT_TRUE(apply_setting(o.preset, "bursts.burst_s=5"));
+  ASSERT_TRUE(apply_setting(o.preset, "bursts.factor=1.3"));
+  auto noisy = sweep(o);
+  ASSERT_TRUE(noisy) << noisy.error().message;
+  const auto& s = noisy->summary;
+  ASSERT_TRUE(s["sim"].contains("bursts"));
+  EXPECT_DOUBLE_EQ(s["sim"]["bursts"]["factors"]["costmap"].get<double>(), 1.3);
+  EXPECT_GT(s["sim"]["bursts"]["profile_share"].get<double>(), 0.1);
+  for (const char* t : {"costmap", "kdnn", "sgm"}) {
+    const double q99 = quiet->summary["profile"][t]["p99_ms"].get<double>();
+    const double n99 = s["profile"][t]["p99_ms"].get<double>();
+    EXPECT_GT(n99, 1.2 * q99) << t;
+    EXPECT_LT(n99, 1.4 * q99) << t;
+    // The profile's p50 is mostly quiet jobs: it moves far less.
+    EXPECT_LT(s["profile"][t]["p50_ms"].get<double>(), 1.1 * quiet->summary["profile"][t]["p50_ms"].get<double>()) << t;
+  }
+  ASSERT_EQ(s["points"].size(), 2u);
+  EXPECT_EQ(s["points"][0]["burst_share"], s["points"][1]["burst_share"]);
+  EXPECT_NE(s["points"][0]["burst_share"][0], s["points"][0]["burst_share"][1]);
+  o.policies = {"ripple+b"};
+  o.variants["ripple+b"] = {"bursts.burst_s=1"};
+  auto bad = sweep(o);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("bursts.burst_s"), std::string::npos);
+}
+
 TEST(SimSweep, FluidBoundIsPeakWithoutJobsAndLowerWithThem) {
   EXPECT_DOUBLE_EQ(fluid_bound_gbps({}, 10), 10);
   FluidTask t;

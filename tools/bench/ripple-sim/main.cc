@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   std::string preset = "plant", policies = "ripple,unmanaged,pause,cap-1/8,cap-1/4,cap-1/2,sigamma,sereno";
   std::string ks = "1.1,1.5,2.0", engines, out;
   std::vector<std::string> sets, variants;
-  std::string solo_from;
+  std::string solo_from, bursts;
   double profile_s = -1;
   int runs = 3;
   double eps = 0.02, prep_s = 20, ripple_prep_s = -1, score_s = 30;
@@ -101,7 +101,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "random seed: the same seed gives the same results (default 1)");
   app.add_option("--engines", engines, "engines of the preset to run, comma-separated (default: its `engines`)");
   app.add_option("--agent-set", sets, "SECTION.KEY=VALUE on top of the preset ([agent] admission keys, [pricing] "
-                                      "keys), e.g. pricing.margin_clip=true; repeatable");
+                                      "keys, [bursts] keys), e.g. pricing.margin_clip=true; repeatable");
+  app.add_option("--bursts", bursts, "EVERY_S,BURST_S[,FACTOR]: clustered host noise, the preset's [bursts] "
+                                     "(mean quiet gap and mean burst length, s, exponential; a job released in a "
+                                     "burst has FACTOR x its solo work); 0,0: off");
   app.add_option("--variant", variants, "POLICY+TAG:SECTION.KEY=VALUE: a named variant of a policy with a setting "
                                         "(ripple-bench's), e.g. ripple+clip:pricing.margin_clip=true; repeatable");
   app.add_option("--solo-from", solo_from, "a ripple-bench results.json: each task's solo model from its co-run "
@@ -179,6 +182,20 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ripple-sim: --agent-set: %s\n", st.error().message.c_str());
       return 2;
     }
+  if (!bursts.empty()) {
+    std::vector<std::string> f;
+    parse_list(bursts, &f);
+    if (f.size() < 2 || f.size() > 3) {
+      std::fprintf(stderr, "ripple-sim: --bursts: '%s' is not EVERY_S,BURST_S[,FACTOR]\n", bursts.c_str());
+      return 2;
+    }
+    const char* keys[] = {"every_s", "burst_s", "factor"};
+    for (std::size_t i = 0; i < f.size(); ++i)
+      if (auto st = apply_setting(o.preset, fmt::format("bursts.{}={}", keys[i], f[i])); !st) {
+        std::fprintf(stderr, "ripple-sim: --bursts: %s\n", st.error().message.c_str());
+        return 2;
+      }
+  }
   if (!solo_from.empty()) {
     std::ifstream in(solo_from);
     std::stringstream ss;
@@ -200,6 +217,11 @@ int main(int argc, char** argv) {
       return 2;
     }
     const std::string name = v.substr(0, colon);
+    if (v.compare(colon + 1, 7, "bursts.") == 0) {
+      std::fprintf(stderr, "ripple-sim: --variant: '%s': the host's bursts are the same for every policy (--bursts)\n",
+                   v.c_str());
+      return 2;
+    }
     Preset probe = o.preset;
     if (auto st = apply_setting(probe, v.substr(colon + 1)); !st) {
       std::fprintf(stderr, "ripple-sim: --variant: %s\n", st.error().message.c_str());

@@ -35,7 +35,7 @@ Status check_keys(const toml::table& t, const std::string& where, std::initializ
 
 Status read_task(const toml::table& t, const std::string& where, const std::string& dir, TaskParams& out) {
   if (Status s = check_keys(t, where, {"kappa_ms_per_gb", "slowdown_sigma", "base_ms", "sigma", "noise_ms", "alpha", "samples",
-                                       "prior_slope_ms_per_gb", "gb_per_job", "source"});
+                                       "prior_slope_ms_per_gb", "gb_per_job", "burst_factor", "source"});
       !s)
     return s;
   out.kappa_ms_per_gb = t["kappa_ms_per_gb"].value_or(out.kappa_ms_per_gb);
@@ -45,6 +45,12 @@ Status read_task(const toml::table& t, const std::string& where, const std::stri
   out.solo.noise_ms = t["noise_ms"].value_or(out.solo.noise_ms);
   out.solo.alpha = t["alpha"].value_or(out.solo.alpha);
   if (auto p = t["prior_slope_ms_per_gb"].value<double>()) out.prior_slope_ms_per_gb = *p;
+  if (auto v = t["burst_factor"]; v) {
+    auto f = v.value<double>();
+    if (!f) return make_error("{}.burst_factor must be a number", where);
+    if (Status s = validate_burst_factor(*f, where + ".burst_factor"); !s) return s;
+    out.burst_factor = *f;
+  }
   if (auto f = t["samples"].value<std::string>()) {
     auto s = load_samples(join(dir, *f));
     if (!s) return make_error("{}: samples: {}", where, s.error().message);
@@ -114,6 +120,22 @@ Result<EngineModel> read_engine(const toml::table& t, const std::string& name, c
   return m;
 }
 
+// One key of [bursts] (or --agent-set bursts.KEY=VALUE); the caller validates the whole.
+Status apply_bursts_key(Preset& p, const std::string& key, const toml::node& n) {
+  if (key == "source") return Status::Ok();
+  if (key != "every_s" && key != "burst_s" && key != "factor")
+    return make_error("bursts.{}: unknown key (every_s, burst_s, factor)", key);
+  auto v = n.value<double>();
+  if (!v) return make_error("bursts.{} must be a number", key);
+  (key == "every_s" ? p.bursts.every_s : key == "burst_s" ? p.bursts.burst_s : p.burst_factor) = *v;
+  return Status::Ok();
+}
+
+Status validate_bursts(const Preset& p) {
+  if (Status s = validate(p.bursts); !s) return s;
+  return validate_burst_factor(p.burst_factor, "bursts.factor");
+}
+
 }  // namespace
 
 Status apply_agent_key(Preset& p, const std::string& key, const toml::node& n);
@@ -128,7 +150,7 @@ Result<Preset> parse_preset(const std::string& text, const std::string& origin, 
   Preset p;
   p.path = origin;
   if (Status s = check_keys(doc, origin, {"name", "description", "period_scale", "profile_s", "prior_slope_factor",
-                                          "engines", "platform", "delays", "agent", "pricing", "task", "engine"});
+                                          "engines", "platform", "delays", "bursts", "agent", "pricing", "task", "engine"});
       !s)
     return s.error();
   p.name = doc["name"].value_or(std::string("custom"));
@@ -158,6 +180,12 @@ Result<Preset> parse_preset(const std::string& text, const std::string& origin, 
     p.delays.delivery = us_to_ns((*t)["delivery_us"].value_or(50.0));
     p.delays.start = us_to_ns((*t)["start_us"].value_or(10.0));
     p.delays.report = us_to_ns((*t)["report_us"].value_or(30.0));
+  }
+  if (const toml::table* t = doc["bursts"].as_table()) {
+    for (const auto& [k, v] : *t)
+      if (Status s = apply_bursts_key(p, std::string(k.str()), v); !s)
+        return make_error("{} (line {})", s.error().message, v.source().begin.line);
+    if (Status s = validate_bursts(p); !s) return s.error();
   }
   if (const toml::table* t = doc["agent"].as_table()) {
     for (const auto& [k, v] : *t)
@@ -228,9 +256,13 @@ Status apply_setting(Preset& p, const std::string& kv) {
     if (std::string e = pricing::apply_config(t, p.params); !e.empty()) return make_error("{}", e);
     return Status::Ok();
   }
-  if (sec != "agent") return make_error("'{}': section must be agent or pricing", kv);
+  if (sec != "agent" && sec != "bursts") return make_error("'{}': section must be agent, pricing or bursts", kv);
   const toml::node* n = t.get(key);
   if (n == nullptr) return make_error("'{}' is not SECTION.KEY=VALUE", kv);
+  if (sec == "bursts") {
+    if (Status s = apply_bursts_key(p, key, *n); !s) return s;
+    return validate_bursts(p);
+  }
   return apply_agent_key(p, key, *n);
 }
 
@@ -332,6 +364,7 @@ Result<std::vector<TaskModel>> tasks_for(const Preset& p, const Mix& mix) {
     t.kappa_ms_per_gb = tp.kappa_ms_per_gb;
     t.slowdown_sigma = tp.slowdown_sigma;
     t.solo = tp.solo;
+    t.burst_factor = tp.burst_factor.value_or(p.burst_factor);
     out.push_back(std::move(t));
   }
   return out;

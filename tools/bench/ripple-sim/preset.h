@@ -26,6 +26,7 @@ struct TaskParams {
   double kappa_ms_per_gb = 0;
   double slowdown_sigma = 0;  // TaskModel::slowdown_sigma
   SoloModel solo;
+  std::optional<double> burst_factor;  // TaskModel::burst_factor; unset: the preset's bursts.factor
   std::optional<double> prior_slope_ms_per_gb;  // explicit; else prior_slope_factor x kappa
   // A replayed bench run's co-run profile p99 (--solo-from): deadlines are k x this, as that
   // run's were, instead of k x the p99 of the simulated profile's draws.
@@ -38,6 +39,8 @@ struct Preset {
   double profile_s = 20.0;        // the co-run profile's length (deadlines = k x its p99)
   double prior_slope_factor = 0;  // > 0: each task's prior slope = this x its kappa
   Platform platform;
+  HostBursts bursts;          // [bursts]: clustered host noise, off unless burst_s > 0
+  double burst_factor = 1.0;  // bursts.factor: every task's, unless its own burst_factor
   Delays delays;
   pricing::Params params;
   admission::Options options;
@@ -53,7 +56,8 @@ Result<Preset> parse_preset(const std::string& text, const std::string& origin, 
 Result<Preset> load_preset(const std::string& name_or_path, const std::string& presets_dir);
 
 // "section.key=value" (--agent-set): applied on top of the preset, e.g.
-// "pricing.margin_clip=true", "agent.lease_ms=40".
+// "pricing.margin_clip=true", "agent.lease_ms=40", "bursts.burst_s=8" (the host's, for
+// every policy: a --variant may not set it).
 Status apply_setting(Preset& p, const std::string& kv);
 
 // Python's json.dumps writes NaN / Infinity / -Infinity (ripple-bench's results.json does):

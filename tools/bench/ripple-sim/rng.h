@@ -45,6 +45,8 @@ class Rng {
   double lomax(double scale, double alpha) { return scale * (std::pow(uniform_pos(), -1.0 / alpha) - 1.0); }
   // exp(N(mu, sigma^2)).
   double lognormal(double mu, double sigma) { return std::exp(mu + sigma * normal()); }
+  // Exponential with this mean: -mean ln U, U in (0, 1].
+  double exponential(double mean) { return -mean * std::log(uniform_pos()); }
 
  private:
   static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }

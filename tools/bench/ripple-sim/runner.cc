@@ -123,6 +123,7 @@ class Sim {
       });
     }
 
+    bursts_ = BurstProcess(cfg_.bursts, Rng::stream(cfg_.seed, 400));
     tasks_.resize(cfg_.tasks.size());
     for (std::size_t i = 0; i < tasks_.size(); ++i) {
       TaskState& t = tasks_[i];
@@ -357,7 +358,7 @@ class Sim {
         Job j;
         j.seq = t.next_seq++;
         j.release = now_;
-        j.remaining = static_cast<double>(t.cfg->model.solo.draw(t.rng));
+        j.remaining = job_work(t.cfg->model, t.rng, &bursts_, now_);
         if (const double s = t.cfg->model.slowdown_sigma; s > 0) j.m = std::exp(s * t.kappa_rng.normal() - s * s / 2);
         t.queue.push_back(j);
         if (!t.running) start_job(ev.a);
@@ -479,6 +480,7 @@ class Sim {
 
   Result<RunResult> finish() {
     res_.scored_s = static_cast<double>(t1_ - t0_) / 1e9;
+    res_.burst_share = bursts_.share(t0_, t1_);
     // Scored jobs still unfinished at the end of the run missed.
     for (TaskState& t : tasks_) {
       for (const Job& j : t.queue) {
@@ -515,6 +517,7 @@ class Sim {
   pricing::Ledger ledger_;
   std::unique_ptr<admission::Admission> adm_;
   std::ofstream trace_;  // RunConfig::trace_path
+  BurstProcess bursts_;  // RunConfig::bursts
   std::vector<TaskState> tasks_;
   std::vector<EngineRt> engines_;
   std::map<admission::GrantId, GrantMsg> in_flight_;
@@ -529,6 +532,10 @@ class Sim {
 
 Result<RunResult> run(const RunConfig& cfg) {
   if (Status s = validate(cfg.platform); !s) return s.error();
+  if (Status s = validate(cfg.bursts); !s) return s.error();
+  for (const RunTask& t : cfg.tasks)
+    if (Status s = validate_burst_factor(t.model.burst_factor, "task " + t.model.name + ": burst_factor"); !s)
+      return s.error();
   for (const EngineModel& m : cfg.engines)
     if (Status s = validate(m); !s) return s.error();
   if (cfg.prep < 0 || cfg.score <= 0) return make_error("run: prep must be >= 0 and score > 0");

@@ -55,6 +55,10 @@ struct RunConfig {
   pricing::Params params;
   admission::Options options;
   Delays delays;
+  // Clustered host noise (tasks.h), one process for all tasks from the run's seed (its own
+  // stream: the solo draws are the same with and without it); each task's factor is its
+  // TaskModel::burst_factor. Default: off.
+  HostBursts bursts;
   Nanos prep = 20 * pricing::kNsPerSec, score = 30 * pricing::kNsPerSec;
   std::uint64_t seed = 1;
   bool keep_responses = false;  // keep (release, response) of every scored job
@@ -83,6 +87,7 @@ struct EngineResult {
 
 struct RunResult {
   double scored_s = 0;
+  double burst_share = 0;  // the share of the scored window the host spent in bursts
   std::vector<TaskResult> tasks;
   std::vector<EngineResult> engines;
   std::uint64_t events = 0, decides = 0, grants = 0, protocol_errors = 0;

@@ -156,7 +156,9 @@ Result<SweepResult> sweep(const SweepOptions& o) {
   if (!(o.eps > 0 && o.eps < 1)) return make_error("--eps must be in (0, 1)");
   const double ripple_prep = o.ripple_prep_s >= 0 ? o.ripple_prep_s : o.prep_s;
 
-  // The co-run profile (engines idle): each task's solo draws on its own release lattice.
+  // The co-run profile (engines idle): each task's solo draws on its own release lattice,
+  // on the same noisy host (one burst process for all tasks, its own stream).
+  BurstProcess host(pr.bursts, Rng::stream(o.seed ^ 0x50524f46ULL, 0x42555253ULL));
   std::vector<std::vector<double>> prof(models->size());
   std::vector<std::vector<std::pair<Nanos, Nanos>>> prof_jobs(models->size());
   json profile = json::object();
@@ -164,7 +166,7 @@ Result<SweepResult> sweep(const SweepOptions& o) {
     const TaskModel& t = (*models)[i];
     Rng rng = Rng::stream(o.seed ^ 0x50524f46ULL, i);
     const int n = std::max(10, static_cast<int>(pr.profile_s * 1e9 / static_cast<double>(t.period)));
-    prof[i] = profile_jobs(t, n, rng);
+    prof[i] = profile_jobs(t, n, rng, &host);
     Nanos free_at = 0;
     for (int j = 0; j < n; ++j) {
       const Nanos rel = static_cast<Nanos>(j) * t.period;
@@ -200,14 +202,18 @@ Result<SweepResult> sweep(const SweepOptions& o) {
       rc.options = pr.options;
       if (auto v = o.variants.find(pol); v != o.variants.end()) {
         Preset vp = pr;
-        for (const std::string& kv : v->second)
+        for (const std::string& kv : v->second) {
+          if (kv.rfind("bursts.", 0) == 0)
+            return make_error("--variant {}: {}: the host's bursts are the same for every policy (--bursts)", pol, kv);
           if (Status st = apply_setting(vp, kv); !st) return make_error("--variant {}: {}", pol, st.error().message);
+        }
         rc.params = vp.params;
         rc.options = vp.options;
       } else if (pol.find('+') != std::string::npos) {
         return make_error("--policies: {} is a variant, but no --variant {}:SECTION.KEY=VALUE defines it", pol, pol);
       }
       rc.delays = pr.delays;
+      rc.bursts = pr.bursts;
       rc.prep = static_cast<Nanos>((is_ripple(pol) ? ripple_prep : o.prep_s) * 1e9);
       rc.score = static_cast<Nanos>(o.score_s * 1e9);
       rc.keep_responses = o.keep_responses;
@@ -242,9 +248,11 @@ Result<SweepResult> sweep(const SweepOptions& o) {
           const EngineResult* llm = find_kind(*r, admission::EngineKind::kBestEffort);
           const EngineResult* vlm = find_kind(*r, admission::EngineKind::kDeadlineBound);
           o.progress(done, total,
-                     fmt::format("{} k={:g} run {}: worst DMR {:.1f} %, LLM {:.2f} tok/s, VLM misses {}{}", pol, k,
+                     fmt::format("{} k={:g} run {}: worst DMR {:.1f} %, LLM {:.2f} tok/s, VLM misses {}{}{}", pol, k,
                                  rep + 1, 100 * worst, llm ? double(llm->passes) / r->scored_s : 0.0,
                                  vlm ? vlm->frames_late : 0,
+                                 pr.bursts.on() ? fmt::format(", host in bursts {:.0f} %", 100 * r->burst_share)
+                                                : std::string(),
                                  r->protocol_errors ? fmt::format(", {} protocol errors ({})", r->protocol_errors,
                                                                   r->first_error)
                                                     : std::string()));
@@ -306,6 +314,11 @@ Result<SweepResult> sweep(const SweepOptions& o) {
                  {"llm_byte_share", num(llm_bytes + vlm_bytes > 0 ? llm_bytes / (llm_bytes + vlm_bytes) : kNan)},
                  {"llm_grants", grants}, {"gaps", g},
                  {"feasible", feasible}, {"timelines", json::array()}};
+      if (pr.bursts.on()) {  // only then: results without bursts stay as they were
+        json share = json::array();
+        for (const auto& r : runs) share.push_back(r.burst_share);
+        pt["burst_share"] = share;
+      }
       if (o.keep_responses) {
         json jobs = json::array();
         for (const auto& r : runs) {
@@ -382,6 +395,16 @@ Result<SweepResult> sweep(const SweepOptions& o) {
   s["sim"] = {{"preset", pr.name}, {"preset_file", pr.path}, {"seed", o.seed}, {"engines", eng_desc},
               {"cpu_s", out.cpu_s}, {"virtual_s", out.virtual_s}, {"events", out.events},
               {"protocol_errors", out.protocol_errors}};
+  if (pr.bursts.on()) {
+    json factors = json::object();
+    for (const auto& t : *models) factors[t.name] = t.burst_factor;
+    Nanos prof_end = 0;
+    for (const auto& pj : prof_jobs)
+      if (!pj.empty()) prof_end = std::max(prof_end, pj.back().first);
+    s["sim"]["bursts"] = {{"every_s", pr.bursts.every_s}, {"burst_s", pr.bursts.burst_s},
+                          {"duty", pr.bursts.duty()}, {"factors", factors},
+                          {"profile_share", host.share(0, prof_end)}};
+  }
   return out;
 }
 

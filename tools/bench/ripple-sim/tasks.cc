@@ -99,10 +99,70 @@ Result<std::vector<double>> load_samples(const std::string& path) {
 
 double percentile(std::vector<double> v, double p) { return pricing::percentile(std::move(v), p); }
 
-std::vector<double> profile_jobs(const TaskModel& t, int jobs, Rng& rng) {
+Status validate(const HostBursts& b) {
+  if (!(std::isfinite(b.every_s) && b.every_s >= 0)) return make_error("bursts.every_s must be a number >= 0 (s)");
+  if (!(std::isfinite(b.burst_s) && b.burst_s >= 0)) return make_error("bursts.burst_s must be a number >= 0 (s)");
+  if (b.burst_s > 0 && !(b.every_s > 0))
+    return make_error("bursts.every_s must be > 0 where bursts.burst_s > 0 (the mean quiet gap between bursts)");
+  return Status::Ok();
+}
+
+Status validate_burst_factor(double f, const std::string& where) {
+  if (!(f >= 1 && f <= 10))
+    return make_error("{} must be in [1, 10] (a burst multiplies a job's solo work; 1: this task is not slowed)", where);
+  return Status::Ok();
+}
+
+BurstProcess::BurstProcess(const HostBursts& b, Rng rng) : b_(b), rng_(rng) {
+  if (!b_.on()) return;
+  // Stationary start: in a burst at 0 with probability duty().
+  if (rng_.uniform() < b_.duty()) {
+    bursts_.emplace_back(0, std::max<Nanos>(1, static_cast<Nanos>(std::llround(rng_.exponential(b_.burst_s) * 1e9))));
+    next_start_ = bursts_.back().second;
+  }
+  next_start_ += static_cast<Nanos>(std::llround(rng_.exponential(b_.every_s) * 1e9));
+}
+
+void BurstProcess::extend(Nanos t) {
+  if (!b_.on()) return;
+  while (next_start_ <= t) {
+    const Nanos len = std::max<Nanos>(1, static_cast<Nanos>(std::llround(rng_.exponential(b_.burst_s) * 1e9)));
+    bursts_.emplace_back(next_start_, next_start_ + len);
+    next_start_ += len + static_cast<Nanos>(std::llround(rng_.exponential(b_.every_s) * 1e9));
+  }
+}
+
+const std::vector<std::pair<Nanos, Nanos>>& BurstProcess::bursts_until(Nanos t) {
+  extend(t);
+  return bursts_;
+}
+
+bool BurstProcess::in_burst(Nanos t) {
+  if (!b_.on()) return false;
+  extend(t);
+  // The last burst starting at or before t.
+  auto it = std::upper_bound(bursts_.begin(), bursts_.end(), t,
+                             [](Nanos x, const std::pair<Nanos, Nanos>& b) { return x < b.first; });
+  return it != bursts_.begin() && t < std::prev(it)->second;
+}
+
+double BurstProcess::share(Nanos t0, Nanos t1) {
+  if (!b_.on() || t1 <= t0) return 0.0;
+  extend(t1);
+  Nanos in = 0;
+  for (const auto& [s, e] : bursts_) in += std::max<Nanos>(0, std::min(e, t1) - std::max(s, t0));
+  return static_cast<double>(in) / static_cast<double>(t1 - t0);
+}
+
+double job_work(const TaskModel& t, Rng& rng, BurstProcess* bursts, Nanos release) {
+  const double w = static_cast<double>(t.solo.draw(rng));
+  return bursts != nullptr && t.burst_factor != 1.0 && bursts->in_burst(release) ? w * t.burst_factor : w;
+}
+
+std::vector<double> profile_jobs(const TaskModel& t, int jobs, Rng& rng, BurstProcess* bursts) {
   std::vector<double> out;
   out.reserve(static_cast<std::size_t>(std::max(0, jobs)));
-  for (int i = 0; i < jobs; ++i) out.push_back(static_cast<double>(t.solo.draw(rng)) / 1e6);
+  for (int i = 0; i < jobs; ++i) out.push_back(job_work(t, rng, bursts, static_cast<Nanos>(i) * t.period) / 1e6);
   return out;
 }
 
