@@ -72,10 +72,10 @@ inline constexpr bool kDefaultLateStarts = true;
 // Untouched jobs and the conformal level (ours): a job that no GPU byte reached (charged
 // below fit_min_bytes: no grant admitted while it ran, none in flight at its release)
 // tells the level nothing about the line that prices traffic; its time is the host's alone.
-// True (App. C): every job updates the level (Eq. 5). False: an untouched job leaves the
-// level where it was, whether it erred or not; its residual still enters the window
-// (Documentation/estimator.md, "Untouched jobs").
-inline constexpr bool kDefaultUntouchedLevel = true;
+// True (App. C): every job updates the level (Eq. 5). False (the default since the GPU A/B):
+// an untouched job leaves the level where it was, whether it erred or not; its residual
+// still enters the window (Documentation/estimator.md, "Untouched jobs").
+inline constexpr bool kDefaultUntouchedLevel = false;
 
 // Pessimistic slope and allowance (Eq. 2, App. C).
 inline constexpr double kDefaultUnestimableSlopeShare = 0.85;  // s = kappa_hat / 0.85

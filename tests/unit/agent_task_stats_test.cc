@@ -195,9 +195,9 @@ TEST(TaskStatistics, ALateStartCountsFromItsRelease) {
   EXPECT_EQ(ts.stats(0).late_starts, 2u);
 }
 
-// Tests the count of untouched jobs that left the conformal level alone: none by default
-// (App. C: every job moves the level), each job no grant reached with
-// pricing.untouched_level = false.
+// Tests the count of untouched jobs that left the conformal level alone: none with
+// pricing.untouched_level = true (App. C: every job moves the level), each job no grant
+// reached with false (the default).
 TEST(TaskStatistics, UntouchedJobsThatLeaveTheLevelAreCounted) {
   for (const bool level : {true, false}) {
     pricing::Params p = testing::params();

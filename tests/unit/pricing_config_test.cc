@@ -20,7 +20,7 @@ TEST(PricingConfig, DefaultsAreThePapersValues) {
   EXPECT_TRUE(p.margin_antiwindup);  // ours, on since the GPU A/B (estimator.md)
   EXPECT_FALSE(p.slope_release);     // ours, off since the GPU A/B (estimator.md, "The held slope's release")
   EXPECT_TRUE(p.late_starts);        // ours (estimator.md, "Late starts")
-  EXPECT_TRUE(p.untouched_level);    // App. C: every job moves the level (estimator.md, "Untouched jobs")
+  EXPECT_FALSE(p.untouched_level);   // ours, off since the GPU A/B (estimator.md, "Untouched jobs")
   EXPECT_EQ(p.contract_window, 100 * kNsPerSec);
   EXPECT_EQ(p.unestimable_slope_share, 0.85);
   EXPECT_EQ(p.rate_limit, 0.25);
@@ -49,7 +49,7 @@ TEST(PricingConfig, AppliesKeysWithUnits) {
     margin_antiwindup = false
     slope_release = true
     late_starts = false
-    untouched_level = false
+    untouched_level = true
   )");
   ASSERT_EQ(apply_config(t, p), "");
   EXPECT_EQ(p.intercept_window, 100);
@@ -63,7 +63,7 @@ TEST(PricingConfig, AppliesKeysWithUnits) {
   EXPECT_FALSE(p.margin_antiwindup);
   EXPECT_TRUE(p.slope_release);
   EXPECT_FALSE(p.late_starts);
-  EXPECT_FALSE(p.untouched_level);
+  EXPECT_TRUE(p.untouched_level);
 }
 
 // Tests that an unknown key is named, with its line, and nothing is applied.

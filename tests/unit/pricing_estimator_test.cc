@@ -242,8 +242,8 @@ TEST(PricingEstimator, FeedbackErrorAgainstSavedLine) {
   EXPECT_TRUE(est.unfinished(q).above_line);           // unfinished exceeds a finite line
 }
 
-// Tests untouched jobs and the level (Params::untouched_level): by default (App. C) a job
-// no GPU byte reached moves the level like any other; with it off such a job, above the line
+// Tests untouched jobs and the level (Params::untouched_level): with it on (App. C) a job
+// no GPU byte reached moves the level like any other; with it off (the default) such a job, above the line
 // or not, leaves the level alone, while a job the GPU reached (charged >= fit_min_bytes)
 // still moves it, and every job's residual enters the window either way.
 TEST(PricingEstimator, UntouchedJobsAndTheLevel) {
@@ -251,8 +251,10 @@ TEST(PricingEstimator, UntouchedJobsAndTheLevel) {
   params.margin_antiwindup = false;  // App. C's level, as in the test above
   const Bytes touched = params.fit_min_bytes;       // 1 MiB: the smallest charge the fit sees
   const Bytes untouched = params.fit_min_bytes - 1;  // below it: no GPU byte to speak of
+  EXPECT_FALSE(params.untouched_level);  // the default since the GPU A/B (estimator.md)
   {
-    Estimator est(profiled_task(), params);  // default: every job moves the level
+    params.untouched_level = true;  // App. C: every job moves the level
+    Estimator est(profiled_task(), params);
     const std::int64_t alpha0 = est.margin().alpha_ppm();
     const Outcome o = est.complete(est.price(Phase::kRest), 60 * kMs, 0);
     EXPECT_TRUE(o.above_line);
