@@ -8,8 +8,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d /tmp/ripple-sim-check.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 echo "1..2"
-args=(--preset plant --policies ripple,unmanaged,pause,cap-1/4,cap-1/2,sigamma,sereno --k 1.5,2 --runs 2
-      --prep-s 6 --score-s 10 -q)
+# ripple+u: a variant, whose ratio line both renderings must print too.
+args=(--preset plant --policies ripple,ripple+u,unmanaged,pause,cap-1/4,cap-1/2,sigamma,sereno --k 1.5,2 --runs 2
+      --variant ripple+u:pricing.untouched_level=true --prep-s 6 --score-s 10 -q)
 "$O/bin/ripple-sim" "${args[@]}" --out "$tmp/a" > /dev/null
 "$O/bin/ripple-sim" "${args[@]}" --out "$tmp/b" > /dev/null
 if python3 "$here/render.py" "$tmp/a/results.json" > "$tmp/py.md" && diff <(cat "$tmp/a/table.md"; echo) "$tmp/py.md" > "$tmp/diff"; then

@@ -8,6 +8,10 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -110,6 +114,18 @@ std::string markdown_table(const json& s) {
     if (!main.empty()) {
       out.push_back("");
       out.push_back(line("Ripple", main));
+    }
+    // Each ripple variant's line, by name (report.py sorts them the same way).
+    std::set<std::string> names;
+    for (const auto& [k, v] : rs.items())
+      if (v.contains("variants"))
+        for (const auto& [n, _] : v["variants"].items()) names.insert(n);
+    for (const std::string& n : names) {
+      std::vector<std::pair<std::string, const json*>> items;
+      for (const auto& [k, v] : rs.items())
+        if (v.contains("variants") && v["variants"].contains(n)) items.emplace_back(k, &v["variants"][n]);
+      out.push_back("");
+      out.push_back(line(n, items));
     }
   }
   out.push_back("");
