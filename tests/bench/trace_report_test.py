@@ -176,6 +176,28 @@ def idle_behind_successors_sent_ahead_is_binned_by_size():
 
 
 @case
+def grants_in_hand_are_shared_over_the_window():
+    """Grant 1 (100 MB) is started at 0 and done at 10 ms; grant 2 (300 MB) started at 2 ms
+    (queued behind it) and done at 20 ms. Over the whole trace (0-20 ms): one in hand 0-2 and
+    10-20 ms (60 %), two 2-10 ms (40 %), 400 MB in 20 ms (20 GB/s). Over a window of 0-40 ms
+    the last 20 ms hold none (50 %); grant 3, done at 45 ms, is outside it."""
+    ms = 1_000_000
+    mb = 1_000_000
+    lines = []
+    for gid, size, start, done in ((1, 100, 0, 10), (2, 300, 2, 20), (3, 50, 42, 45)):
+        lines += [rec("grant", int(start * ms), 0, "llm", gid, size * mb, int(start * ms), int(done * ms)),
+                  rec("start", int(start * ms), 0, "llm", gid, size * mb, int(start * ms)),
+                  rec("done", int(done * ms), 0, "llm", gid, size * mb, int(start * ms), int(done * ms),
+                      int((done - start) * ms))]
+    h = json_of(lines[:6])["engines"]["llm"]["in_hand"]
+    assert [round(h[k], 6) for k in ("none", "one", "two_or_more", "done_gbps")] == [0, 0.6, 0.4, 20], h
+    h = json_of(lines, "--window", "0,0.04", "--origin", "zero")["engines"]["llm"]["in_hand"]
+    assert [round(h[k], 6) for k in ("none", "one", "two_or_more", "done_gbps")] == [0.5, 0.3, 0.2, 10], h
+    rc, out, err = on_lines(lines[:6])
+    assert rc == 0 and "| llm | 0.0 / 60.0 / 40.0 | 20.0 |" in out, out
+
+
+@case
 def idle_is_outside_the_union_of_overlapping_grants():
     """Pipelined grants overlap: grant 1 runs 0-20 ms, grant 2 (queued) 5-10 ms, grant 3
     15-25 ms, grant 4 30-40 ms, each decided and sent before the one before ended. The GPU

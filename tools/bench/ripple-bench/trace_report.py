@@ -29,7 +29,11 @@ the gap is from the furthest end so far to the next start), split by when the ne
 was decided (after that end: the engine waited for a decision) and sent (delivery); and
 the idle time behind grants
 whose successor was sent before they ended (the agent was not late), by the size of the
-grant before the gap.
+grant before the gap; and how many grants it had in hand: the share of the window with
+none, one, and two or more of its grants started and not yet done (from the start record
+to the done record, both the agent's clock), with the GB/s of the grants done in it. A
+pipelined engine keeps its copies flowing only with a second grant queued behind the
+running one (results/e2e.md §0, twentieth session).
 """
 from __future__ import annotations
 
@@ -206,6 +210,29 @@ def idle_behind_ahead(run: list[Grant], lo: float, hi: float) -> dict:
     return out
 
 
+def in_hand(gs: list[Grant], lo: float, hi: float) -> dict:
+    """Share of [lo, hi) with 0, 1 and >= 2 of these grants started and not yet done, and the
+    GB/s of those done in it. Without a window: from the first start to the last done."""
+    pts = sorted(p for g in gs if g.start >= 0 and g.done_at >= g.start
+                 for p in ((g.start, 1), (g.done_at, -1)))
+    if not pts:
+        return {"none": math.nan, "one": math.nan, "two_or_more": math.nan, "done_gbps": math.nan}
+    whole = not (math.isfinite(lo) and math.isfinite(hi))
+    lo = lo if math.isfinite(lo) else pts[0][0]
+    hi = hi if math.isfinite(hi) else pts[-1][0]
+    share, n, last = [0.0, 0.0, 0.0], 0, lo
+    for t, d in pts:
+        t = min(max(t, lo), hi)
+        share[min(n, 2)] += t - last
+        last, n = t, n + d
+    share[min(n, 2)] += hi - last
+    span = hi - lo
+    done = sum(g.bytes for g in gs if g.done_at >= 0 and (lo <= g.done_at < hi or whole and g.done_at == hi))
+    if span <= 0:
+        return {"none": math.nan, "one": math.nan, "two_or_more": math.nan, "done_gbps": math.nan}
+    return {"none": share[0] / span, "one": share[1] / span, "two_or_more": share[2] / span, "done_gbps": done / span}
+
+
 def report(tr: Trace, window: tuple[float, float] | None, late_ms: float, near_ms: float = 5.0) -> dict:
     lo, hi = (-math.inf, math.inf) if window is None else (tr.t0 + window[0] * 1e9, tr.t0 + window[1] * 1e9)
     attribute(tr)
@@ -276,6 +303,7 @@ def report(tr: Trace, window: tuple[float, float] | None, late_ms: float, near_m
             "idle_ms": {k: v / 1e6 for k, v in idle.items()},
             "idle_share": idle["total"] / span if span > 0 else math.nan,
             "idle_behind_ahead": idle_behind_ahead(run, lo, hi),
+            "in_hand": in_hand(gs, lo, hi),
         }
     return {"window_s": list(window) if window else None, "late_ms": late_ms, "near_ms": near_ms, "tasks": tasks,
             "engines": engines}
@@ -301,6 +329,12 @@ def markdown(r: dict) -> str:
     for n, d in sorted(r["engines"].items()):
         for label, b in d["idle_behind_ahead"].items():
             out.append(f"| {n} | {label} | {b['successors']} | {b['gaps']} | {b['idle_ms']:.1f} |")
+    out += ["", "| engine | grants in hand (started, not done): none / one / two or more % | GB/s done |",
+            "|---|---|---|"]
+    for n, d in sorted(r["engines"].items()):
+        h = d["in_hand"]
+        out.append(f"| {n} | {100 * h['none']:.1f} / {100 * h['one']:.1f} / {100 * h['two_or_more']:.1f} | "
+                   f"{h['done_gbps']:.1f} |")
     return "\n".join(out)
 
 
