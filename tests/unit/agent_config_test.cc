@@ -31,7 +31,7 @@ horizon_ms = 12
 gamma = 0.9
 end_guard_quantile = 0.9
 queued_durations = true
-early_end_carries = true
+early_end_carries = false
 shared_link = false
 
 [pricing]
@@ -80,7 +80,7 @@ TEST(AgentConfig, ParsesFullFile) {
   EXPECT_DOUBLE_EQ(c.agent.admission.gamma, 0.9);
   EXPECT_DOUBLE_EQ(c.agent.admission.end_guard_quantile, 0.9);  // 0 (off) by default
   EXPECT_TRUE(c.agent.admission.queued_durations);
-  EXPECT_TRUE(c.agent.admission.early_end_carries);  // off by default
+  EXPECT_FALSE(c.agent.admission.early_end_carries);  // on by default
   EXPECT_EQ(c.agent.admission.shared_link, admission::LinkMode::kOff);  // auto by default
   EXPECT_DOUBLE_EQ(c.pricing.peak_rate_bytes_per_ns, 200.0);
   ASSERT_EQ(c.tasks.size(), 2u);
