@@ -212,24 +212,24 @@ def idle_behind_ahead(run: list[Grant], lo: float, hi: float) -> dict:
 
 def in_hand(gs: list[Grant], lo: float, hi: float) -> dict:
     """Share of [lo, hi) with 0, 1 and >= 2 of these grants started and not yet done, and the
-    GB/s of those done in it. Without a window: from the first start to the last done."""
-    pts = sorted(p for g in gs if g.start >= 0 and g.done_at >= g.start
-                 for p in ((g.start, 1), (g.done_at, -1)))
-    if not pts:
-        return {"none": math.nan, "one": math.nan, "two_or_more": math.nan, "done_gbps": math.nan}
-    whole = not (math.isfinite(lo) and math.isfinite(hi))
-    lo = lo if math.isfinite(lo) else pts[0][0]
-    hi = hi if math.isfinite(hi) else pts[-1][0]
+    GB/s of those done in it. Without a window (lo, hi infinite): from the first start to the
+    last done, every done grant counted."""
+    out = dict.fromkeys(("none", "one", "two_or_more", "done_gbps"), math.nan)
+    ran = [g for g in gs if g.start >= 0 and g.done_at >= g.start]
+    pts = sorted(p for g in ran for p in ((g.start, 1), (g.done_at, -1)))
+    whole = not math.isfinite(lo)
+    if whole and pts:
+        lo, hi = pts[0][0], pts[-1][0]
+    if not pts or hi <= lo:
+        return out
     share, n, last = [0.0, 0.0, 0.0], 0, lo
     for t, d in pts:
         t = min(max(t, lo), hi)
         share[min(n, 2)] += t - last
         last, n = t, n + d
     share[min(n, 2)] += hi - last
+    done = sum(g.bytes for g in ran if whole or lo <= g.done_at < hi)
     span = hi - lo
-    done = sum(g.bytes for g in gs if g.done_at >= 0 and (lo <= g.done_at < hi or whole and g.done_at == hi))
-    if span <= 0:
-        return {"none": math.nan, "one": math.nan, "two_or_more": math.nan, "done_gbps": math.nan}
     return {"none": share[0] / span, "one": share[1] / span, "two_or_more": share[2] / span, "done_gbps": done / span}
 
 
