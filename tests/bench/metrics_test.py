@@ -211,6 +211,66 @@ def table7_folds_cap_levels():
     assert "| cap-x | 8.00 / 30.00 ✗ (cap-1/2) |" in report.markdown_table(s)
 
 
+def _call(ks, p99, drift, eps=0.02, runs=3):
+    """A results.json of one call at ks (two policies a k), its profile's p99 and drift."""
+    pt = lambda pol, k, tok, dmr: {"policy": pol, "k": k, "runs": runs, "llm_tok_s": tok, "worst_dmr": dmr,
+                                  "feasible": dmr <= eps, "tasks": {"a": {"dmr": dmr, "misses": 0, "jobs": 1}},
+                                  "vlm_misses": 0, "vlm_frames": 1, "llm_gbps": 0, "gaps": {},
+                                  "deadlines_ms": {"a": k * p99}}
+    pts = [q for k in ks for q in (pt("ripple", k, k, 0.01), pt("unmanaged", k, 1.4, 0.01 * k))]
+    return {"backend": "gpu", "note": "n", "mix": "M", "tasks": ["a"], "periods_ms": {"a": 100.0}, "eps": eps,
+            "command": f"ripple-bench --k {ks}", "runs": runs, "policy_runs": {}, "order": "interleaved",
+            "prep_s": 6, "ripple_prep_s": 20, "score_s": 30, "profile": {"a": {"p99_ms": p99}},
+            "profile_end": {"a": {"p99_ms": p99 * (1 + drift)}}, "profile_drift": {"a": drift},
+            "bound_tok_s": {f"{k:g}": 1.5 for k in ks}, "bound_notes": {}, "points": pts,
+            "ratios": report.ratios(pts)}
+
+
+@case
+def merge_keeps_each_calls_profile():
+    """Tests that a sweep split into calls merges into one: every point once, ordered by k,
+    the bounds and ratios of each k, and each call's options, deadlines and co-run profiles
+    kept under calls and in the table (a k's deadlines are its own call's, and a drift
+    warning names the call whose profile moved); a call's own table is unchanged by it."""
+    a, b = _call([1.1], 10.0, 0.82), _call([2.0, 1.5], 20.0, -0.02, runs=1)
+    one = report.markdown_table(a)
+    assert "eps = 2 %; 3 run(s) per point, interleaved, 6 s preparation (20 s for ripple) + 30 s scored; ✗" in one, one
+    s = report.merge([("c11", a), ("c15", b)])
+    assert [(p["k"], p["policy"]) for p in s["points"]] == \
+        [(1.1, "ripple"), (1.1, "unmanaged"), (1.5, "ripple"), (1.5, "unmanaged"), (2.0, "ripple"), (2.0, "unmanaged")]
+    assert [(c["source"], c["ks"], c["runs"]) for c in s["calls"]] == [("c11", [1.1], 3), ("c15", [1.5, 2.0], 1)]
+    assert set(s["bound_tok_s"]) == {"1.1", "1.5", "2"} and set(s["ratios"]) == {"1.1", "1.5", "2"}, s
+    assert "runs" not in s and "profile" not in s, "a call's options are the call's, not the sweep's"
+    md = report.markdown_table(s)
+    assert "| ripple | 1.10 / 1.00 | 1.50 / 1.00 | 2.00 / 1.00 |" in md, md
+    assert "- k = 1.5, 2 (c15): 1 run(s) per point, interleaved" in md, md
+    assert "Deadlines (c11) (ms, k x co-run p99 with engines idle): k=1.1: a 11.0\n" in md, md
+    assert "Deadlines (c15) (ms, k x co-run p99 with engines idle): k=1.5: a 30.0; k=2: a 40.0\n" in md, md
+    assert "Co-run profile p99 (c15) (ms): a 20.00" in md, md
+    assert md.count("DRIFT") == 1 and "a 18.20 (+82 %). DRIFT" in md, md
+    assert report.markdown_table(a) == one
+
+
+@case
+def merge_refuses_what_is_not_one_sweep():
+    """Tests that calls that are not one sweep are refused with the source and the field
+    named: a k in two calls, another eps or mix, an already merged input, nothing."""
+    a = _call([1.1], 10.0, 0.0)
+    cases = [([("x", a), ("y", _call([1.1, 2.0], 10.0, 0.0))], "y: k = 1.1 is also in x"),
+             ([("x", a), ("y", _call([2.0], 10.0, 0.0, eps=0.05))], "y: eps is 0.05, not 0.02 as in x"),
+             ([("x", a), ("y", dict(_call([2.0], 10.0, 0.0), mix="Robotic2"))], "y: mix is 'Robotic2'"),
+             ([("m", report.merge([("x", a)]))], "m: already a merged sweep"),
+             ([("x", a), ("e", dict(_call([2.0], 10.0, 0.0), points=[]))], "e: points: none"),
+             ([], "merge: no results")]
+    for parts, want in cases:
+        try:
+            report.merge(parts)
+        except ValueError as e:
+            assert str(e).startswith(want), (str(e), want)
+        else:
+            raise AssertionError(f"merged: {want}")
+
+
 @case
 def frames_due_judges_by_deadline():
     """Tests VLM frame scoring: frames whose deadline falls in the window; a late or unlogged one misses."""

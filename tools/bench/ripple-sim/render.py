@@ -19,11 +19,7 @@ def main() -> int:
     p.add_argument("results", type=Path)
     p.add_argument("--plots", action="store_true", help="write dmr_vs_k.png, throughput_vs_k.png (matplotlib)")
     a = p.parse_args()
-    s = json.loads(a.results.read_text())
-    for pt in s["points"]:   # JSON null -> nan, as the bench keeps them
-        for key in ("llm_tok_s", "llm_tok_s_sd", "llm_gbps", "worst_dmr"):
-            if pt.get(key) is None:
-                pt[key] = float("nan")
+    s = report.nan_for_null(json.loads(a.results.read_text()))
     print(report.markdown_table(s))
     if a.plots:
         s["_responses"] = []

@@ -200,15 +200,15 @@ def _table7_cells(s: dict) -> dict[str, dict[float, dict]]:
 def markdown_table(s: dict) -> str:
     ks = sorted({p["k"] for p in s["points"]})
     unit = "stand-in tokens/s" if s["backend"] == "plant" else "LLM tokens/s"
+    calls = s.get("calls")
+    if calls:   # a sweep merged from several calls (merge): each call's options on its own line
+        head = [f"eps = {100 * s['eps']:g} %; the sweep is {len(calls)} calls, each with its own co-run profile "
+                "and deadlines; ✗ = a CPU task above eps or a VLM deadline missed.", ""]
+        head += [f"- k = {', '.join(f'{k:g}' for k in c['ks'])} ({c['source']}): {_options(c)}" for c in calls]
+    else:
+        head = [f"eps = {100 * s['eps']:g} %; {_options(s)}; ✗ = a CPU task above eps or a VLM deadline missed."]
     out = [f"### {s['mix']}: {unit} / worst-task DMR (%) by deadline factor k",
-           "", f"_{s['note']}_", "",
-           f"eps = {100 * s['eps']:g} %; {s['runs']} run(s) per point"
-           + "".join(f" ({p}: {n})" for p, n in s.get("policy_runs", {}).items())
-           + (f", {s['order']}" if s.get("order") else "")
-           + f", {s['prep_s']:g} s preparation"
-           + (f" ({s['ripple_prep_s']:g} s for ripple)" if s.get("ripple_prep_s", s["prep_s"]) != s["prep_s"] else "")
-           + " + "
-           f"{s['score_s']:g} s scored; ✗ = a CPU task above eps or a VLM deadline missed.", "",
+           "", f"_{s['note']}_", "", *head, "",
            "| policy | " + " | ".join(f"k = {k:g}" for k in ks) + " |",
            "|---|" + "---|" * len(ks)]
     for row, cells in _table7_cells(s).items():
@@ -255,15 +255,80 @@ def markdown_table(s: dict) -> str:
                    f" | {p['vlm_misses']}/{p['vlm_frames']} | {p['llm_tok_s']:.2f} | {p['llm_gbps']:.3f} | "
                    f"{p.get('vlm_gbps', math.nan):.3f} | {_pct(p.get('llm_byte_share', math.nan))} | " +
                    " | ".join(_pct(g.get(c, math.nan)) for c in ("busy", "budget", "decision", "delivery", "other")) + " |")
-    out += ["", "Deadlines (ms, k x co-run p99 with engines idle): " + "; ".join(
-        f"k={p['k']:g}: " + ", ".join(f"{t} {v:.1f}" for t, v in p["deadlines_ms"].items())
-        for p in s["points"] if p["policy"] == s["points"][0]["policy"]),
-        "Co-run profile p99 (ms): " + ", ".join(f"{t} {v['p99_ms']:.2f}" for t, v in s["profile"].items())
-        + profile_load_note(s.get("profile_load") or {})]
-    if s.get("profile_end"):
-        out.append(drift_note(s))
+    for c in calls or [s]:
+        pts = [p for p in s["points"] if not calls or p["k"] in c["ks"]]
+        at = f" ({c['source']})" if calls else ""
+        out += ["", f"Deadlines{at} (ms, k x co-run p99 with engines idle): " + "; ".join(
+            f"k={p['k']:g}: " + ", ".join(f"{t} {v:.1f}" for t, v in p["deadlines_ms"].items())
+            for p in pts if p["policy"] == pts[0]["policy"]),
+            f"Co-run profile p99{at} (ms): " + ", ".join(f"{t} {v['p99_ms']:.2f}" for t, v in c["profile"].items())
+            + profile_load_note(c.get("profile_load") or {})]
+        if c.get("profile_end"):
+            out.append(drift_note({**c, "points": pts}))
     out.append("")
     return "\n".join(out)
+
+
+def _options(c: dict) -> str:
+    """One call's runs and windows, as the table's header says them."""
+    return (f"{c['runs']} run(s) per point"
+            + "".join(f" ({p}: {n})" for p, n in c.get("policy_runs", {}).items())
+            + (f", {c['order']}" if c.get("order") else "")
+            + f", {c['prep_s']:g} s preparation"
+            + (f" ({c['ripple_prep_s']:g} s for ripple)" if c.get("ripple_prep_s", c["prep_s"]) != c["prep_s"] else "")
+            + f" + {c['score_s']:g} s scored")
+
+
+def nan_for_null(s: dict) -> dict:
+    """A results.json read back: the point fields the bench keeps as nan (JSON null) made nan
+    again, so the table renders them as it did. Returns s."""
+    for pt in s.get("points", []):
+        for key in ("llm_tok_s", "llm_tok_s_sd", "llm_gbps", "worst_dmr"):
+            if pt.get(key) is None:
+                pt[key] = float("nan")
+    return s
+
+
+# What describes one call (its options and its co-run profiles), kept per call in a merged
+# sweep, and what every call of one sweep must share.
+CALL_FIELDS = ("command", "variants", "runs", "policy_runs", "order", "prep_s", "ripple_prep_s", "score_s", "layout",
+               "profile", "profile_end", "profile_drift", "profile_load", "vlm_profile_unit_bytes")
+SWEEP_FIELDS = ("backend", "note", "mix", "tasks", "periods_ms", "eps")
+
+
+def merge(parts: list[tuple[str, dict]]) -> dict:
+    """One sweep's results from several calls' results.json, each (source, results): a device
+    call runs at most 10 minutes, so a sweep over k is split into calls (results/e2e.md §0).
+    The points, bounds, bound notes and ratios are each call's, by k; each call's options and
+    co-run profiles are kept under "calls" (each k's deadlines came from its own call's
+    profile). Raises ValueError naming the source and the field where the calls cannot be one
+    sweep: a field of SWEEP_FIELDS that differs, a k that two calls measured, an input that is
+    already merged, or none."""
+    if not parts:
+        raise ValueError("merge: no results to merge")
+    first_src, first = parts[0]
+    out = {f: first.get(f) for f in SWEEP_FIELDS}
+    out.update(calls=[], points=[], bound_tok_s={}, bound_notes={}, ratios={})
+    seen: dict[float, str] = {}
+    for src, r in parts:
+        if "calls" in r:
+            raise ValueError(f"{src}: already a merged sweep (calls); merge the calls' own results.json")
+        for f in SWEEP_FIELDS:
+            if r.get(f) != out[f]:
+                raise ValueError(f"{src}: {f} is {r.get(f)!r}, not {out[f]!r} as in {first_src}: not one sweep")
+        ks = sorted({p["k"] for p in r.get("points", [])})
+        if not ks:
+            raise ValueError(f"{src}: points: none")
+        for k in ks:
+            if k in seen:
+                raise ValueError(f"{src}: k = {k:g} is also in {seen[k]}: a k must come from one call")
+            seen[k] = src
+        out["calls"].append({"source": src, "ks": ks, **{f: r.get(f) for f in CALL_FIELDS if f in r}})
+        out["points"] += r["points"]
+        for f in ("bound_tok_s", "bound_notes", "ratios"):
+            out[f].update(r.get(f) or {})
+    out["points"].sort(key=lambda p: p["k"])   # stable: each k's policies in their call's order
+    return out
 
 
 def _profile(prof: dict) -> dict:
