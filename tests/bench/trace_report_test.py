@@ -4,6 +4,7 @@
 # reads back the counts the simulator and the agent's counters report; its attribution of
 # misses and idle time on a hand-made trace; and its refusal of bad input.
 import json
+import math
 import os
 import subprocess
 import sys
@@ -195,6 +196,30 @@ def grants_in_hand_are_shared_over_the_window():
     assert [round(h[k], 6) for k in ("none", "one", "two_or_more", "done_gbps")] == [0.5, 0.3, 0.2, 10], h
     rc, out, err = on_lines(lines[:6])
     assert rc == 0 and "| llm | 0.0 / 60.0 / 40.0 | 20.0 |" in out, out
+
+
+@case
+def where_no_grant_is_in_hand_inside_jobs_and_gaps():
+    """Two CPU jobs, 0-10 ms and 40-50 ms (their union; a third job inside the first adds
+    nothing), leave one 30-ms gap: first 5 ms 10-15, middle 15-35, last 35-40. Grant 1 is in
+    hand 5-8 ms, grant 2 12-33 ms. Over the window 0-50 ms none is in hand 0-5, 8-12 and
+    33-50: inside the jobs 7 + 10 of 20 ms (85 %); in the gap's first 5 ms 2 (40 %), its
+    middle 2 of 20 (10 %), its last 5 (100 %). A gap under 20 ms is not split (nan)."""
+    ms = 1_000_000
+    lines = [rec("complete", 10 * ms, 0, "a", 1, 0, 0, 0, 10 * ms, 0),
+             rec("complete", 9 * ms, 0, "b", 1, 0, 0, 0, 6 * ms, 0),
+             rec("complete", 50 * ms, 0, "a", 2, 0, 0, 0, 10 * ms, 0)]
+    for gid, start, done in ((1, 5, 8), (2, 12, 33)):
+        lines += [rec("grant", start * ms, 0, "llm", gid, 1000, start * ms, done * ms),
+                  rec("start", start * ms, 0, "llm", gid, 1000, start * ms),
+                  rec("done", done * ms, 0, "llm", gid, 1000, start * ms, done * ms, (done - start) * ms)]
+    w = json_of(lines, "--window", "0,0.05", "--origin", "zero")["engines"]["llm"]["none_where"]
+    assert [round(w[k], 6) for k in ("in_jobs", "gap_first", "gap_middle", "gap_last")] == [0.85, 0.4, 0.1, 1.0], w
+    rc, out, err = on_lines(lines, "--window", "0,0.05", "--origin", "zero")
+    assert rc == 0 and "| llm | 85.0 | 40.0 / 10.0 / 100.0 |" in out, out
+    lines[2] = rec("complete", 25 * ms, 0, "a", 2, 0, 0, 0, 10 * ms, 0)   # jobs 0-10 and 15-25: a 5-ms gap
+    w = json_of(lines, "--window", "0,0.05", "--origin", "zero")["engines"]["llm"]["none_where"]
+    assert math.isnan(w["gap_middle"]) and round(w["in_jobs"], 6) == round(7 / 20, 6), w
 
 
 @case

@@ -33,7 +33,10 @@ grant before the gap; and how many grants it had in hand: the share of the windo
 none, one, and two or more of its grants started and not yet done (from the start record
 to the done record, both the agent's clock), with the GB/s of the grants done in it. A
 pipelined engine keeps its copies flowing only with a second grant queued behind the
-running one (results/e2e.md §0, twentieth session).
+running one (results/e2e.md §0, twentieth session). And where it held none: its share of
+the time inside the CPU jobs, and in the first 5 ms, the middle and the last 5 ms of the
+gaps of 20 ms or more between them (an allowance that stops it inside the jobs, or gaps it
+does not fill).
 """
 from __future__ import annotations
 
@@ -233,6 +236,66 @@ def in_hand(gs: list[Grant], lo: float, hi: float) -> dict:
     return {"none": share[0] / span, "one": share[1] / span, "two_or_more": share[2] / span, "done_gbps": done / span}
 
 
+GAP_MIN_NS = 20_000_000   # a gap between CPU jobs this long or longer is split into its edges and middle
+EDGE_NS = 5_000_000
+
+
+def _union(spans) -> list[list[int]]:
+    out: list[list[int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        elif b > a:
+            out.append([a, b])
+    return out
+
+
+def none_where(gs: list[Grant], jobs: list[Job], lo: float, hi: float) -> dict:
+    """Where an engine held no grant (none started and not yet done, as in_hand): its share of
+    the time inside the CPU jobs (the union of every task's release-to-end), and of the gaps
+    between them at least GAP_MIN_NS long, split into their first EDGE_NS, their middle and
+    their last EDGE_NS. Tells an allowance that stops the engine inside the jobs from gaps it
+    does not fill (the twenty-second session's k = 1.1, results/e2e.md §0). nan where a
+    region has no time. Without a window: from the first start to the last done."""
+    ran = [g for g in gs if g.start >= 0 and g.done_at >= g.start]
+    pts = sorted(p for g in ran for p in ((g.start, 1), (g.done_at, -1)))
+    keys = ("in_jobs", "gap_first", "gap_middle", "gap_last")
+    if not math.isfinite(lo):
+        if not pts:
+            return dict.fromkeys(keys, math.nan)
+        lo, hi = pts[0][0], pts[-1][0]
+    zero, n, last = [], 0, lo   # the spans with none in hand, inside [lo, hi)
+    for t, d in pts:
+        t = min(max(t, lo), hi)
+        if n == 0 and t > last:
+            zero.append((last, t))
+        last, n = t, n + d
+    if n == 0 and hi > last:
+        zero.append((last, hi))
+    zs = [a for a, _ in zero]
+
+    def none_in(a: float, b: float) -> float:
+        i, z = max(bisect.bisect_right(zs, a) - 1, 0), 0.0
+        while i < len(zero) and zero[i][0] < b:
+            z += max(0.0, min(b, zero[i][1]) - max(a, zero[i][0]))
+            i += 1
+        return z
+
+    busy = _union((max(j.release, lo), min(j.end, hi)) for j in jobs if j.end > lo and j.release < hi)
+    regions: dict[str, list[tuple[float, float]]] = {k: [] for k in keys}
+    regions["in_jobs"] = [(a, b) for a, b in busy]
+    for (_, g0), (g1, _) in zip(busy, busy[1:]):
+        if g1 - g0 >= GAP_MIN_NS:
+            regions["gap_first"].append((g0, g0 + EDGE_NS))
+            regions["gap_middle"].append((g0 + EDGE_NS, g1 - EDGE_NS))
+            regions["gap_last"].append((g1 - EDGE_NS, g1))
+    out = {}
+    for k, spans in regions.items():
+        total = sum(b - a for a, b in spans)
+        out[k] = sum(none_in(a, b) for a, b in spans) / total if total > 0 else math.nan
+    return out
+
+
 def report(tr: Trace, window: tuple[float, float] | None, late_ms: float, near_ms: float = 5.0) -> dict:
     lo, hi = (-math.inf, math.inf) if window is None else (tr.t0 + window[0] * 1e9, tr.t0 + window[1] * 1e9)
     attribute(tr)
@@ -304,6 +367,7 @@ def report(tr: Trace, window: tuple[float, float] | None, late_ms: float, near_m
             "idle_share": idle["total"] / span if span > 0 else math.nan,
             "idle_behind_ahead": idle_behind_ahead(run, lo, hi),
             "in_hand": in_hand(gs, lo, hi),
+            "none_where": none_where(gs, tr.jobs, lo, hi),
         }
     return {"window_s": list(window) if window else None, "late_ms": late_ms, "near_ms": near_ms, "tasks": tasks,
             "engines": engines}
@@ -335,6 +399,12 @@ def markdown(r: dict) -> str:
         h = d["in_hand"]
         out.append(f"| {n} | {100 * h['none']:.1f} / {100 * h['one']:.1f} / {100 * h['two_or_more']:.1f} | "
                    f"{h['done_gbps']:.1f} |")
+    out += ["", f"| engine | no grant in hand, % of the time: in CPU jobs | gaps of {GAP_MIN_NS / 1e6:g} ms or more "
+                f"between jobs: first {EDGE_NS / 1e6:g} ms / middle / last {EDGE_NS / 1e6:g} ms |", "|---|---|---|"]
+    for n, d in sorted(r["engines"].items()):
+        w = d["none_where"]
+        out.append(f"| {n} | {100 * w['in_jobs']:.1f} | {100 * w['gap_first']:.1f} / {100 * w['gap_middle']:.1f} / "
+                   f"{100 * w['gap_last']:.1f} |")
     return "\n".join(out)
 
 
