@@ -213,24 +213,39 @@ def idle_behind_ahead(run: list[Grant], lo: float, hi: float) -> dict:
     return out
 
 
+def _held(gs: list[Grant], lo: float, hi: float) -> tuple[list[Grant], list[tuple[float, float, int]]]:
+    """The grants that ran (started, then done) and the spans of [lo, hi) each with how many of
+    them were in hand (started, not yet done). Without a window (lo, hi infinite): from the
+    first start to the last done; no spans where none ran."""
+    ran = [g for g in gs if g.start >= 0 and g.done_at >= g.start]
+    pts = sorted(p for g in ran for p in ((g.start, 1), (g.done_at, -1)))
+    if not math.isfinite(lo):
+        if not pts:
+            return ran, []
+        lo, hi = pts[0][0], pts[-1][0]
+    spans, n, last = [], 0, lo
+    for t, d in pts:
+        t = min(max(t, lo), hi)
+        if t > last:
+            spans.append((last, t, n))
+        last, n = t, n + d
+    if hi > last:
+        spans.append((last, hi, n))
+    return ran, spans
+
+
 def in_hand(gs: list[Grant], lo: float, hi: float) -> dict:
     """Share of [lo, hi) with 0, 1 and >= 2 of these grants started and not yet done, and the
     GB/s of those done in it. Without a window (lo, hi infinite): from the first start to the
     last done, every done grant counted."""
-    out = dict.fromkeys(("none", "one", "two_or_more", "done_gbps"), math.nan)
-    ran = [g for g in gs if g.start >= 0 and g.done_at >= g.start]
-    pts = sorted(p for g in ran for p in ((g.start, 1), (g.done_at, -1)))
+    ran, spans = _held(gs, lo, hi)
+    if not ran or not spans:
+        return dict.fromkeys(("none", "one", "two_or_more", "done_gbps"), math.nan)
+    share = [0.0, 0.0, 0.0]
+    for a, b, n in spans:
+        share[min(n, 2)] += b - a
     whole = not math.isfinite(lo)
-    if whole and pts:
-        lo, hi = pts[0][0], pts[-1][0]
-    if not pts or hi <= lo:
-        return out
-    share, n, last = [0.0, 0.0, 0.0], 0, lo
-    for t, d in pts:
-        t = min(max(t, lo), hi)
-        share[min(n, 2)] += t - last
-        last, n = t, n + d
-    share[min(n, 2)] += hi - last
+    lo, hi = spans[0][0], spans[-1][1]
     done = sum(g.bytes for g in ran if whole or lo <= g.done_at < hi)
     span = hi - lo
     return {"none": share[0] / span, "one": share[1] / span, "two_or_more": share[2] / span, "done_gbps": done / span}
@@ -257,21 +272,12 @@ def none_where(gs: list[Grant], jobs: list[Job], lo: float, hi: float) -> dict:
     their last EDGE_NS. Tells an allowance that stops the engine inside the jobs from gaps it
     does not fill (the twenty-second session's k = 1.1, results/e2e.md §0). nan where a
     region has no time. Without a window: from the first start to the last done."""
-    ran = [g for g in gs if g.start >= 0 and g.done_at >= g.start]
-    pts = sorted(p for g in ran for p in ((g.start, 1), (g.done_at, -1)))
     keys = ("in_jobs", "gap_first", "gap_middle", "gap_last")
-    if not math.isfinite(lo):
-        if not pts:
-            return dict.fromkeys(keys, math.nan)
-        lo, hi = pts[0][0], pts[-1][0]
-    zero, n, last = [], 0, lo   # the spans with none in hand, inside [lo, hi)
-    for t, d in pts:
-        t = min(max(t, lo), hi)
-        if n == 0 and t > last:
-            zero.append((last, t))
-        last, n = t, n + d
-    if n == 0 and hi > last:
-        zero.append((last, hi))
+    _, spans = _held(gs, lo, hi)
+    if not spans:
+        return dict.fromkeys(keys, math.nan)
+    lo, hi = spans[0][0], spans[-1][1]
+    zero = [(a, b) for a, b, n in spans if n == 0]   # the spans with none in hand, inside [lo, hi)
     zs = [a for a, _ in zero]
 
     def none_in(a: float, b: float) -> float:
@@ -290,9 +296,9 @@ def none_where(gs: list[Grant], jobs: list[Job], lo: float, hi: float) -> dict:
             regions["gap_middle"].append((g0 + EDGE_NS, g1 - EDGE_NS))
             regions["gap_last"].append((g1 - EDGE_NS, g1))
     out = {}
-    for k, spans in regions.items():
-        total = sum(b - a for a, b in spans)
-        out[k] = sum(none_in(a, b) for a, b in spans) / total if total > 0 else math.nan
+    for k, rs in regions.items():
+        total = sum(b - a for a, b in rs)
+        out[k] = sum(none_in(a, b) for a, b in rs) / total if total > 0 else math.nan
     return out
 
 
