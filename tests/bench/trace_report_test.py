@@ -223,6 +223,35 @@ def where_no_grant_is_in_hand_inside_jobs_and_gaps():
 
 
 @case
+def host_byte_grants_are_binned_by_what_ran_beside_them():
+    """LLM grant 1 runs 0-10 ms as predicted, beside only the VLM's 1000-byte unit (no host
+    bytes): alone, 1.0. Grant 2 runs 20-30 ms against a predicted 20-25 beside the VLM's
+    18-32: mostly, 2.0. Grant 3 runs 40-50 beside the VLM's 48-49: 10 %, partly, 1.0. The
+    VLM's 18-32 (predicted 18-25) has the LLM beside it 10 of 14 ms, its 48-49 all of it:
+    both mostly, ratios 2.0 and 1.0 (p50 1.0, p90 2.0). Its small unit is not counted."""
+    ms = 1_000_000
+    mb = 1_000_000
+    lines = []
+    for who, name, gid, size, a0, a1, p1 in ((0, "llm", 1, 600 * mb, 0, 10, 10), (0, "llm", 2, 600 * mb, 20, 30, 25),
+                                             (0, "llm", 3, 600 * mb, 40, 50, 50), (1, "vlm", 1, 1000, 0, 10, 10),
+                                             (1, "vlm", 2, 200 * mb, 18, 32, 25), (1, "vlm", 3, 20 * mb, 48, 49, 49)):
+        lines += [rec("grant", a0 * ms, who, name, gid, size, a0 * ms, p1 * ms),
+                  rec("start", a0 * ms, who, name, gid, size, a0 * ms),
+                  rec("done", a1 * ms, who, name, gid, size, a0 * ms, a1 * ms, (a1 - a0) * ms)]
+    b = json_of(lines)["beside"]
+    assert b["llm"] == {"alone": {"grants": 1, "ratio_p50": 1.0, "ratio_p90": 1.0},
+                        "partly": {"grants": 1, "ratio_p50": 1.0, "ratio_p90": 1.0},
+                        "mostly": {"grants": 1, "ratio_p50": 2.0, "ratio_p90": 2.0}}, b
+    assert b["vlm"]["alone"]["grants"] == 0 and b["vlm"]["partly"]["grants"] == 0, b
+    assert b["vlm"]["mostly"] == {"grants": 2, "ratio_p50": 1.0, "ratio_p90": 2.0}, b
+    rc, out, err = on_lines(lines)
+    assert rc == 0 and "| llm | 1, 1.00 (1.00) / 1, 1.00 (1.00) / 1, 2.00 (2.00) |" in out, out
+    assert "| vlm | 0, nan (nan) / 0, nan (nan) / 2, 1.00 (2.00) |" in out, out
+    b = json_of(lines[:9])["beside"]   # the LLM alone: every grant alone
+    assert [b["llm"][k]["grants"] for k in ("alone", "partly", "mostly")] == [3, 0, 0] and "vlm" not in b, b
+
+
+@case
 def idle_is_outside_the_union_of_overlapping_grants():
     """Pipelined grants overlap: grant 1 runs 0-20 ms, grant 2 (queued) 5-10 ms, grant 3
     15-25 ms, grant 4 30-40 ms, each decided and sent before the one before ended. The GPU

@@ -36,7 +36,9 @@ pipelined engine keeps its copies flowing only with a second grant queued behind
 running one (results/e2e.md §0, twentieth session). And where it held none: its share of
 the time inside the CPU jobs, and in the first 5 ms, the middle and the last 5 ms of the
 gaps of 20 ms or more between them (an allowance that stops it inside the jobs, or gaps it
-does not fill).
+does not fill). And its host-byte grants (>= 1 MiB) by how much of their GPU interval another
+engine's host-byte grant ran beside (alone < 5 %, partly < 50 %, mostly), each bin's actual
+over predicted duration: what sharing the host link costs the copies (agent.shared_link).
 """
 from __future__ import annotations
 
@@ -302,6 +304,41 @@ def none_where(gs: list[Grant], jobs: list[Job], lo: float, hi: float) -> dict:
     return out
 
 
+LINK_MIN_BYTES = 1 << 20   # a grant this large moves host bytes (kLinkMinBytes, agent/admission/types.h)
+BESIDE_BINS = ((0.05, "alone"), (0.5, "partly"), (math.inf, "mostly"))
+
+
+def beside(by_engine: dict[str, list[Grant]], lo: float, hi: float) -> dict:
+    """Each engine's host-byte grants (>= LINK_MIN_BYTES) done in [lo, hi), by the share of
+    their GPU interval (start to end) that another engine's host-byte grant ran beside: alone
+    (< 5 %), partly (< 50 %), mostly; per bin the grants and the quantiles of actual over
+    predicted duration (done interval over the grant's predicted one). The two engines' copies
+    share the host link: what running beside another costs them, against the agent's own
+    predictions (agent.shared_link; results/e2e.md §0, twenty-third session)."""
+    def runs(g: Grant) -> bool:
+        return g.bytes >= LINK_MIN_BYTES and g.a_to > g.a_from
+
+    out = {}
+    for name, gs in by_engine.items():
+        mine = [g for g in gs if runs(g) and g.p_to > g.p_from and lo <= g.done_at < hi]
+        if not mine:
+            continue
+        others = _union((g.a_from, g.a_to) for n, o in by_engine.items() if n != name for g in o if runs(g))
+        starts = [a for a, _ in others]
+        ratios: dict[str, list[float]] = {label: [] for _, label in BESIDE_BINS}
+        for g in mine:
+            i, met = max(bisect.bisect_right(starts, g.a_from) - 1, 0), 0
+            while i < len(others) and others[i][0] < g.a_to:
+                met += overlap(g.a_from, g.a_to, others[i][0], others[i][1])
+                i += 1
+            share = met / (g.a_to - g.a_from)
+            label = next(label for lim, label in BESIDE_BINS if share < lim)
+            ratios[label].append((g.a_to - g.a_from) / (g.p_to - g.p_from))
+        out[name] = {label: {"grants": len(v), "ratio_p50": quantile(v, 0.5), "ratio_p90": quantile(v, 0.9)}
+                     for label, v in ratios.items()}
+    return out
+
+
 def report(tr: Trace, window: tuple[float, float] | None, late_ms: float, near_ms: float = 5.0) -> dict:
     lo, hi = (-math.inf, math.inf) if window is None else (tr.t0 + window[0] * 1e9, tr.t0 + window[1] * 1e9)
     attribute(tr)
@@ -376,7 +413,7 @@ def report(tr: Trace, window: tuple[float, float] | None, late_ms: float, near_m
             "none_where": none_where(gs, tr.jobs, lo, hi),
         }
     return {"window_s": list(window) if window else None, "late_ms": late_ms, "near_ms": near_ms, "tasks": tasks,
-            "engines": engines}
+            "engines": engines, "beside": beside(by_engine, lo, hi)}
 
 
 def markdown(r: dict) -> str:
@@ -411,6 +448,12 @@ def markdown(r: dict) -> str:
         w = d["none_where"]
         out.append(f"| {n} | {100 * w['in_jobs']:.1f} | {100 * w['gap_first']:.1f} / {100 * w['gap_middle']:.1f} / "
                    f"{100 * w['gap_last']:.1f} |")
+    if r["beside"]:
+        out += ["", "| engine | host-byte grants beside another engine's (share of their GPU interval): alone < 5 % / "
+                    "partly / mostly: grants, actual / predicted duration p50 (p90) |", "|---|---|"]
+        for n, d in sorted(r["beside"].items()):
+            out.append(f"| {n} | " + " / ".join(f"{b['grants']}, {b['ratio_p50']:.2f} ({b['ratio_p90']:.2f})"
+                                                 for b in d.values()) + " |")
     return "\n".join(out)
 
 
