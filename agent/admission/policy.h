@@ -98,6 +98,9 @@ struct EngineState {
   // Due time of unit `cursor + k` of a deadline-bound request: its units are spread
   // evenly over gamma of the interval from announcement to deadline (§4.1).
   Nanos due_time(std::uint32_t k, double gamma) const;
+  // Due time of the last granted unit of queue.front() (unit cursor - 1); kNever when none
+  // of it is granted yet or it has no deadline.
+  Nanos granted_due(double gamma) const;
 };
 
 // What the policy may read when it picks.
@@ -114,9 +117,16 @@ struct Context {
   bool shared_link = false;
   // LinkMode::kAuto: an engine on an integrated GPU is not on the link (link_free).
   bool link_auto = false;
+  // Options::link_yield_on_schedule: see holds_link_for.
+  bool link_yield = false;
   bool on_link(const EngineState& e) const {
     return shared_link && !(link_auto && e.spec.memory == DeviceMemory::kIntegrated);
   }
+  // Whether d's host-byte grants hold e's (both on the link, d another engine): always, but
+  // with link_yield not where e is best-effort and d deadline-bound with its outstanding
+  // host-byte grants predicted to end, at half speed, by the due time of its last granted
+  // unit (EngineState::granted_due).
+  bool holds_link_for(const EngineState& d, const EngineState& e) const;
 
   // Earliest time a new grant of `e` could start: now plus its start lag, or after its
   // outstanding grant, and, with shared_link, not before link_free(e); nullopt when

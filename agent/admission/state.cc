@@ -113,13 +113,19 @@ Nanos EngineState::end_of(Nanos start, std::uint32_t count, Nanos now) const {
   return queued_slot() ? std::max(end, now + duration_alone(count)) : end;
 }
 
-Nanos EngineState::due_time(std::uint32_t k, double gamma) const {
-  const Work& w = *queue.front();
+// Unit i of n of work w is due at a + gamma (d - a) (i + 1) / n (§4.1).
+static Nanos due_of(const Work& w, std::uint32_t i, double gamma) {
   if (w.deadline == kNever) return kNever;
-  // Unit i of n is due at a + gamma (d - a) (i + 1) / n (§4.1).
   const double span = gamma * static_cast<double>(w.deadline - w.announced);
   const double n = static_cast<double>(w.units.size());
-  return w.announced + static_cast<Nanos>(span * static_cast<double>(cursor + k + 1) / n);
+  return w.announced + static_cast<Nanos>(span * static_cast<double>(i + 1) / n);
+}
+
+Nanos EngineState::due_time(std::uint32_t k, double gamma) const { return due_of(*queue.front(), cursor + k, gamma); }
+
+Nanos EngineState::granted_due(double gamma) const {
+  if (!has_work() || cursor == 0) return kNever;
+  return due_of(*queue.front(), cursor - 1, gamma);
 }
 
 std::optional<Nanos> Context::slot(const EngineState& e) const {
@@ -137,11 +143,21 @@ static bool link_late(const EngineState& d, Nanos now) {
   return d.link_running_until > 0 && d.link_running_until <= now;
 }
 
+bool Context::holds_link_for(const EngineState& d, const EngineState& e) const {
+  if (d.id == e.id || !d.connected || !on_link(d)) return false;
+  if (!(link_yield && e.spec.kind == EngineKind::kBestEffort && d.spec.kind == EngineKind::kDeadlineBound)) return true;
+  // d's granted units still end by the due time of the last of them at half speed (two
+  // grants on the link at once), e's beside them: it yields. kNever (nothing of the
+  // request granted, or no deadline) holds.
+  const Nanos due = d.granted_due(gamma);
+  return due == kNever || now + 2 * (std::max(d.link_until, now) - now) > due;
+}
+
 Nanos Context::link_free(const EngineState& e) const {
   if (!on_link(e) || !e.has_work() || e.unit(0).bytes < kLinkMinBytes) return 0;
   Nanos free = 0;
   for (const EngineState& d : engines) {
-    if (d.id == e.id || !d.connected || !on_link(d)) continue;
+    if (!holds_link_for(d, e)) continue;
     if (link_late(d, now)) return kNever;
     if (d.link_until > now) free = std::max(free, d.link_until);
   }
@@ -151,7 +167,7 @@ Nanos Context::link_free(const EngineState& e) const {
 EngineId Context::link_holder(const EngineState& e) const {
   const Nanos free = link_free(e);
   for (const EngineState& d : engines)
-    if (d.id != e.id && d.connected && on_link(d) && free > 0 &&
+    if (holds_link_for(d, e) && free > 0 &&
         (free == kNever ? link_late(d, now) : d.link_until == free))
       return d.id;
   return e.id;

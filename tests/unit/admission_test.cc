@@ -1505,5 +1505,52 @@ TEST(Admission, SharedLinkAutoFollowsTheReportedMemory) {
   }
 }
 
+// Tests agent.link_yield_on_schedule. The VLM's frame (40 units of 1 ms, deadline 1000 ms,
+// gamma 0.95) gets 36 units at once, two grants; the 36th is due at 855 ms. Decided at 0
+// they end at 36 ms, by 72 ms at half speed: ahead, the LLM's host-byte grant runs beside
+// them. Decided first at 840 ms they end at 876 ms, past 855: the LLM is held for the link,
+// as it is at 0 with the option off. The VLM always waits for the LLM's grant.
+TEST(Admission, LinkYieldOnScheduleHoldsOnlyForABehindDeadlineEngine) {
+  struct Case {
+    bool yield;
+    Nanos at;
+    bool held;
+  };
+  for (const Case& c : {Case{true, 0, false}, Case{true, 840 * kMs, true}, Case{false, 0, true}}) {
+    Options o;
+    o.link_yield_on_schedule = c.yield;
+    Fixture f(0, o);
+    const EngineId llm = f.add(engine("llm")), vlm = f.add(engine("vlm", EngineKind::kDeadlineBound));
+    ASSERT_TRUE(f.adm->announce(vlm, work(1, 40), 0));
+    ASSERT_TRUE(f.adm->announce(llm, work(1, 40), 0));
+    const Decision d = f.adm->decide(c.at);
+    const std::string what = fmt::format("yield {} at {} ms", c.yield, c.at / kMs);
+    ASSERT_GE(d.grants.size(), 2u) << what;
+    EXPECT_EQ(d.grants[0].engine, vlm) << what;
+    EXPECT_EQ(d.grants[0].predicted_end, c.at + 18 * kMs) << what;
+    const auto l = std::find_if(d.grants.begin(), d.grants.end(), [&](const GrantPlan& g) { return g.engine == llm; });
+    ASSERT_NE(l, d.grants.end()) << what;
+    EXPECT_EQ(l->link_held, c.held) << what;
+    EXPECT_GE(l->predicted_start, c.held ? c.at + 18 * kMs : c.at) << what;
+    if (!c.held) EXPECT_EQ(l->predicted_start, c.at) << what;
+    EXPECT_EQ(f.adm->engine(llm)->stats.link_held, c.held ? 1u : 0u) << what;
+  }
+  // The LLM's grant outstanding first: the VLM's frame, on schedule, still waits for it.
+  Options o;
+  o.link_yield_on_schedule = true;
+  Fixture f(0, o);
+  const EngineId llm = f.add(engine("llm")), vlm = f.add(engine("vlm", EngineKind::kDeadlineBound));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 40), 0));
+  const Decision first = f.adm->decide(0);
+  ASSERT_FALSE(first.grants.empty());
+  EXPECT_EQ(first.grants[0].predicted_end, 18 * kMs);
+  ASSERT_TRUE(f.adm->announce(vlm, work(1, 40), kMs));
+  const Decision d = f.adm->decide(kMs);
+  ASSERT_FALSE(d.grants.empty());
+  EXPECT_EQ(d.grants[0].engine, vlm);
+  EXPECT_TRUE(d.grants[0].link_held);
+  EXPECT_GE(d.grants[0].predicted_start, 18 * kMs);
+}
+
 }  // namespace
 }  // namespace ripple::admission

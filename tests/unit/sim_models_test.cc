@@ -53,6 +53,36 @@ TEST(SimPlatform, EnginesShareThePeak) {
   EXPECT_FALSE(validate(p));
 }
 
+// Tests the directed link: an LLM of 80 GB/s (a quarter host-to-device: 20 + 60 GB/s)
+// beside a VLM of 60 GB/s all host-to-device, each direction 60 GB/s. Host-to-device is
+// shared max-min fairly: the LLM asks for less than half and gets its 20, the VLM the
+// other 40 (2/3 of its rate); device-to-host carries the LLM's 60 alone. The LLM is not
+// slowed, the VLM is (the H200's, results/e2e.md §0, twenty-third session). Without the
+// directions both are scaled by the shared peak; a link with one direction is refused.
+TEST(SimPlatform, ADirectedLinkSharesEachDirectionMaxMinFairly) {
+  Platform p;
+  p.h2d_gbps = p.d2h_gbps = 60;
+  ASSERT_TRUE(validate(p));
+  auto s = p.engine_shares({{80, 0.25}, {60, 1.0}});
+  EXPECT_DOUBLE_EQ(s[0], 1.0);
+  EXPECT_NEAR(s[1], 2.0 / 3, 1e-12);
+  s = p.engine_shares({{80, 0.25}, {0, 1.0}});   // the VLM idle: the LLM alone
+  EXPECT_DOUBLE_EQ(s[0], 1.0);
+  s = p.engine_shares({{80, 0.25}, {80, 0.25}});  // two such LLMs: 120 GB/s device-to-host on 60
+  EXPECT_DOUBLE_EQ(s[0], 0.5);
+  EXPECT_DOUBLE_EQ(s[1], 0.5);
+  p.peak_gbps = 50;                               // the peak still caps the sum: 80 moved -> 50
+  s = p.engine_shares({{80, 0.25}, {80, 0.25}});
+  EXPECT_DOUBLE_EQ(s[0], 0.5 * 50 / 80);
+  p.h2d_gbps = p.d2h_gbps = 0;
+  p.peak_gbps = 100;                              // undirected: one factor, 100 / 140
+  s = p.engine_shares({{80, 0.25}, {60, 1.0}});
+  EXPECT_DOUBLE_EQ(s[0], p.engine_share(140));
+  EXPECT_DOUBLE_EQ(s[1], p.engine_share(140));
+  p.h2d_gbps = 60;
+  EXPECT_FALSE(validate(p));
+}
+
 TEST(SimRng, DeterministicAndLomaxHasItsMean) {
   Rng a(7), b(7), c(8);
   EXPECT_EQ(a.next(), b.next());
@@ -329,6 +359,22 @@ time_sigma = 0.1
   EXPECT_FALSE(apply_setting(*p, "agent.nope=1"));
   EXPECT_FALSE(parse_preset("[platform]\npeak = 3\n", "x", "."));
   EXPECT_FALSE(parse_preset("[engine.x]\nkind = \"best-effort\"\n", "x", "."));
+  EXPECT_TRUE(apply_setting(*p, "agent.link_yield_on_schedule=true"));
+  EXPECT_TRUE(p->options.link_yield_on_schedule);
+  // The directed link: both directions or neither; an engine's h2d_fraction in [0, 1].
+  const std::string eng = "[engine.x]\nunits = 1\nunit_mb = 1\ngbps = 1\n";
+  auto d = parse_preset("engines = [\"x\"]\n[platform]\nh2d_gbps = 58\nd2h_gbps = 57\n" + eng + "h2d_fraction = 0.25\n",
+                        "x", ".");
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_TRUE(d->platform.directed());
+  EXPECT_DOUBLE_EQ(d->platform.d2h_gbps, 57);
+  EXPECT_DOUBLE_EQ(d->engines.at("x").h2d_fraction, 0.25);
+  auto bad = parse_preset("engines = [\"x\"]\n[platform]\nh2d_gbps = 58\n" + eng, "x", ".");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("d2h_gbps"), std::string::npos) << bad.error().message;
+  bad = parse_preset("engines = [\"x\"]\n" + eng + "h2d_fraction = 1.5\n", "x", ".");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("h2d_fraction"), std::string::npos) << bad.error().message;
 }
 
 // Tests the [bursts] section and a task's burst_factor: read, the factor per task (its own,

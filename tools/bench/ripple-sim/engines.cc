@@ -42,6 +42,8 @@ admission::EngineSpec EngineModel::spec() const {
 Status validate(const EngineModel& m) {
   if (Status s = admission::validate(m.spec()); !s) return s;
   if (m.pass.empty()) return make_error("engine {}: its pass has no units", m.name);
+  if (!(m.h2d_fraction >= 0 && m.h2d_fraction <= 1))
+    return make_error("engine {}: h2d_fraction {} must be in [0, 1]", m.name, m.h2d_fraction);
   for (auto u : m.pass)
     if (u >= m.catalog.size()) return make_error("engine {}: pass names unit {} outside the catalog", m.name, u);
   return Status::Ok();

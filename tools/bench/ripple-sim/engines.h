@@ -46,6 +46,9 @@ struct EngineModel {
   // spans the wait behind the grant before). false: a Start follows the grant before's end.
   bool issue_ahead = false;
   Nanos first_release = 0;                   // deadline-bound: first frame's release
+  // The share of its bytes that go host-to-device (the rest device-to-host), on a platform
+  // whose link has two directions (Platform::directed).
+  double h2d_fraction = 1.0;
 
   Bytes pass_bytes() const;
   Nanos pass_ns() const;                     // solo GPU time of one pass (no overheads)

@@ -13,9 +13,19 @@
 //
 // Bandwidth: the engines' nominal byte rates add up; above peak_gbps every engine is slowed
 // by the same factor so their sum is peak_gbps (a shared memory bus).
+//
+// A host link with two directions (h2d_gbps and d2h_gbps, both > 0; 0: not modelled): each
+// engine's bytes are a share h2d_fraction host-to-device, the rest device-to-host, moved at
+// once. Each direction's capacity is shared max-min fairly (water-filling: an engine that
+// asks for less than an equal split gets all of it, the rest is split among the others),
+// and an engine runs at the smallest share it got of its demand in either direction; then
+// peak_gbps caps the sum as above. On the H200 an offloaded LLM (27 % H2D) beside a VLM
+// streaming its weights (all H2D) slowed the VLM's copies 1.2-1.45x and not the LLM's
+// (results/e2e.md §0, twenty-third session): one shared rate would slow both.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ripple/status.h"
 
@@ -29,6 +39,9 @@ struct Platform {
   SlowdownModel model = SlowdownModel::kLinear;
   double max_stall = 0.9;              // saturating: the largest share of progress lost
   double min_rate = 0.01;              // linear: progress never stops (kappa beta >= 1)
+  double h2d_gbps = 0, d2h_gbps = 0;   // the host link's two directions (both or neither)
+
+  bool directed() const { return h2d_gbps > 0 && d2h_gbps > 0; }
 
   // Progress rate of a job of a task with slope `kappa_ms_per_gb` while the engines move
   // `beta_gbps`: 1 = solo speed.
@@ -36,6 +49,14 @@ struct Platform {
   // The factor (<= 1) each engine's nominal rate is scaled by when together they ask for
   // `demand_gbps`.
   double engine_share(double demand_gbps) const;
+  // With a directed link: each running engine's factor (<= 1), given its nominal rate
+  // (GB/s) and the share of its bytes that go host-to-device. Without: engine_share of the
+  // sum, for each.
+  struct Demand {
+    double gbps = 0;
+    double h2d_fraction = 1;
+  };
+  std::vector<double> engine_shares(const std::vector<Demand>& demands) const;
   // The solo work done in `elapsed_ns` at that rate; and the time `work_ns` takes.
   static double work_done(double elapsed_ns, double rate) { return elapsed_ns * rate; }
 };

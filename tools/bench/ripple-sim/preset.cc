@@ -68,7 +68,7 @@ Result<EngineModel> read_engine(const toml::table& t, const std::string& name, c
   const std::string where = "engine." + name;
   if (Status s = check_keys(t, where, {"kind", "units", "unit_mb", "unit_ms", "gbps", "profile", "period_ms",
                                        "deadline_ms", "first_release_ms", "grant_overhead_us", "repeat",
-                                       "hidden_overhead_us", "time_sigma", "chunk_mb", "issue_ahead", "source"});
+                                       "hidden_overhead_us", "time_sigma", "chunk_mb", "issue_ahead", "h2d_fraction", "source"});
       !s)
     return s.error();
   const std::string kind_s = t["kind"].value_or(std::string("best-effort"));
@@ -108,6 +108,7 @@ Result<EngineModel> read_engine(const toml::table& t, const std::string& name, c
   m.grant_overhead = us_to_ns(t["grant_overhead_us"].value_or(0.0));
   m.hidden_overhead = us_to_ns(t["hidden_overhead_us"].value_or(0.0));
   m.time_sigma = t["time_sigma"].value_or(0.0);
+  m.h2d_fraction = t["h2d_fraction"].value_or(1.0);
   if (!(m.time_sigma >= 0 && m.time_sigma <= 2)) return make_error("{}: time_sigma must be in [0, 2]", where);
   if (auto v = t["issue_ahead"]; v && !v.is_boolean()) return make_error("{}: issue_ahead must be true or false", where);
   m.issue_ahead = t["issue_ahead"].value_or(false);
@@ -161,7 +162,7 @@ Result<Preset> parse_preset(const std::string& text, const std::string& origin, 
   if (!(p.period_scale > 0) || !(p.profile_s > 0)) return make_error("{}: period_scale, profile_s must be > 0", origin);
   p.platform.name = p.name;
   if (const toml::table* t = doc["platform"].as_table()) {
-    if (Status s = check_keys(*t, "platform", {"peak_gbps", "model", "max_stall", "min_rate", "source"}); !s)
+    if (Status s = check_keys(*t, "platform", {"peak_gbps", "model", "max_stall", "min_rate", "h2d_gbps", "d2h_gbps", "source"}); !s)
       return s.error();
     p.platform.peak_gbps = (*t)["peak_gbps"].value_or(p.platform.peak_gbps);
     bool ok = true;
@@ -169,6 +170,8 @@ Result<Preset> parse_preset(const std::string& text, const std::string& origin, 
     if (!ok) return make_error("platform.model: linear or saturating");
     p.platform.max_stall = (*t)["max_stall"].value_or(p.platform.max_stall);
     p.platform.min_rate = (*t)["min_rate"].value_or(p.platform.min_rate);
+    p.platform.h2d_gbps = (*t)["h2d_gbps"].value_or(p.platform.h2d_gbps);
+    p.platform.d2h_gbps = (*t)["d2h_gbps"].value_or(p.platform.d2h_gbps);
   }
   if (Status s = validate(p.platform); !s) return s.error();
   if (const toml::table* t = doc["delays"].as_table()) {
@@ -288,13 +291,17 @@ Status apply_agent_key(Preset& p, const std::string& key, const toml::node& n) {
     } else {
       return make_error("agent.shared_link must be true, false or \"auto\"");
     }
-  } else if (key == "pipelining" || key == "queued_durations" || key == "early_end_carries") {
+  } else if (key == "pipelining" || key == "queued_durations" || key == "early_end_carries" ||
+             key == "link_yield_on_schedule") {
     auto v = n.value<bool>();
     if (!v) return make_error("agent.{} must be true or false", key);
-    (key == "pipelining" ? o.pipelining : key == "queued_durations" ? o.queued_durations : o.early_end_carries) = *v;
+    (key == "pipelining"         ? o.pipelining
+     : key == "queued_durations" ? o.queued_durations
+     : key == "early_end_carries" ? o.early_end_carries
+                                  : o.link_yield_on_schedule) = *v;
   } else if (key == "source") {
   } else {
-    return make_error("agent.{}: not an admission key (lease_ms, expire_slack_ms, horizon_ms, gamma, end_guard_quantile, pipelining, queued_durations, early_end_carries, shared_link)", key);
+    return make_error("agent.{}: not an admission key (lease_ms, expire_slack_ms, horizon_ms, gamma, end_guard_quantile, pipelining, queued_durations, early_end_carries, shared_link, link_yield_on_schedule)", key);
   }
   return Status::Ok();
 }

@@ -182,15 +182,23 @@ class Sim {
   // After any change of who runs: the engines' share and byte rate, each job's rate, and
   // the predicted ends that changed.
   void recompute() {
-    double demand = 0;
+    std::vector<Platform::Demand> demand;
     for (const EngineRt& e : engines_)
-      if (e.phase == Phase::kRunning) demand += e.unit_rate;
-    const double share = cfg_.platform.engine_share(demand);
-    const double beta = demand * share;  // bytes per ns = GB/s
+      demand.push_back({e.phase == Phase::kRunning ? e.unit_rate : 0.0, e.m->h2d_fraction});
+    const std::vector<double> shares = cfg_.platform.engine_shares(demand);
+    double beta = 0, sum = 0;  // bytes per ns = GB/s
+    for (std::size_t i = 0; i < engines_.size(); ++i) {
+      const EngineRt& e = engines_[i];
+      if (e.phase != Phase::kRunning) continue;
+      sum += e.unit_rate;
+      beta += e.unit_rate * shares[i];
+    }
+    if (!cfg_.platform.directed()) beta = sum * cfg_.platform.engine_share(sum);  // one factor for all
     for (std::size_t i = 0; i < engines_.size(); ++i) {
       EngineRt& e = engines_[i];
-      if (e.phase != Phase::kRunning || (e.share == share && e.gen_posted)) continue;
-      e.share = share;
+      if (e.phase != Phase::kRunning) continue;
+      if (e.share == shares[i] && e.gen_posted) continue;
+      e.share = shares[i];
       post_unit_end(static_cast<std::uint32_t>(i));
     }
     for (std::size_t i = 0; i < tasks_.size(); ++i) {
