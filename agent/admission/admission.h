@@ -79,7 +79,7 @@ struct Options {
   // the link off. Otherwise the deadline-bound engine holds the link as before (also while
   // nothing of its request is granted yet), and it always waits for the others' grants. Why: on the H200 the hold cost the LLM
   // 16-22 % of its time beside a host-byte VLM, and with the link off the VLM's copies
-  // took 1.2-1.45x as long beside the LLM's while the LLM's were not slowed (results/e2e.md
+  // took 1.06-1.54x (median 1.39) as long beside the LLM's while the LLM's were not slowed (results/e2e.md
   // §0, twenty-third session). Off until a GPU A/B decides it.
   bool link_yield_on_schedule = false;
   // The end guard (ours; Documentation/agent.md, "The end guard"): this quantile of each
