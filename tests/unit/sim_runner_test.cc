@@ -237,6 +237,39 @@ TEST(SimVlmHost, RippleMeetsEveryFrameOfAHostStreamingVlm) {
   EXPECT_GT(rip["llm_tok_s"].get<double>(), 0.3) << "best-effort work still gets the rest";
 }
 
+// Tests agent.link_yield_on_schedule closed-loop on the host link modelled per direction
+// (h200-vlm-duplex, fitted to the H200: the VLM's copies 1.4x slower beside the LLM's, the
+// LLM's not slowed). At k = 1.5 with the VLM's 5-s frames, the hold costs the LLM a fifth of
+// its time; yielding while the VLM is ahead of its due times moves >= 1.1x the hold's tokens/s
+// (the sim's seeds give 1.20-1.23x) with every frame on time and every CPU target met.
+TEST(SimVlmDuplex, LinkYieldMovesMoreWithEveryFrameOnTime) {
+  auto p = load_preset("h200-vlm-duplex", src("tools/bench/ripple-sim/presets"));
+  ASSERT_TRUE(p) << p.error().message;
+  SweepOptions o;
+  o.preset = *p;
+  o.mix_path = src("tools/workloads/mixes/robotic1.toml");
+  o.policies = {"ripple", "ripple+yield"};
+  o.variants["ripple+yield"] = {"agent.link_yield_on_schedule=true"};
+  o.ks = {1.5};
+  o.runs = 2;
+  auto r = sweep(o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->protocol_errors, 0u);
+  std::map<std::string, nlohmann::ordered_json> at;
+  for (const auto& pt : r->summary["points"]) at[pt["policy"]] = pt;
+  const auto& held = at["ripple"];
+  const auto& yield = at["ripple+yield"];
+  std::printf("held %.3f tokens/s, yield %.3f; VLM late %llu / %llu\n", held["llm_tok_s"].get<double>(),
+              yield["llm_tok_s"].get<double>(), static_cast<unsigned long long>(held["vlm_misses"].get<std::uint64_t>()),
+              static_cast<unsigned long long>(yield["vlm_misses"].get<std::uint64_t>()));
+  for (const auto* pt : {&held, &yield}) {
+    EXPECT_TRUE((*pt)["feasible"].get<bool>()) << pt->dump();
+    EXPECT_GT((*pt)["vlm_frames"].get<std::uint64_t>(), 10u);
+    EXPECT_EQ((*pt)["vlm_misses"].get<std::uint64_t>(), 0u);
+  }
+  EXPECT_GE(yield["llm_tok_s"].get<double>(), 1.1 * held["llm_tok_s"].get<double>());
+}
+
 // Tests that a per-job spread of the slowdown (slowdown_sigma) widens the responses beside a
 // constant stream while their mean stretch stays about the same.
 TEST(SimRunner, SlopeSpreadWidensTheTailNotTheMean) {
