@@ -28,6 +28,29 @@ std::string src(const std::string& rel) {
   return rel;
 }
 
+// A sweep of a shipped preset over a mix of tools/workloads/mixes (e.g. "robotic1"); the
+// rest is SweepOptions' defaults. A preset that does not load fails the test.
+SweepOptions preset_sweep(const std::string& preset, const std::string& mix) {
+  SweepOptions o;
+  auto p = load_preset(preset, src("tools/bench/ripple-sim/presets"));
+  EXPECT_TRUE(p) << (p ? "" : p.error().message);
+  if (p) o.preset = *p;
+  o.mix_path = src("tools/workloads/mixes/" + mix + ".toml");
+  return o;
+}
+
+// Runs a sweep of one k and returns its points by policy; a sweep that fails or reports
+// protocol errors fails the test.
+std::map<std::string, nlohmann::ordered_json> points_by_policy(const SweepOptions& o) {
+  std::map<std::string, nlohmann::ordered_json> at;
+  auto r = sweep(o);
+  EXPECT_TRUE(r) << (r ? "" : r.error().message);
+  if (!r) return at;
+  EXPECT_EQ(r->protocol_errors, 0u);
+  for (const auto& pt : r->summary["points"]) at[pt["policy"]] = pt;
+  return at;
+}
+
 // One plant-like task (50 ms period, 10 ms solo + Lomax noise, kappa 750 ms/GB) beside
 // the plant's 1 GB/s LLM stand-in.
 RunConfig plant_like(const std::string& policy, double deadline_ms) {
@@ -211,19 +234,12 @@ TEST(SimPlantValidation, ChunkedRippleGrantsAtLeastSigammaAtATightPoint) {
 // late on 3 of 18 frames here. Measured when written: ripple 0/18 late, worst DMR 0.67 %,
 // 0.36 tokens/s (before: 3/18, 0.67 %, 0.34); unmanaged 0/18 at 20.1 % DMR.
 TEST(SimVlmHost, RippleMeetsEveryFrameOfAHostStreamingVlm) {
-  auto p = load_preset("h200-vlm-host", src("tools/bench/ripple-sim/presets"));
-  ASSERT_TRUE(p) << p.error().message;
-  SweepOptions o;
-  o.preset = *p;
-  o.mix_path = src("tools/workloads/mixes/robotic1.toml");
+  SweepOptions o = preset_sweep("h200-vlm-host", "robotic1");
   o.policies = {"ripple", "unmanaged"};
   o.ks = {1.1};
   o.runs = 3;
-  auto r = sweep(o);
-  ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(r->protocol_errors, 0u);
-  std::map<std::string, nlohmann::ordered_json> at;
-  for (const auto& pt : r->summary["points"]) at[pt["policy"]] = pt;
+  auto at = points_by_policy(o);
+  ASSERT_EQ(at.size(), 2u);
   const auto& rip = at["ripple"];
   std::printf("ripple: VLM late %llu/%llu, worst DMR %.4f, %.3f tokens/s\n",
               static_cast<unsigned long long>(rip["vlm_misses"].get<std::uint64_t>()),
@@ -243,20 +259,13 @@ TEST(SimVlmHost, RippleMeetsEveryFrameOfAHostStreamingVlm) {
 // its time; yielding while the VLM is ahead of its due times moves >= 1.1x the hold's tokens/s
 // (the sim's seeds give 1.20-1.23x) with every frame on time and every CPU target met.
 TEST(SimVlmDuplex, LinkYieldMovesMoreWithEveryFrameOnTime) {
-  auto p = load_preset("h200-vlm-duplex", src("tools/bench/ripple-sim/presets"));
-  ASSERT_TRUE(p) << p.error().message;
-  SweepOptions o;
-  o.preset = *p;
-  o.mix_path = src("tools/workloads/mixes/robotic1.toml");
+  SweepOptions o = preset_sweep("h200-vlm-duplex", "robotic1");
   o.policies = {"ripple", "ripple+yield"};
   o.variants["ripple+yield"] = {"agent.link_yield_on_schedule=true"};
   o.ks = {1.5};
   o.runs = 2;
-  auto r = sweep(o);
-  ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(r->protocol_errors, 0u);
-  std::map<std::string, nlohmann::ordered_json> at;
-  for (const auto& pt : r->summary["points"]) at[pt["policy"]] = pt;
+  auto at = points_by_policy(o);
+  ASSERT_EQ(at.size(), 2u);
   const auto& held = at["ripple"];
   const auto& yield = at["ripple+yield"];
   std::printf("held %.3f tokens/s, yield %.3f; VLM late %llu / %llu\n", held["llm_tok_s"].get<double>(),
@@ -369,11 +378,7 @@ TEST(SimReplay, SoloFromTakesTheRunsProfileAndDeadlines) {
 // Tests that --variant runs the base policy with its settings, and an undefined variant is
 // refused by name.
 TEST(SimReplay, VariantsRunTheBasePolicyWithTheirSettings) {
-  auto p = load_preset("plant", src("tools/bench/ripple-sim/presets"));
-  ASSERT_TRUE(p) << p.error().message;
-  SweepOptions o;
-  o.preset = *p;
-  o.mix_path = src("tools/workloads/mixes/robotic1-1t.toml");
+  SweepOptions o = preset_sweep("plant", "robotic1-1t");
   o.policies = {"ripple", "ripple+clip"};
   o.variants["ripple+clip"] = {"pricing.margin_clip=true"};
   o.ks = {1.5};
