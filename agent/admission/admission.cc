@@ -40,7 +40,7 @@ Admission::Outstanding* Admission::find_grant(EngineId engine, GrantId grant) {
 Context Admission::context(Nanos now) const {
   return Context{ledger_,    engines_, now, opts_.gamma, opts_.horizon, opts_.pipelining && policy_->pipelines(),
                  opts_.lease, opts_.shared_link != LinkMode::kOff && policy_->models_shared_link(),
-                 opts_.shared_link == LinkMode::kAuto, opts_.link_yield_on_schedule};
+                 opts_.shared_link == LinkMode::kAuto, opts_.link_by_deadline};
 }
 
 void Admission::update_probe_unit() {

@@ -72,16 +72,17 @@ struct Options {
   // default): as on, but an engine whose hello reports an integrated GPU (unified memory:
   // no host link) neither waits for another's grant nor holds another's back.
   LinkMode shared_link = LinkMode::kAuto;
-  // With the shared link: a best-effort engine's host-byte grant is not held for a
-  // deadline-bound engine's while that engine is ahead of its due times: its outstanding
-  // host-byte grants, run at half speed from now, still end by the due time of its last
-  // granted unit. The best-effort grant runs beside them, predicted at solo speed, as with
-  // the link off. Otherwise the deadline-bound engine holds the link as before (also while
-  // nothing of its request is granted yet), and it always waits for the others' grants. Why: on the H200 the hold cost the LLM
-  // 16-22 % of its time beside a host-byte VLM, and with the link off the VLM's copies
-  // took 1.06-1.54x (median 1.39) as long beside the LLM's while the LLM's were not slowed (results/e2e.md
+  // With the shared link, the link by deadlines: a deadline-bound engine's host-byte grant
+  // never waits for a best-effort engine's, and a best-effort engine's waits for a
+  // deadline-bound engine's only while that engine is not ahead of its due times (its
+  // outstanding host-byte grants, run at half speed from now, would end after the due time
+  // of its last granted unit; or nothing of its request is granted yet). Grants that run
+  // beside each other are predicted at solo speed, as with the link off. Engines of one
+  // kind hold each other as before. Why: on the H200 the hold cost the LLM 16-22 % of its
+  // time beside a host-byte VLM, and with the link off the VLM's copies took 1.06-1.54x
+  // (median 1.39) as long beside the LLM's while the LLM's were not slowed (results/e2e.md
   // §0, twenty-third session). Off until a GPU A/B decides it.
-  bool link_yield_on_schedule = false;
+  bool link_by_deadline = false;
   // The end guard (ours; Documentation/agent.md, "The end guard"): this quantile of each
   // engine's recent late grant ends (EngineState::end_guard) is added to a grant's
   // predicted end where the ripple policy checks its crossing into a CPU release. A grant

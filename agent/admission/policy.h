@@ -117,15 +117,15 @@ struct Context {
   bool shared_link = false;
   // LinkMode::kAuto: an engine on an integrated GPU is not on the link (link_free).
   bool link_auto = false;
-  // Options::link_yield_on_schedule: see holds_link_for.
-  bool link_yield = false;
+  // Options::link_by_deadline: see holds_link_for.
+  bool link_by_deadline = false;
   bool on_link(const EngineState& e) const {
     return shared_link && !(link_auto && e.spec.memory == DeviceMemory::kIntegrated);
   }
   // Whether d's host-byte grants hold e's (both on the link, d another engine): always, but
-  // with link_yield not where e is best-effort and d deadline-bound with its outstanding
-  // host-byte grants predicted to end, at half speed, by the due time of its last granted
-  // unit (EngineState::granted_due).
+  // with link_by_deadline a best-effort engine's never hold a deadline-bound engine's, and a
+  // deadline-bound engine's hold a best-effort engine's only while they are not predicted
+  // to end, at half speed, by the due time of its last granted unit (EngineState::granted_due).
   bool holds_link_for(const EngineState& d, const EngineState& e) const;
 
   // Earliest time a new grant of `e` could start: now plus its start lag, or after its

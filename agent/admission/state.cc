@@ -145,10 +145,11 @@ static bool link_late(const EngineState& d, Nanos now) {
 
 bool Context::holds_link_for(const EngineState& d, const EngineState& e) const {
   if (d.id == e.id || !d.connected || !on_link(d)) return false;
-  if (!(link_yield && e.spec.kind == EngineKind::kBestEffort && d.spec.kind == EngineKind::kDeadlineBound)) return true;
-  // d's granted units still end by the due time of the last of them at half speed (two
-  // grants on the link at once), e's beside them: it yields. kNever (nothing of the
-  // request granted, or no deadline) holds.
+  if (!link_by_deadline || e.spec.kind == d.spec.kind) return true;
+  if (e.spec.kind == EngineKind::kDeadlineBound) return false;  // a deadline never waits for best effort
+  // e best-effort, d deadline-bound: d holds the link unless its granted units still end by
+  // the due time of the last of them at half speed (two grants on the link at once).
+  // kNever (nothing of its request granted, or no deadline) holds.
   const Nanos due = d.granted_due(gamma);
   return due == kNever || now + 2 * (std::max(d.link_until, now) - now) > due;
 }

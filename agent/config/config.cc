@@ -94,7 +94,7 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
   if (Status s = known_keys(w, t, "agent",
                             {"core", "policy", "fail_mode", "engine_socket", "control_socket", "allowed_uids",
                              "allowed_gids", "log_level", "pin_dir", "tracer_wakeup", "poll_us", "spin_us",
-                             "lease_ms", "expire_slack_ms", "horizon_ms", "gamma", "end_guard_quantile", "pipelining", "queued_durations", "early_end_carries", "shared_link", "link_yield_on_schedule", "max_sessions",
+                             "lease_ms", "expire_slack_ms", "horizon_ms", "gamma", "end_guard_quantile", "pipelining", "queued_durations", "early_end_carries", "shared_link", "link_by_deadline", "max_sessions",
                              "hello_timeout_ms", "max_queued_works", "metrics_file", "metrics_interval_s", "trace_file",
                              "unconfigured_engines"});
       !s)
@@ -153,12 +153,12 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
         return error_at(w, n, key, "must be true, false or \"auto\"");
       }
     } else if (k == "tracer_wakeup" || k == "pipelining" || k == "queued_durations" || k == "early_end_carries" ||
-               k == "link_yield_on_schedule") {
+               k == "link_by_deadline") {
       if (!n.is_boolean()) return error_at(w, n, key, "must be true or false");
       (k == "pipelining"               ? a.admission.pipelining
        : k == "queued_durations"       ? a.admission.queued_durations
        : k == "early_end_carries"      ? a.admission.early_end_carries
-       : k == "link_yield_on_schedule" ? a.admission.link_yield_on_schedule
+       : k == "link_by_deadline" ? a.admission.link_by_deadline
                                        : a.tracer_wakeup) = *n.value<bool>();
     } else if (k == "poll_us") {
       auto v = number(w, n, key);

@@ -3,7 +3,7 @@
 //   [agent]      core, policy, fail_mode, engine_socket, control_socket, allowed_uids,
 //                allowed_gids, log_level, pin_dir, tracer_wakeup, poll_us, spin_us,
 //                lease_ms, expire_slack_ms, horizon_ms, gamma, end_guard_quantile, pipelining,
-//                queued_durations, early_end_carries, shared_link, link_yield_on_schedule,
+//                queued_durations, early_end_carries, shared_link, link_by_deadline,
 //                max_sessions, hello_timeout_ms, max_queued_works, unconfigured_engines
 //   [pricing]    the pricing core's parameters (agent/pricing/config.h)
 //   [sereno]     target, kp, ki, max_pause_steps (the sereno baseline's PI controller)

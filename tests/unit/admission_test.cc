@@ -1505,12 +1505,12 @@ TEST(Admission, SharedLinkAutoFollowsTheReportedMemory) {
   }
 }
 
-// Tests agent.link_yield_on_schedule. The VLM's frame (40 units of 1 ms, deadline 1000 ms,
+// Tests agent.link_by_deadline. The VLM's frame (40 units of 1 ms, deadline 1000 ms,
 // gamma 0.95) gets 36 units at once, two grants; the 36th is due at 855 ms. Decided at 0
 // they end at 36 ms, by 72 ms at half speed: ahead, the LLM's host-byte grant runs beside
 // them. Decided first at 840 ms they end at 876 ms, past 855: the LLM is held for the link,
-// as it is at 0 with the option off. The VLM always waits for the LLM's grant.
-TEST(Admission, LinkYieldOnScheduleHoldsOnlyForABehindDeadlineEngine) {
+// as it is at 0 with the option off. The VLM never waits for the LLM's grant (off, it does).
+TEST(Admission, LinkByDeadlineHoldsOnlyForABehindDeadlineEngine) {
   struct Case {
     bool yield;
     Nanos at;
@@ -1518,7 +1518,7 @@ TEST(Admission, LinkYieldOnScheduleHoldsOnlyForABehindDeadlineEngine) {
   };
   for (const Case& c : {Case{true, 0, false}, Case{true, 840 * kMs, true}, Case{false, 0, true}}) {
     Options o;
-    o.link_yield_on_schedule = c.yield;
+    o.link_by_deadline = c.yield;
     Fixture f(0, o);
     const EngineId llm = f.add(engine("llm")), vlm = f.add(engine("vlm", EngineKind::kDeadlineBound));
     ASSERT_TRUE(f.adm->announce(vlm, work(1, 40), 0));
@@ -1535,21 +1535,25 @@ TEST(Admission, LinkYieldOnScheduleHoldsOnlyForABehindDeadlineEngine) {
     if (!c.held) EXPECT_EQ(l->predicted_start, c.at) << what;
     EXPECT_EQ(f.adm->engine(llm)->stats.link_held, c.held ? 1u : 0u) << what;
   }
-  // The LLM's grant outstanding first: the VLM's frame, on schedule, still waits for it.
-  Options o;
-  o.link_yield_on_schedule = true;
-  Fixture f(0, o);
-  const EngineId llm = f.add(engine("llm")), vlm = f.add(engine("vlm", EngineKind::kDeadlineBound));
-  ASSERT_TRUE(f.adm->announce(llm, work(1, 40), 0));
-  const Decision first = f.adm->decide(0);
-  ASSERT_FALSE(first.grants.empty());
-  EXPECT_EQ(first.grants[0].predicted_end, 18 * kMs);
-  ASSERT_TRUE(f.adm->announce(vlm, work(1, 40), kMs));
-  const Decision d = f.adm->decide(kMs);
-  ASSERT_FALSE(d.grants.empty());
-  EXPECT_EQ(d.grants[0].engine, vlm);
-  EXPECT_TRUE(d.grants[0].link_held);
-  EXPECT_GE(d.grants[0].predicted_start, 18 * kMs);
+  // The LLM's grant outstanding first (0-18 ms): the VLM's frame starts at once beside it;
+  // with the option off it waits for the LLM's grant to end.
+  for (const bool by_deadline : {true, false}) {
+    Options o;
+    o.link_by_deadline = by_deadline;
+    Fixture f(0, o);
+    const EngineId llm = f.add(engine("llm")), vlm = f.add(engine("vlm", EngineKind::kDeadlineBound));
+    ASSERT_TRUE(f.adm->announce(llm, work(1, 40), 0));
+    const Decision first = f.adm->decide(0);
+    ASSERT_FALSE(first.grants.empty());
+    EXPECT_EQ(first.grants[0].predicted_end, 18 * kMs);
+    ASSERT_TRUE(f.adm->announce(vlm, work(1, 40), kMs));
+    const Decision d = f.adm->decide(kMs);
+    ASSERT_FALSE(d.grants.empty());
+    EXPECT_EQ(d.grants[0].engine, vlm);
+    EXPECT_EQ(d.grants[0].link_held, !by_deadline) << by_deadline;
+    if (by_deadline) EXPECT_EQ(d.grants[0].predicted_start, kMs);
+    else EXPECT_GE(d.grants[0].predicted_start, 18 * kMs);
+  }
 }
 
 }  // namespace

@@ -107,16 +107,16 @@ TEST(AgentConfig, SharedLinkModes) {
   EXPECT_EQ(mode_of("[agent]\nshared_link = \"auto\"\n"), admission::LinkMode::kAuto);
   EXPECT_EQ(mode_of("[agent]\nshared_link = true\n"), admission::LinkMode::kOn);
   EXPECT_EQ(mode_of("[agent]\nshared_link = false\n"), admission::LinkMode::kOff);
-  // link_yield_on_schedule: off by default, a boolean.
+  // link_by_deadline: off by default, a boolean.
   auto r = parse("", "ripple.toml");
   ASSERT_TRUE(r.ok());
-  EXPECT_FALSE(r->agent.admission.link_yield_on_schedule);
-  r = parse("[agent]\nlink_yield_on_schedule = true\n", "ripple.toml");
+  EXPECT_FALSE(r->agent.admission.link_by_deadline);
+  r = parse("[agent]\nlink_by_deadline = true\n", "ripple.toml");
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_TRUE(r->agent.admission.link_yield_on_schedule);
-  r = parse("[agent]\nlink_yield_on_schedule = 1\n", "ripple.toml");
+  EXPECT_TRUE(r->agent.admission.link_by_deadline);
+  r = parse("[agent]\nlink_by_deadline = 1\n", "ripple.toml");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "ripple.toml:2: agent.link_yield_on_schedule: must be true or false");
+  EXPECT_EQ(r.error().message, "ripple.toml:2: agent.link_by_deadline: must be true or false");
 }
 
 // Tests that each kind of error is refused with the file, the line (of the key, or of

@@ -359,8 +359,8 @@ time_sigma = 0.1
   EXPECT_FALSE(apply_setting(*p, "agent.nope=1"));
   EXPECT_FALSE(parse_preset("[platform]\npeak = 3\n", "x", "."));
   EXPECT_FALSE(parse_preset("[engine.x]\nkind = \"best-effort\"\n", "x", "."));
-  EXPECT_TRUE(apply_setting(*p, "agent.link_yield_on_schedule=true"));
-  EXPECT_TRUE(p->options.link_yield_on_schedule);
+  EXPECT_TRUE(apply_setting(*p, "agent.link_by_deadline=true"));
+  EXPECT_TRUE(p->options.link_by_deadline);
   // The directed link: both directions or neither; an engine's h2d_fraction in [0, 1].
   const std::string eng = "[engine.x]\nunits = 1\nunit_mb = 1\ngbps = 1\n";
   auto d = parse_preset("engines = [\"x\"]\n[platform]\nh2d_gbps = 58\nd2h_gbps = 57\n" + eng + "h2d_fraction = 0.25\n",

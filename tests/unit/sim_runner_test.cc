@@ -253,30 +253,43 @@ TEST(SimVlmHost, RippleMeetsEveryFrameOfAHostStreamingVlm) {
   EXPECT_GT(rip["llm_tok_s"].get<double>(), 0.3) << "best-effort work still gets the rest";
 }
 
-// Tests agent.link_yield_on_schedule closed-loop on the host link modelled per direction
+// Tests agent.link_by_deadline closed-loop on the host link modelled per direction
 // (h200-vlm-duplex, fitted to the H200: the VLM's copies 1.4x slower beside the LLM's, the
-// LLM's not slowed). At k = 1.5 with the VLM's 5-s frames, the hold costs the LLM a fifth of
-// its time; yielding while the VLM is ahead of its due times moves >= 1.1x the hold's tokens/s
-// (the sim's seeds give 1.20-1.23x) with every frame on time and every CPU target met.
-TEST(SimVlmDuplex, LinkYieldMovesMoreWithEveryFrameOnTime) {
+// LLM's not slowed), at k = 1.5. With the VLM's 5-s frames the hold costs the LLM a fifth of
+// its time; the link by deadlines moves >= 1.1x the hold's tokens/s (the sim's seeds give
+// 1.20-1.25x) with every frame on time and every CPU target met. With the VLM's deadline at
+// 1.3 s (its copies alone take 1.08 s) the hold, which makes the VLM wait for the LLM's
+// grants, was late on all 12 frames when written; by deadlines none is late.
+TEST(SimVlmDuplex, LinkByDeadlineMovesMoreAndKeepsEveryFrame) {
   SweepOptions o = preset_sweep("h200-vlm-duplex", "robotic1");
-  o.policies = {"ripple", "ripple+yield"};
-  o.variants["ripple+yield"] = {"agent.link_yield_on_schedule=true"};
+  o.policies = {"ripple", "ripple+dl"};
+  o.variants["ripple+dl"] = {"agent.link_by_deadline=true"};
   o.ks = {1.5};
   o.runs = 2;
   auto at = points_by_policy(o);
   ASSERT_EQ(at.size(), 2u);
   const auto& held = at["ripple"];
-  const auto& yield = at["ripple+yield"];
-  std::printf("held %.3f tokens/s, yield %.3f; VLM late %llu / %llu\n", held["llm_tok_s"].get<double>(),
-              yield["llm_tok_s"].get<double>(), static_cast<unsigned long long>(held["vlm_misses"].get<std::uint64_t>()),
-              static_cast<unsigned long long>(yield["vlm_misses"].get<std::uint64_t>()));
-  for (const auto* pt : {&held, &yield}) {
+  const auto& by_deadline = at["ripple+dl"];
+  std::printf("held %.3f tokens/s, by deadline %.3f; VLM late %llu / %llu\n", held["llm_tok_s"].get<double>(),
+              by_deadline["llm_tok_s"].get<double>(), static_cast<unsigned long long>(held["vlm_misses"].get<std::uint64_t>()),
+              static_cast<unsigned long long>(by_deadline["vlm_misses"].get<std::uint64_t>()));
+  for (const auto* pt : {&held, &by_deadline}) {
     EXPECT_TRUE((*pt)["feasible"].get<bool>()) << pt->dump();
     EXPECT_GT((*pt)["vlm_frames"].get<std::uint64_t>(), 10u);
     EXPECT_EQ((*pt)["vlm_misses"].get<std::uint64_t>(), 0u);
   }
-  EXPECT_GE(yield["llm_tok_s"].get<double>(), 1.1 * held["llm_tok_s"].get<double>());
+  EXPECT_GE(by_deadline["llm_tok_s"].get<double>(), 1.1 * held["llm_tok_s"].get<double>());
+
+  o.preset.engines.at("vlm").deadline = 1300 * kNsPerMs;
+  auto tight = points_by_policy(o);
+  ASSERT_EQ(tight.size(), 2u);
+  std::printf("VLM deadline 1.3 s: late %llu held, %llu by deadline\n",
+              static_cast<unsigned long long>(tight["ripple"]["vlm_misses"].get<std::uint64_t>()),
+              static_cast<unsigned long long>(tight["ripple+dl"]["vlm_misses"].get<std::uint64_t>()));
+  EXPECT_GT(tight["ripple+dl"]["vlm_frames"].get<std::uint64_t>(), 10u);
+  EXPECT_EQ(tight["ripple+dl"]["vlm_misses"].get<std::uint64_t>(), 0u);
+  EXPECT_TRUE(tight["ripple+dl"]["feasible"].get<bool>()) << tight["ripple+dl"].dump();
+  EXPECT_GE(tight["ripple+dl"]["llm_tok_s"].get<double>(), tight["ripple"]["llm_tok_s"].get<double>());
 }
 
 // Tests that a per-job spread of the slowdown (slowdown_sigma) widens the responses beside a

@@ -292,16 +292,16 @@ Status apply_agent_key(Preset& p, const std::string& key, const toml::node& n) {
       return make_error("agent.shared_link must be true, false or \"auto\"");
     }
   } else if (key == "pipelining" || key == "queued_durations" || key == "early_end_carries" ||
-             key == "link_yield_on_schedule") {
+             key == "link_by_deadline") {
     auto v = n.value<bool>();
     if (!v) return make_error("agent.{} must be true or false", key);
     (key == "pipelining"         ? o.pipelining
      : key == "queued_durations" ? o.queued_durations
      : key == "early_end_carries" ? o.early_end_carries
-                                  : o.link_yield_on_schedule) = *v;
+                                  : o.link_by_deadline) = *v;
   } else if (key == "source") {
   } else {
-    return make_error("agent.{}: not an admission key (lease_ms, expire_slack_ms, horizon_ms, gamma, end_guard_quantile, pipelining, queued_durations, early_end_carries, shared_link, link_yield_on_schedule)", key);
+    return make_error("agent.{}: not an admission key (lease_ms, expire_slack_ms, horizon_ms, gamma, end_guard_quantile, pipelining, queued_durations, early_end_carries, shared_link, link_by_deadline)", key);
   }
   return Status::Ok();
 }
