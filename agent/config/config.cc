@@ -155,11 +155,11 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
     } else if (k == "tracer_wakeup" || k == "pipelining" || k == "queued_durations" || k == "early_end_carries" ||
                k == "link_by_deadline") {
       if (!n.is_boolean()) return error_at(w, n, key, "must be true or false");
-      (k == "pipelining"               ? a.admission.pipelining
-       : k == "queued_durations"       ? a.admission.queued_durations
-       : k == "early_end_carries"      ? a.admission.early_end_carries
-       : k == "link_by_deadline" ? a.admission.link_by_deadline
-                                       : a.tracer_wakeup) = *n.value<bool>();
+      (k == "pipelining"          ? a.admission.pipelining
+       : k == "queued_durations"  ? a.admission.queued_durations
+       : k == "early_end_carries" ? a.admission.early_end_carries
+       : k == "link_by_deadline"  ? a.admission.link_by_deadline
+                                  : a.tracer_wakeup) = *n.value<bool>();
     } else if (k == "poll_us") {
       auto v = number(w, n, key);
       if (!v) return v.error();

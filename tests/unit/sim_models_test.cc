@@ -375,6 +375,12 @@ time_sigma = 0.1
   bad = parse_preset("engines = [\"x\"]\n" + eng + "h2d_fraction = 1.5\n", "x", ".");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("h2d_fraction"), std::string::npos) << bad.error().message;
+  bad = parse_preset("engines = [\"x\"]\n" + eng + "h2d_fraction = \"half\"\n", "x", ".");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "engine.x.h2d_fraction must be a number");
+  bad = parse_preset("engines = [\"x\"]\n[platform]\nh2d_gbps = \"fast\"\nd2h_gbps = 58\n" + eng, "x", ".");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "platform.h2d_gbps must be a number");
 }
 
 // Tests the [bursts] section and a task's burst_factor: read, the factor per task (its own,

@@ -108,7 +108,11 @@ Result<EngineModel> read_engine(const toml::table& t, const std::string& name, c
   m.grant_overhead = us_to_ns(t["grant_overhead_us"].value_or(0.0));
   m.hidden_overhead = us_to_ns(t["hidden_overhead_us"].value_or(0.0));
   m.time_sigma = t["time_sigma"].value_or(0.0);
-  m.h2d_fraction = t["h2d_fraction"].value_or(1.0);
+  if (auto v = t["h2d_fraction"]; v) {
+    auto f = v.value<double>();
+    if (!f) return make_error("{}.h2d_fraction must be a number", where);
+    m.h2d_fraction = *f;
+  }
   if (!(m.time_sigma >= 0 && m.time_sigma <= 2)) return make_error("{}: time_sigma must be in [0, 2]", where);
   if (auto v = t["issue_ahead"]; v && !v.is_boolean()) return make_error("{}: issue_ahead must be true or false", where);
   m.issue_ahead = t["issue_ahead"].value_or(false);
@@ -170,8 +174,13 @@ Result<Preset> parse_preset(const std::string& text, const std::string& origin, 
     if (!ok) return make_error("platform.model: linear or saturating");
     p.platform.max_stall = (*t)["max_stall"].value_or(p.platform.max_stall);
     p.platform.min_rate = (*t)["min_rate"].value_or(p.platform.min_rate);
-    p.platform.h2d_gbps = (*t)["h2d_gbps"].value_or(p.platform.h2d_gbps);
-    p.platform.d2h_gbps = (*t)["d2h_gbps"].value_or(p.platform.d2h_gbps);
+    for (auto [key, field] : {std::pair{"h2d_gbps", &p.platform.h2d_gbps}, std::pair{"d2h_gbps", &p.platform.d2h_gbps}}) {
+      if (auto v = (*t)[key]; v) {
+        auto g = v.value<double>();
+        if (!g) return make_error("platform.{} must be a number", key);
+        *field = *g;
+      }
+    }
   }
   if (Status s = validate(p.platform); !s) return s.error();
   if (const toml::table* t = doc["delays"].as_table()) {
