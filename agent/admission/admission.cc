@@ -43,6 +43,42 @@ Context Admission::context(Nanos now) const {
                  opts_.shared_link == LinkMode::kAuto, opts_.link_by_deadline};
 }
 
+void Admission::refresh_beside(Nanos now) {
+  if (!opts_.link_by_deadline) return;
+  std::vector<Nanos> until(engines_.size(), 0);
+  {
+    const Context ctx = context(now);
+    if (ctx.shared_link)
+      for (std::size_t i = 0; i < engines_.size(); ++i) {
+        const EngineState& e = engines_[i];
+        if (!e.connected || !ctx.on_link(e)) continue;
+        for (const EngineState& d : engines_) {
+          if (d.id == e.id || !d.connected || !ctx.on_link(d)) continue;
+          // d's next host-byte grant would not wait for e's: it may run beside all of it.
+          if (d.has_work() && d.unit(0).bytes >= kLinkMinBytes && !ctx.holds_link_for(e, d)) until[i] = kNever;
+          // d's host-byte grants outstanding, which e's would not wait for.
+          else if (d.link_until > now && !ctx.holds_link_for(d, e)) until[i] = std::max(until[i], d.link_until);
+        }
+      }
+  }
+  for (std::size_t i = 0; i < engines_.size(); ++i) engines_[i].beside_until = until[i];
+}
+
+void Admission::account_beside(Nanos now) {
+  const Nanos dt = now - beside_mark_;
+  beside_mark_ = now;
+  if (!opts_.link_by_deadline || dt <= 0) return;
+  const auto runs = [](const Outstanding& o) { return o.ran_from >= 0 && o.plan.bytes >= kLinkMinBytes; };
+  for (Outstanding& o : grants_) {
+    if (!runs(o)) continue;
+    for (const Outstanding& x : grants_)
+      if (x.plan.engine != o.plan.engine && runs(x)) {
+        o.beside_ns += dt;
+        break;
+      }
+  }
+}
+
 void Admission::update_probe_unit() {
   // App. C: the probe is the largest, over the engines, of each one's smallest unit: the
   // smallest it has announced in a work, or, before its first work, of its catalog. (The
@@ -76,6 +112,7 @@ Result<EngineId> Admission::add_engine(EngineSpec spec, Nanos now) {
 void Admission::remove_engine(EngineId id, Nanos now) {
   EngineState* e = find(id);
   if (e == nullptr) return;
+  account_beside(now);
   // Outstanding grants stay charged: the GPU may have run them (issue 5, faults).
   for (std::size_t i = grants_.size(); i-- > 0;) {
     if (grants_[i].plan.engine != id) continue;
@@ -190,6 +227,7 @@ Decision Admission::decide(Nanos now) {
   // ends the loop, so this terminates; the bound guards against a faulty policy.
   const std::size_t max_picks = 2 * engines_.size() + 1;
   for (std::size_t round = 0; round <= max_picks; ++round) {
+    refresh_beside(now);
     const Context ctx = context(now);
     Pick pick = policy_->pick(ctx);
     for (auto& [id, why] : pick.waits)
@@ -231,8 +269,11 @@ Decision Admission::decide(Nanos now) {
     }
     // Delivered ahead for a release or held for the link, it may find the engine idle:
     // it runs alone.
-    g.predicted_end = g.not_before > 0 ? g.predicted_start + e.duration_alone(pick.count)
-                                       : e.end_of(g.predicted_start, pick.count, now);
+    g.predicted_end = g.not_before > 0
+                          ? e.beside_end(g.predicted_start, g.predicted_start + e.duration_alone(pick.count))
+                          : e.end_of(g.predicted_start, pick.count, now);
+    // Its duration predicted alone, against which a run beside another's is measured.
+    const Nanos solo = g.not_before > 0 || !e.queued_slot() ? e.duration_alone(pick.count) : e.duration_of(pick.count);
     g.successor = e.outstanding > 0;
     // The engine may start it only while the checks that admitted it hold: within
     // the lease, and not so late that it would cross a release it was admitted not
@@ -241,6 +282,7 @@ Decision Admission::decide(Nanos now) {
     g.start_by = start_limit(e, g, now);
     g.id = ledger_.charge(e.id, g.bytes, g.predicted_end, now);
     grants_.push_back({g, e.queue.front(), -1, -1, e.id});
+    grants_.back().solo = solo;
     if (e.outstanding == 0 && e.idle_since >= 0) {
       e.stats.wait_budget += now - e.idle_since;
       e.idle_since = -1;
@@ -323,7 +365,14 @@ Status Admission::on_start(EngineId engine, GrantId grant, Nanos now) {
   Outstanding* g = find_grant(engine, grant);
   if (g == nullptr) return revoked_error("start", find(engine), engine, grant);
   if (g->started >= 0) return make_error("start: grant {} of engine {} started twice", grant, engine);
+  account_beside(now);
   g->started = now;
+  // The engine's oldest grant: the GPU is on it from now (a successor's starts at the
+  // Done of the one before, finish_grant).
+  if (std::none_of(grants_.begin(), grants_.end(), [&](const Outstanding& o) {
+        return o.plan.engine == engine && o.plan.id < grant;
+      }))
+    g->ran_from = now;
   if (trace_) trace_({TraceKind::kStart, now, engine, grant, g->plan.bytes, g->sent, 0, 0, false});
   EngineState& e = *slot(engine);
   // Delivery gap: from the later of sending and the previous grant's end.
@@ -355,6 +404,12 @@ void Admission::refresh_link(EngineState& e) {
 void Admission::finish_grant(std::size_t index, Nanos now) {
   EngineState& e = *slot(grants_[index].plan.engine);
   grants_.erase(grants_.begin() + static_cast<std::ptrdiff_t>(index));
+  // The engine's next grant, started and queued behind it, runs from here on.
+  for (Outstanding& o : grants_)
+    if (o.plan.engine == e.id) {
+      if (o.started >= 0 && o.ran_from < 0) o.ran_from = now;
+      break;
+    }
   refresh_link(e);
   --e.outstanding;
   e.last_done = now;
@@ -370,6 +425,7 @@ Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos 
   Outstanding* g = find_grant(engine, grant);
   if (g == nullptr) return revoked_error("done", find(engine), engine, grant);
   if (measured < 0) return make_error("done: grant {} of engine {} reports negative time", grant, engine);
+  account_beside(now);
   EngineState& e = *slot(engine);
   const GrantPlan plan = g->plan;
   const std::shared_ptr<const Work> work = g->work;
@@ -386,9 +442,20 @@ Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos 
       const double ratio = std::clamp(static_cast<double>(t) / static_cast<double>(profiled), 0.05, 20.0);
       return cur <= 0 ? ratio : (1 - opts_.scale_smoothing) * cur + opts_.scale_smoothing * ratio;
     };
-    if (queued && own > 0) e.queued_scale = smooth(e.queued_scale, own);
-    // With queued durations on, the solo scale learns from grants that ran alone only.
-    if (!(queued && opts_.queued_durations)) e.scale = smooth(e.scale, measured);
+    // With link_by_deadline, a host-byte grant that ran mostly beside another engine's
+    // (by the agent's events) teaches the beside factor only: its time over its solo
+    // prediction. Its time is not its solo time, so the other scales do not learn from it.
+    const Nanos ran = g->ran_from >= 0 ? now - g->ran_from : 0;
+    const bool beside = opts_.link_by_deadline && plan.bytes >= kLinkMinBytes && ran > 0 && 2 * g->beside_ns >= ran;
+    if (beside && g->solo > 0 && own > 0) {
+      const double ratio = std::clamp(static_cast<double>(own) / static_cast<double>(g->solo), 0.5, 4.0);
+      e.beside_scale = e.beside_scale <= 0 ? ratio
+                                           : (1 - opts_.scale_smoothing) * e.beside_scale + opts_.scale_smoothing * ratio;
+    } else if (!beside) {
+      if (queued && own > 0) e.queued_scale = smooth(e.queued_scale, own);
+      // With queued durations on, the solo scale learns from grants that ran alone only.
+      if (!(queued && opts_.queued_durations)) e.scale = smooth(e.scale, measured);
+    }
   }
   ledger_.grant_executed(plan.id);  // executed bytes stay charged (App. C, "Charging")
   e.stats.units += plan.count;

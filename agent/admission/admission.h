@@ -76,14 +76,18 @@ struct Options {
   // never waits for a best-effort engine's, and a best-effort engine's waits for a
   // deadline-bound engine's only while that engine is not ahead of its due times (its
   // outstanding host-byte grants, run at half speed from now, would end after the due time
-  // of its last granted unit; or nothing of its request is granted yet). Grants that run
-  // beside each other are predicted at solo speed, as with the link off. Engines of one
-  // kind hold each other as before. Why: on the H200 the hold cost the LLM 16-22 % of its
+  // of its last granted unit; or nothing of its request is granted yet). Engines of one
+  // kind hold each other as before. A host-byte grant that another engine's may run beside
+  // (that engine's next one would not wait for it: all of it; or that engine's outstanding
+  // ones, which it does not wait for: until their end) is predicted at its engine's learned
+  // beside factor (EngineState::beside_scale, learned from its grants that ran mostly
+  // beside another's; solo until one has). Why: on the H200 the hold cost the LLM 16-22 % of its
   // time beside a host-byte VLM, and with the link off the VLM's copies took 1.06-1.54x
   // (median 1.39) as long beside the LLM's while the LLM's were not slowed (results/e2e.md
-  // §0, twenty-third session). Off: its GPU A/B (twenty-fourth session) gave +12 % tokens/s
-  // at k = 1.5 and 2.0, but at k = 1.1 the VLM's grants, run beside the LLM's at solo-speed
-  // predictions, ended late 3-6x as often and one run lost 4 of its 5 frames.
+  // §0, twenty-third session). Off: its GPU A/B (twenty-fourth session, before the beside
+  // factor) gave +12 % tokens/s at k = 1.5 and 2.0, but at k = 1.1 the VLM's grants, run
+  // beside the LLM's at solo-speed predictions, ended late 3-6x as often and one run lost
+  // 4 of its 5 frames.
   bool link_by_deadline = false;
   // The end guard (ours; Documentation/agent.md, "The end guard"): this quantile of each
   // engine's recent late grant ends (EngineState::end_guard) is added to a grant's
@@ -164,6 +168,10 @@ class Admission {
     std::shared_ptr<const Work> work;
     Nanos sent = -1, started = -1;
     EngineId link_holder = 0;  // link_held: the engine whose host-byte grant it waits for
+    // With link_by_deadline, for learning beside_scale: when it began to run (started, and
+    // its engine's oldest grant: the GPU is on it), how long another engine's host-byte
+    // grant ran meanwhile (by the agent's events), and its duration predicted solo.
+    Nanos ran_from = -1, beside_ns = 0, solo = 0;
     // Its predicted end, moved out by a late start.
     Nanos expected_end() const {
       return started > plan.predicted_start ? started + (plan.predicted_end - plan.predicted_start) : plan.predicted_end;
@@ -199,6 +207,13 @@ class Admission {
   void handed_back(EngineState& e, Nanos now);
   void refresh_link(EngineState& e);
   Context context(Nanos now) const;
+  // With link_by_deadline: sets every engine's beside_until (EngineState) from the others'
+  // host-byte work and grants outstanding.
+  void refresh_beside(Nanos now);
+  // With link_by_deadline: adds the time since the last call to beside_ns of each running
+  // host-byte grant that another engine's running host-byte grant ran beside. Called before
+  // any event that changes which grants run.
+  void account_beside(Nanos now);
 
   pricing::Ledger& ledger_;
   std::unique_ptr<Policy> policy_;
@@ -207,6 +222,7 @@ class Admission {
   std::vector<EngineState> engines_;  // sorted by id
   EngineId next_engine_ = 0;
   std::vector<Outstanding> grants_;
+  Nanos beside_mark_ = 0;  // account_beside's last call
 };
 
 }  // namespace ripple::admission

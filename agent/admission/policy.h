@@ -45,6 +45,18 @@ struct EngineState {
   // From decision to the engine's start, for grants that found it idle (not successors,
   // not held for a CPU release), smoothed: a new grant's predicted start is now + this.
   Nanos start_lag = 0;
+  // With link_by_deadline (Options::link_by_deadline): its host-byte grants' GPU time when
+  // they ran mostly beside another engine's host-byte grant, over their solo prediction,
+  // smoothed; 0 until one is seen. The two engines' copies share the host link, and one
+  // engine's may slow while the other's do not (the H200's VLM: a median 1.39x).
+  double beside_scale = 0.0;
+  // With link_by_deadline: until when a host-byte grant of this engine may run beside
+  // another engine's (0: none; kNever: all of it, since another engine's next host-byte
+  // grant would not wait for it, Context::holds_link_for; otherwise the latest predicted
+  // end of the others' outstanding host-byte grants it would not wait for). Set by the
+  // admission before each pick; end_of() stretches the part of a grant before it by
+  // beside_scale.
+  Nanos beside_until = 0;
   // Upper quantile of how late its grants ended (end - predicted end, at least 0) over its
   // last grants (Options::end_guard_quantile, Admission::record_end_error): a policy adds
   // it to a grant's predicted end where a crossing into a CPU release is checked, so a
@@ -94,7 +106,13 @@ struct EngineState {
   // Predicted end of the next `count` units granted `now` to start at `start` (the slot).
   // A queued successor ends its queued duration after the grant before it, but never
   // before it could end alone from now: decided late, it finds nothing left to overlap.
+  // A host-byte grant that would run beside another engine's (beside_until) runs at
+  // 1 / beside_scale of its rate until that one's predicted end (beside_end).
   Nanos end_of(Nanos start, std::uint32_t count, Nanos now) const;
+  // The end of a grant from `start` that ends at `solo_end` alone, its first beside_until
+  // - start run beside another engine's host-byte grant at beside_scale (> 1; otherwise,
+  // or with nothing beside or a unit under kLinkMinBytes, solo_end).
+  Nanos beside_end(Nanos start, Nanos solo_end) const;
   // Due time of unit `cursor + k` of a deadline-bound request: its units are spread
   // evenly over gamma of the interval from announcement to deadline (§4.1).
   Nanos due_time(std::uint32_t k, double gamma) const;

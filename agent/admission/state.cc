@@ -108,9 +108,21 @@ Nanos EngineState::duration_alone(std::uint32_t count) const { return predicted(
 
 Nanos EngineState::end_of(Nanos start, std::uint32_t count, Nanos now) const {
   // Held past its own slot (for the shared link), it finds nothing queued to overlap.
-  if (start > std::max(now, busy_until)) return start + duration_alone(count);
+  if (start > std::max(now, busy_until)) return beside_end(start, start + duration_alone(count));
   const Nanos end = start + duration_of(count);
-  return queued_slot() ? std::max(end, now + duration_alone(count)) : end;
+  return beside_end(start, queued_slot() ? std::max(end, now + duration_alone(count)) : end);
+}
+
+// Work w at rate 1/f for the first W, then at rate 1: it ends at f w when f w <= W, else
+// at W + (w - W / f).
+Nanos EngineState::beside_end(Nanos start, Nanos solo_end) const {
+  const double f = beside_scale;
+  if (!(f > 1) || beside_until <= start || solo_end <= start || !has_work() || unit(0).bytes < kLinkMinBytes)
+    return solo_end;
+  const double w = static_cast<double>(solo_end - start);
+  const double window = beside_until == kNever ? f * w : static_cast<double>(beside_until - start);
+  const double d = f * w <= window ? f * w : window + (w - window / f);
+  return start + static_cast<Nanos>(std::llround(d));
 }
 
 // Unit i of n of work w is due at a + gamma (d - a) (i + 1) / n (§4.1).

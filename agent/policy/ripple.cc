@@ -63,7 +63,8 @@ Ahead ahead_for_release(const Context& ctx, const EngineState& e, Nanos start, B
   for (std::uint32_t n = 1; n <= e.remaining(); ++n) {
     const Bytes bytes = e.bytes_of(n);
     const Nanos dur = e.duration_alone(n);  // it may find the engine idle at the release
-    const Nanos end = release + dur + e.end_guard;  // as late as its grants end
+    // As late as its grants end, and slowed beside another engine's (link_by_deadline).
+    const Nanos end = e.beside_end(release, release + dur) + e.end_guard;
     if (bytes > limit || (n > 1 && dur > ctx.horizon) || end - release > est.spec().period) break;
     bool crossing_ok = true;
     for (pricing::TaskId k = 0; k < ledger.task_count() && crossing_ok; ++k) {

@@ -1532,7 +1532,9 @@ TEST(Admission, LinkByDeadlineHoldsOnlyForABehindDeadlineEngine) {
     ASSERT_NE(l, d.grants.end()) << what;
     EXPECT_EQ(l->link_held, c.held) << what;
     EXPECT_GE(l->predicted_start, c.held ? c.at + 18 * kMs : c.at) << what;
-    if (!c.held) EXPECT_EQ(l->predicted_start, c.at) << what;
+    if (!c.held) {
+      EXPECT_EQ(l->predicted_start, c.at) << what;
+    }
     EXPECT_EQ(f.adm->engine(llm)->stats.link_held, c.held ? 1u : 0u) << what;
   }
   // The LLM's grant outstanding first (0-18 ms): the VLM's frame starts at once beside it;
@@ -1553,6 +1555,87 @@ TEST(Admission, LinkByDeadlineHoldsOnlyForABehindDeadlineEngine) {
     EXPECT_EQ(d.grants[0].link_held, !by_deadline) << by_deadline;
     if (by_deadline) EXPECT_EQ(d.grants[0].predicted_start, kMs);
     else EXPECT_GE(d.grants[0].predicted_start, 18 * kMs);
+  }
+}
+
+// Tests EngineState::beside_end, which end_of applies: a host-byte grant that overlaps
+// another engine's host-byte grant (beside_until) runs at 1 / beside_scale of its rate until
+// that one's predicted end, then alone. Nothing beside, a factor <= 1 or a unit under
+// kLinkMinBytes leaves the solo end.
+TEST(Admission, BesideEndStretchesTheOverlapByTheFactor) {
+  EngineState e;
+  e.spec = engine("vlm", EngineKind::kDeadlineBound);
+  e.queue.push_back(std::make_shared<const Work>(work(1, 10)));
+  EXPECT_EQ(e.end_of(0, 6, 0), 6 * kMs);  // nothing beside
+  e.beside_until = 10 * kMs;
+  e.beside_scale = 1.5;
+  EXPECT_EQ(e.beside_end(0, 6 * kMs), 9 * kMs);                  // all of it beside: 1.5 x 6
+  EXPECT_EQ(e.end_of(0, 6, 0), 9 * kMs);                         // the prediction the policy reads
+  EXPECT_EQ(e.beside_end(0, 8 * kMs), 10 * kMs + 4 * kMs / 3);   // 10 ms beside do 6.67 ms of it
+  EXPECT_EQ(e.beside_end(10 * kMs, 16 * kMs), 16 * kMs);         // starts as the other ends
+  EXPECT_EQ(e.beside_end(2 * kMs, 4 * kMs), 5 * kMs);
+  e.beside_until = kNever;  // another engine may run beside all of it
+  EXPECT_EQ(e.beside_end(0, 8 * kMs), 12 * kMs);
+  e.beside_until = 10 * kMs;
+  e.beside_scale = 0.9;  // not slowed beside the other: solo
+  EXPECT_EQ(e.beside_end(0, 6 * kMs), 6 * kMs);
+  e.beside_scale = 1.5;
+  e.spec.catalog[0].bytes = kLinkMinBytes - 1;  // no host bytes: not on the link
+  EXPECT_EQ(e.beside_end(0, 6 * kMs), 6 * kMs);
+}
+
+// Tests what link_by_deadline learns and predicts. The VLM's frame (80 units of 1 ms) and
+// the LLM's (40) run beside each other from 0 (the VLM is ahead of its due times). The
+// LLM's first grant (18 units) ends at 18 ms as predicted; the VLM's ends at 25.2 ms, 1.4x
+// its solo 18 ms, beside an LLM grant all along. The VLM learns a beside factor of 1.4 and
+// keeps its solo scale of 1; the LLM learns 1.0. Then the VLM's next grant, which the LLM's
+// may run beside, is predicted at 1.4x (18 units from 43.2 ms: to 68.4), and the LLM's at
+// its solo duration. Off, the VLM's solo scale learns the slow grant and nothing is beside.
+TEST(Admission, LinkByDeadlineLearnsTheBesideFactorAndPredictsWithIt) {
+  for (const bool by_deadline : {true, false}) {
+    Options o;
+    o.link_by_deadline = by_deadline;
+    Fixture f(0, o);
+    const EngineId llm = f.add(engine("llm")), vlm = f.add(engine("vlm", EngineKind::kDeadlineBound));
+    ASSERT_TRUE(f.adm->announce(vlm, work(1, 80), 0));
+    ASSERT_TRUE(f.adm->announce(llm, work(1, 40), 0));
+    const Decision d = f.adm->decide(0);
+    std::vector<GrantPlan> v, l;
+    for (const GrantPlan& g : d.grants) (g.engine == vlm ? v : l).push_back(g);
+    ASSERT_EQ(v.size(), 2u) << by_deadline;
+    ASSERT_EQ(l.size(), 2u) << by_deadline;
+    EXPECT_EQ(v[0].predicted_end, 18 * kMs) << by_deadline;  // nothing learned yet: solo
+    EXPECT_EQ(l[0].predicted_start, by_deadline ? 0 : 36 * kMs) << by_deadline;
+    for (const GrantPlan& g : d.grants) {
+      ASSERT_TRUE(f.adm->on_sent(g.engine, g.id, 0));
+      ASSERT_TRUE(f.adm->on_start(g.engine, g.id, 0));
+    }
+    ASSERT_TRUE(f.adm->on_done(llm, l[0].id, 18 * kMs, 18 * kMs));
+    const Nanos vlm_done = 25'200'000;
+    ASSERT_TRUE(f.adm->on_done(vlm, v[0].id, vlm_done, vlm_done));
+    const EngineState& ve = *f.adm->engine(vlm);
+    const EngineState& le = *f.adm->engine(llm);
+    if (!by_deadline) {
+      EXPECT_EQ(ve.beside_scale, 0.0);
+      EXPECT_NEAR(ve.scale, 0.8 + 0.2 * 1.4, 1e-9);  // the paper's scale learns it
+      EXPECT_EQ(le.beside_scale, 0.0);
+      continue;
+    }
+    EXPECT_NEAR(ve.beside_scale, 1.4, 1e-9);
+    EXPECT_EQ(ve.scale, 1.0);
+    EXPECT_NEAR(le.beside_scale, 1.0, 1e-9);
+    EXPECT_EQ(le.scale, 1.0);
+    EXPECT_EQ(ve.busy_until, vlm_done + 18 * kMs);
+    const Decision next = f.adm->decide(vlm_done);
+    ASSERT_FALSE(next.grants.empty());
+    EXPECT_EQ(next.grants[0].engine, vlm);
+    EXPECT_EQ(next.grants[0].predicted_start, vlm_done + 18 * kMs);
+    EXPECT_EQ(next.grants[0].predicted_end, vlm_done + 18 * kMs + 25'200'000);
+    const auto ln = std::find_if(next.grants.begin(), next.grants.end(), [&](const GrantPlan& g) { return g.engine == llm; });
+    ASSERT_NE(ln, next.grants.end());
+    EXPECT_EQ(ln->predicted_start, 36 * kMs);
+    EXPECT_EQ(ln->predicted_end, 40 * kMs);  // the LLM is not slowed beside the VLM
+    EXPECT_FALSE(ln->link_held);
   }
 }
 

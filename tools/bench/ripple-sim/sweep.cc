@@ -280,6 +280,7 @@ Result<SweepResult> sweep(const SweepOptions& o) {
       double llm_bytes = 0, vlm_bytes = 0;  // over the scored windows, for the LLM's share
       std::map<std::string, std::vector<double>> gp;
       json grants = {{"grants", 0}, {"successors", 0}, {"stale", 0}, {"late_ends", 0}, {"queued", 0}};
+      json vlm_grants = nullptr;  // the VLM's grants and late ends, where there is a VLM
       for (const auto& r : runs) {
         // The VLM's granted bytes a second and both engines' bytes, as ripple-bench reports
         // them (report.summarize: vlm_gbps, llm_byte_share).
@@ -290,6 +291,9 @@ Result<SweepResult> sweep(const SweepOptions& o) {
         if (v) {
           vlm_misses += v->frames_late;
           vlm_frames += v->frames_judged;
+          if (vlm_grants.is_null()) vlm_grants = {{"grants", 0}, {"late_ends", 0}};
+          vlm_grants["grants"] = vlm_grants["grants"].get<std::uint64_t>() + (v->s1.grants - v->s0.grants);
+          vlm_grants["late_ends"] = vlm_grants["late_ends"].get<std::uint64_t>() + (v->s1.late_ends - v->s0.late_ends);
         }
         const EngineResult* l = find_kind(r, admission::EngineKind::kBestEffort);
         if (l == nullptr) continue;
@@ -314,6 +318,7 @@ Result<SweepResult> sweep(const SweepOptions& o) {
                  {"llm_byte_share", num(llm_bytes + vlm_bytes > 0 ? llm_bytes / (llm_bytes + vlm_bytes) : kNan)},
                  {"llm_grants", grants}, {"gaps", g},
                  {"feasible", feasible}, {"timelines", json::array()}};
+      if (!vlm_grants.is_null()) pt["vlm_grants"] = vlm_grants;
       if (pr.bursts.on()) {  // only then: results without bursts stay as they were
         json share = json::array();
         for (const auto& r : runs) share.push_back(r.burst_share);
