@@ -167,6 +167,7 @@ json status_json(const StatusInputs& in, Nanos now) {
     put_counters(x, s);  // this session's
     x["scale"] = e.scale;
     x["queued_scale"] = e.queued_scale;
+    x["beside_scale"] = e.beside_scale;  // agent.link_by_deadline: beside another engine's host-byte grant
     x["start_lag_ms"] = ms(e.start_lag);  // decision -> start of a grant to an idle engine
     x["end_guard_ms"] = ms(e.end_guard);  // added to predicted ends at crossing checks (agent.end_guard_quantile)
     x["throughput_gbps"] = alive_s > 0 ? static_cast<double>(s.bytes) / 1e9 / alive_s : 0.0;
