@@ -449,8 +449,9 @@ Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos 
     const bool beside = opts_.link_by_deadline && plan.bytes >= kLinkMinBytes && ran > 0 && 2 * g->beside_ns >= ran;
     if (beside && g->solo > 0 && own > 0) {
       const double ratio = std::clamp(static_cast<double>(own) / static_cast<double>(g->solo), 0.5, 4.0);
-      e.beside_scale = e.beside_scale <= 0 ? ratio
-                                           : (1 - opts_.scale_smoothing) * e.beside_scale + opts_.scale_smoothing * ratio;
+      e.beside_scale = e.beside_scale <= 0
+                           ? ratio
+                           : (1 - opts_.scale_smoothing) * e.beside_scale + opts_.scale_smoothing * ratio;
     } else if (!beside) {
       if (queued && own > 0) e.queued_scale = smooth(e.queued_scale, own);
       // With queued durations on, the solo scale learns from grants that ran alone only.

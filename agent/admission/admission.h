@@ -81,10 +81,10 @@ struct Options {
   // (that engine's next one would not wait for it: all of it; or that engine's outstanding
   // ones, which it does not wait for: until their end) is predicted at its engine's learned
   // beside factor (EngineState::beside_scale, learned from its grants that ran mostly
-  // beside another's; solo until one has). Why: on the H200 the hold cost the LLM 16-22 % of its
-  // time beside a host-byte VLM, and with the link off the VLM's copies took 1.06-1.54x
-  // (median 1.39) as long beside the LLM's while the LLM's were not slowed (results/e2e.md
-  // §0, twenty-third session). Off: its GPU A/B (twenty-fourth session, before the beside
+  // beside another's; solo until one has). Why: on the H200 the hold cost the LLM 16-22 %
+  // of its time beside a host-byte VLM, and with the link off the VLM's copies took
+  // 1.06-1.54x (median 1.39) as long beside the LLM's while the LLM's were not slowed
+  // (results/e2e.md §0, twenty-third session). Off: its GPU A/B (twenty-fourth session, before the beside
   // factor) gave +12 % tokens/s at k = 1.5 and 2.0, but at k = 1.1 the VLM's grants, run
   // beside the LLM's at solo-speed predictions, ended late 3-6x as often and one run lost
   // 4 of its 5 frames.

@@ -106,8 +106,8 @@ struct EngineState {
   // Predicted end of the next `count` units granted `now` to start at `start` (the slot).
   // A queued successor ends its queued duration after the grant before it, but never
   // before it could end alone from now: decided late, it finds nothing left to overlap.
-  // A host-byte grant that would run beside another engine's (beside_until) runs at
-  // 1 / beside_scale of its rate until that one's predicted end (beside_end).
+  // A host-byte grant that another engine's may run beside runs at 1 / beside_scale of its
+  // rate until beside_until (beside_end).
   Nanos end_of(Nanos start, std::uint32_t count, Nanos now) const;
   // The end of a grant from `start` that ends at `solo_end` alone, its first beside_until
   // - start run beside another engine's host-byte grant at beside_scale (> 1; otherwise,
