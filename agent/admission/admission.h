@@ -87,7 +87,8 @@ struct Options {
   // (results/e2e.md §0, twenty-third session). Off: its GPU A/B (twenty-fourth session, before the beside
   // factor) gave +12 % tokens/s at k = 1.5 and 2.0, but at k = 1.1 the VLM's grants, run
   // beside the LLM's at solo-speed predictions, ended late 3-6x as often and one run lost
-  // 4 of its 5 frames.
+  // 4 of its 5 frames; with the factor (twenty-fifth session) +33 % at k = 1.5, but at
+  // k = 1.1 costmap missed 4.53 % where the hold missed 0.53 %.
   bool link_by_deadline = false;
   // The end guard (ours; Documentation/agent.md, "The end guard"): this quantile of each
   // engine's recent late grant ends (EngineState::end_guard) is added to a grant's
