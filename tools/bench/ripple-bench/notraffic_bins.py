@@ -4,7 +4,11 @@ a ripple-bench --trace output (OUT/traces/*.jsonl.gz with windows.json), per tas
 that no grant's GPU interval overlapped, binned by the time from the last grant's end to
 their release, and how many of them missed. If misses came from traffic just before the
 release, the near bins would miss more often than the far ones; a host's own noise misses
-alike in every bin (and under sigamma, whose traffic stays away from the jobs).
+alike in every bin (and under sigamma, whose traffic stays away from the jobs). The last
+two columns compare the durations (release to completion, p50 / p90 ms) of the jobs no grant
+reached with those some grant reached: if the first are slower under one policy than under
+another in the same call, its runs carry load that the grants do not show (results/e2e.md
+§0, twenty-fifth session).
 
     notraffic_bins.py OUT [--tasks costmap,sgm]
 """
@@ -33,8 +37,9 @@ def main(argv):
         print(f"notraffic_bins: {d / 'windows.json'}: {e.strerror}", file=sys.stderr)
         return 2
     want = set(filter(None, a.tasks.split(",")))
-    print("| run | task | jobs | no traffic | " + " | ".join(f"{lo:g}-{hi:g} ms" for lo, hi in BINS) + " |")
-    print("|---|---|---|---|" + "---|" * len(BINS))
+    print("| run | task | jobs | no traffic | " + " | ".join(f"{lo:g}-{hi:g} ms" for lo, hi in BINS) +
+          " | no traffic: p50 / p90 ms | with traffic: p50 / p90 ms |")
+    print("|---|---|---|---|" + "---|" * (len(BINS) + 2))
     for name, (t0, t1) in sorted(windows.items()):
         try:
             with gzip.open(d / name, "rt") as fh:
@@ -59,6 +64,9 @@ def main(argv):
                     if lo <= gap < hi:
                         inb.append(j)
                 cells.append(f"{sum(j.missed for j in inb)}/{len(inb)}")
+            for group in (nt, [j for j in js if j.actual > 0]):
+                ms = [(j.end - j.release) / 1e6 for j in group]
+                cells.append(f"{T.quantile(ms, 0.5):.1f} / {T.quantile(ms, 0.9):.1f}" if ms else "-")
             print(f"| {name.replace('.jsonl.gz', '')} | {task} | {len(js)} | {len(nt)} | " + " | ".join(cells) + " |")
     return 0
 
