@@ -438,9 +438,12 @@ Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos 
   const bool queued = g->started >= 0 && g->started < e.last_done && measured > since_prev;
   const Nanos own = queued ? std::max<Nanos>(0, since_prev) : measured;
   if (profiled > 0 && measured > 0) {
-    const auto smooth = [&](double cur, Nanos t) {
-      const double ratio = std::clamp(static_cast<double>(t) / static_cast<double>(profiled), 0.05, 20.0);
+    // Each learned scale is an EWMA of its ratios; the first ratio seeds it.
+    const auto ewma = [&](double cur, double ratio) {
       return cur <= 0 ? ratio : (1 - opts_.scale_smoothing) * cur + opts_.scale_smoothing * ratio;
+    };
+    const auto smooth = [&](double cur, Nanos t) {
+      return ewma(cur, std::clamp(static_cast<double>(t) / static_cast<double>(profiled), 0.05, 20.0));
     };
     // With link_by_deadline, a host-byte grant that ran mostly beside another engine's
     // (by the agent's events) teaches the beside factor only: its time over its solo
@@ -449,9 +452,7 @@ Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos 
     const bool beside = opts_.link_by_deadline && plan.bytes >= kLinkMinBytes && ran > 0 && 2 * g->beside_ns >= ran;
     if (beside && g->solo > 0 && own > 0) {
       const double ratio = std::clamp(static_cast<double>(own) / static_cast<double>(g->solo), 0.5, 4.0);
-      e.beside_scale = e.beside_scale <= 0
-                           ? ratio
-                           : (1 - opts_.scale_smoothing) * e.beside_scale + opts_.scale_smoothing * ratio;
+      e.beside_scale = ewma(e.beside_scale, ratio);
     } else if (!beside) {
       if (queued && own > 0) e.queued_scale = smooth(e.queued_scale, own);
       // With queued durations on, the solo scale learns from grants that ran alone only.
