@@ -84,11 +84,11 @@ struct Options {
   // beside another's; solo until one has). Why: on the H200 the hold cost the LLM 16-22 %
   // of its time beside a host-byte VLM, and with the link off the VLM's copies took
   // 1.06-1.54x (median 1.39) as long beside the LLM's while the LLM's were not slowed
-  // (results/e2e.md §0, twenty-third session). Off: its GPU A/B (twenty-fourth session, before the beside
-  // factor) gave +12 % tokens/s at k = 1.5 and 2.0, but at k = 1.1 the VLM's grants, run
-  // beside the LLM's at solo-speed predictions, ended late 3-6x as often and one run lost
-  // 4 of its 5 frames; with the factor (twenty-fifth session) +33 % at k = 1.5, but at
-  // k = 1.1 costmap missed 4.53 % where the hold missed 0.53 %.
+  // (results/e2e.md §0, twenty-third session). Off: its GPU A/B (twenty-fourth session,
+  // before the beside factor) gave +12 % tokens/s at k = 1.5 and 2.0, but at k = 1.1 the
+  // VLM's grants, run beside the LLM's at solo-speed predictions, ended late 3-6x as often
+  // and one run lost 4 of its 5 frames; with the factor (twenty-fifth session) +33 % at
+  // k = 1.5, but at k = 1.1 costmap missed 4.53 % where the hold missed 0.53 %.
   bool link_by_deadline = false;
   // The end guard (ours; Documentation/agent.md, "The end guard"): this quantile of each
   // engine's recent late grant ends (EngineState::end_guard) is added to a grant's
