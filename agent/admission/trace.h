@@ -25,8 +25,9 @@ struct TraceRecord {
   std::uint32_t who = 0;    // task id (release, complete) or engine id
   std::uint64_t id = 0;     // job sequence or grant id
   Bytes bytes = 0;          // release: allowance issued; complete: bytes charged; grant: its bytes
-  Nanos from = 0, to = 0;   // grant: predicted start and end; done: actual start and end;
-                            // start: when it was sent (-1: not known)
+  Nanos from = 0, to = 0;   // grant: predicted start and end; done: the GPU's start and end as
+                            // the Done shows them (to = t, from = the later of the Start and
+                            // t - measured); start: when it was sent (-1: not known)
   Nanos value = 0;          // complete: response time; grant: not_before (0: none); done: measured
   bool flag = false;        // complete: missed; grant: a successor; done: ran queued behind another
 };

@@ -145,8 +145,8 @@ struct EngineStats {
   Nanos wait_decision = 0;   // decided -> sent (daemon reports it)
   Nanos wait_delivery = 0;   // sent -> engine started it
   std::uint64_t deadline_misses = 0;  // deadline-bound works finished late
-  // Grants whose end (start + measured GPU time; the done message's arrival when the
-  // engine reported no start) came more than kLateEndSlack after the predicted end that
+  // Grants whose end (the Done's arrival: the interposer reports a grant once the GPU has
+  // passed its end) came more than kLateEndSlack after the predicted end that
   // the budget and crossing checks relied on, and the largest such overrun.
   std::uint64_t late_ends = 0;
   Nanos late_max = 0;

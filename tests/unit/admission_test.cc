@@ -612,10 +612,45 @@ TEST(Admission, MeasuredTimeScalesPredictions) {
   d = f.adm->decide(10 * kMs);
   ASSERT_EQ(d.grants.size(), 1u);
   EXPECT_EQ(d.grants[0].predicted_end, 16 * kMs);
-  // Started at 11 ms and ran 5.5 ms: ends at 16.5 ms, within the 1 ms slack.
+  // Started at 11 ms and ran 5.5 ms, its Done at 16.8 ms: within the 1 ms slack.
   ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 11 * kMs));
-  ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, 5 * kMs + kMs / 2, 20 * kMs));
+  ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, 5 * kMs + kMs / 2, 16 * kMs + 8 * kMs / 10));
   EXPECT_EQ(f.adm->engine(llm)->stats.late_ends, 1u);
+}
+
+// Tests that a grant's end is its Done's arrival, not its start + measured time: a
+// successor taken in hand while its predecessor runs waits behind it on the stream, so its
+// measured GPU time begins later than its Start. Here the successor (predicted 5-10 ms) is
+// started at 1 ms, measures 5 ms and is done at 11.5 ms: 1.5 ms late, which start +
+// measured (6 ms) would hide; the trace puts its GPU time at 6.5-11.5 ms.
+TEST(Admission, LateEndIsTheDonesArrival) {
+  Options o;
+  o.horizon = 5 * kMs;  // five 1 ms units a grant
+  Fixture f(0, o);
+  std::vector<TraceRecord> recs;
+  f.adm->set_trace([&](const TraceRecord& r) { recs.push_back(r); });
+  const EngineId llm = f.add(engine("llm"));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 10), 0));
+  Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 2u);
+  const GrantPlan first = d.grants[0], next = d.grants[1];
+  ASSERT_TRUE(next.successor);
+  ASSERT_EQ(first.predicted_end, next.predicted_start);
+  ASSERT_TRUE(f.adm->on_start(llm, first.id, 0));
+  ASSERT_TRUE(f.adm->on_start(llm, next.id, kMs));
+  ASSERT_TRUE(f.adm->on_done(llm, first.id, first.predicted_end, first.predicted_end + kMs / 2));
+  EXPECT_EQ(f.adm->engine(llm)->stats.late_ends, 0u);
+  const Nanos done_at = next.predicted_end + 3 * kMs / 2;
+  const Nanos measured = next.predicted_end - next.predicted_start;
+  ASSERT_TRUE(f.adm->on_done(llm, next.id, measured, done_at));
+  EXPECT_EQ(f.adm->engine(llm)->stats.late_ends, 1u);
+  EXPECT_EQ(f.adm->engine(llm)->stats.late_max, 3 * kMs / 2);
+  ASSERT_FALSE(recs.empty());
+  const TraceRecord& r = recs.back();
+  ASSERT_EQ(r.kind, TraceKind::kDone);
+  EXPECT_EQ(r.to, done_at);
+  EXPECT_EQ(r.from, done_at - measured);
+  EXPECT_EQ(r.value, measured);
 }
 
 // Tests grants queued behind the one before (a pipelined engine): a successor the engine
@@ -785,8 +820,9 @@ TEST(Admission, TraceRecordsWhatWasPredictedAndWhatHappened) {
   EXPECT_EQ(recs[2].kind, TraceKind::kStart);
   EXPECT_EQ(recs[2].from, kMs / 10);
   EXPECT_EQ(recs[3].kind, TraceKind::kDone);
-  EXPECT_EQ(recs[3].from, kMs / 2);
-  EXPECT_EQ(recs[3].to, kMs / 2 + 2 * kMs);
+  // Done at 3 ms after 2 ms measured: the GPU ran it 1-3 ms (its Start was at 0.5 ms).
+  EXPECT_EQ(recs[3].from, kMs);
+  EXPECT_EQ(recs[3].to, 3 * kMs);
   EXPECT_EQ(recs[3].value, 2 * kMs);
   EXPECT_EQ(recs[4].kind, TraceKind::kComplete);
   EXPECT_EQ(recs[4].value, 80 * kMs);

@@ -127,7 +127,19 @@ def read(lines, origin: str) -> Trace:
             if k == "start":
                 g.start, g.sent = t, int(r["from"])
             elif k == "done":
-                g.a_from, g.a_to, g.done_at = int(r["from"]), int(r["to"]), t
+                # The GPU's interval as the Done shows it: it ends at the Done (the interposer
+                # reports a grant once the GPU passed its end event) and ran its measured time
+                # before, no earlier than its Start. Traces before the agent wrote it so put a
+                # successor at start + measured, early by as much as the grant it waited behind
+                # on the stream; derived here, they read alike. No measured time (no event
+                # pair): an empty interval, as before.
+                measured = int(r["value"])
+                g.done_at = t
+                if measured > 0:
+                    g.a_to = t
+                    g.a_from = max(g.start, t - measured) if g.start >= 0 else t - measured
+                else:
+                    g.a_from, g.a_to = int(r["from"]), int(r["from"])
             else:
                 g.discarded = True
         else:
