@@ -542,6 +542,46 @@ def hf_llm_engine_runs_unmodified_with_learned_units():
 
 
 @case
+def host_sampler_reports_busy_share_and_clock_per_core_group():
+    """Tests HostSampler on a fake /proc and /sys: cores 0-1 (engines) went from 100 to 150
+    busy ticks of 200 each over the interval (0.25 busy), core 2 (tasks) 300 of 300 (1.0);
+    their clocks read 2,000,000 / 3,000,000 kHz (mean 2500 MHz) and 2,900,000 kHz. Without
+    cpufreq the clock is None, and a group with no readable CPU has no busy share. Then
+    host_summary means the rows inside a window only."""
+    import tempfile
+    from benchlib.procs import CLK_TCK, HostSampler, host_summary
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        (root / "proc").mkdir()
+
+        def stat(busy0, idle0, busy2, idle2):
+            # user nice system idle iowait irq softirq steal: busy = user + system here
+            rows = [f"cpu{c} {b // 2} 0 {b - b // 2} {i} 0 0 0 0" for c, (b, i) in
+                    enumerate([(busy0, idle0), (busy0, idle0), (busy2, idle2)])]
+            (root / "proc/stat").write_text("cpu  1 2 3 4 5 6 7 8\n" + "\n".join(rows) + "\n")
+
+        stat(100 * CLK_TCK // 100, 100 * CLK_TCK // 100, 0, 0)
+        s = HostSampler({"engines": [0, 1], "tasks": [2], "gone": [9], "none": []}, str(root))
+        stat(150 * CLK_TCK // 100, 250 * CLK_TCK // 100, 300 * CLK_TCK // 100, 0)
+        for c, khz in ((0, 2_000_000), (1, 3_000_000), (2, 2_900_000)):
+            f = root / f"sys/devices/system/cpu/cpu{c}/cpufreq/scaling_cur_freq"
+            f.parent.mkdir(parents=True)
+            f.write_text(f"{khz}\n")
+        h = s.sample()
+        assert h == {"engines": {"busy": 0.25, "mhz": 2500.0}, "tasks": {"busy": 1.0, "mhz": 2900.0},
+                     "gone": {"busy": None, "mhz": None}}, h
+        for c in (0, 1, 2):
+            (root / f"sys/devices/system/cpu/cpu{c}/cpufreq/scaling_cur_freq").unlink()
+        assert s.sample()["tasks"] == {"busy": None, "mhz": None}, "no ticks passed, no cpufreq"
+    rows = [{"t_s": 0.5, "host": {"tasks": {"busy": 0.1, "mhz": 1000.0}}},
+            {"t_s": 1.5, "host": {"tasks": {"busy": 0.5, "mhz": 3000.0}}},
+            {"t_s": 2.5, "host": {"tasks": {"busy": 0.7, "mhz": None}}},
+            {"t_s": 3.5, "host": {"tasks": {"busy": 0.9, "mhz": 2000.0}}}]
+    assert host_summary(rows, 1.0, 3.0) == {"tasks": {"busy": 0.6, "mhz": 3000.0}}, host_summary(rows, 1.0, 3.0)
+    assert host_summary(rows, 5.0, 6.0) == {}
+
+
+@case
 def hf_llm_engine_needs_the_gpu_backend():
     """Tests that --llm-engine hf on the plant backend is refused with one line, exit 2."""
     import subprocess

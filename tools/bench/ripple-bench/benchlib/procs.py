@@ -151,3 +151,70 @@ class OtherLoad:
             return 0.0, 0.0
         mean = sum(dt * c for dt, c in self.cpus) / span
         return mean / self.ncpu, max(c for _, c in self.cpus) / self.ncpu
+
+
+class HostSampler:
+    """Per group of cores (the tasks', the agent's, the engines'), over each interval between
+    samples: the share of the group's time its CPUs were busy (/proc/stat's per-CPU lines,
+    as OtherLoad counts busy) and their mean clock, MHz (cpufreq's scaling_cur_freq, which
+    the kernel averages over the last tick where the driver reads APERF/MPERF; absent on a
+    VM without cpufreq: None). A host that slows every task by a few percent for whole runs
+    with no GPU byte in their jobs (results/e2e.md §0, twenty-fifth and twenty-sixth
+    sessions) is either clocked lower (more busy cores, less turbo) or loaded otherwise:
+    this tells which. `root`: where proc/ and sys/ are (tests give a fake one)."""
+
+    def __init__(self, groups: dict[str, list[int]], root: str = "/") -> None:
+        self.groups = {g: list(c) for g, c in groups.items() if c}
+        self.root = Path(root)
+        self.last = self._busy()
+
+    def _busy(self) -> dict[int, tuple[float, float]]:
+        """CPU -> (busy s, total s) since boot."""
+        out = {}
+        try:
+            with open(self.root / "proc/stat") as f:
+                for line in f:
+                    if not line.startswith("cpu") or line.startswith("cpu "):
+                        continue
+                    name, *vals = line.split()
+                    v = [int(x) for x in vals]
+                    busy = v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)
+                    out[int(name[3:])] = (busy / CLK_TCK, (busy + v[3] + v[4]) / CLK_TCK)
+        except (OSError, ValueError, IndexError):
+            return {}
+        return out
+
+    def _mhz(self, cpu: int) -> float | None:
+        try:
+            return int((self.root / f"sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq").read_text()) / 1e3
+        except (OSError, ValueError):
+            return None
+
+    def sample(self) -> dict[str, dict]:
+        """{group: {"busy": share or None, "mhz": mean MHz or None}} since the last sample."""
+        now = self._busy()
+        out = {}
+        for g, cpus in self.groups.items():
+            d = [(now[c][0] - self.last[c][0], now[c][1] - self.last[c][1]) for c in cpus
+                 if c in now and c in self.last]
+            total = sum(t for _, t in d)
+            mhz = [m for m in (self._mhz(c) for c in cpus) if m is not None]
+            out[g] = {"busy": round(sum(b for b, _ in d) / total, 4) if total > 0 else None,
+                      "mhz": round(sum(mhz) / len(mhz), 1) if mhz else None}
+        self.last = now
+        return out
+
+
+def host_summary(rows: list[dict], t0_s: float, t1_s: float) -> dict[str, dict]:
+    """Per group, the mean busy share and MHz of the timeline rows with t0_s <= t_s < t1_s
+    that have them (None where none has)."""
+    out: dict[str, dict] = {}
+    for row in rows:
+        if not (t0_s <= row.get("t_s", -1) < t1_s):
+            continue
+        for g, v in (row.get("host") or {}).items():
+            acc = out.setdefault(g, {"busy": [], "mhz": []})
+            for k in ("busy", "mhz"):
+                if v.get(k) is not None:
+                    acc[k].append(v[k])
+    return {g: {k: (round(sum(x) / len(x), 4) if x else None) for k, x in acc.items()} for g, acc in out.items()}
