@@ -546,8 +546,8 @@ def host_sampler_reports_busy_share_and_clock_per_core_group():
     """Tests HostSampler on a fake /proc and /sys: cores 0-1 (engines) went from 100 to 150
     busy ticks of 200 each over the interval (0.25 busy), core 2 (tasks) 300 of 300 (1.0);
     their clocks read 2,000,000 / 3,000,000 kHz (mean 2500 MHz) and 2,900,000 kHz. Without
-    cpufreq the clock is None, and a group with no readable CPU has no busy share. Then
-    host_summary means the rows inside a window only."""
+    cpufreq the clock is /proc/cpuinfo's, without either None, and a group with no readable
+    CPU has no busy share. Then host_summary means the rows inside a window only."""
     import tempfile
     from benchlib.procs import CLK_TCK, HostSampler, host_summary
     with tempfile.TemporaryDirectory() as d:
@@ -567,17 +567,25 @@ def host_sampler_reports_busy_share_and_clock_per_core_group():
             f = root / f"sys/devices/system/cpu/cpu{c}/cpufreq/scaling_cur_freq"
             f.parent.mkdir(parents=True)
             f.write_text(f"{khz}\n")
+        (root / "proc/cpuinfo").write_text("processor\t: 0\ncpu MHz\t\t: 1200.000\n\n"
+                                          "processor\t: 2\ncpu MHz\t\t: 1800.500\n")
         h = s.sample()
-        assert h == {"engines": {"busy": 0.25, "mhz": 2500.0}, "tasks": {"busy": 1.0, "mhz": 2900.0},
-                     "gone": {"busy": None, "mhz": None}}, h
+        assert h == {"engines": {"busy": 0.25, "mhz": 2500.0, "mhz_from": "cpufreq"},
+                     "tasks": {"busy": 1.0, "mhz": 2900.0, "mhz_from": "cpufreq"},
+                     "gone": {"busy": None, "mhz": None, "mhz_from": None}}, h
         for c in (0, 1, 2):
             (root / f"sys/devices/system/cpu/cpu{c}/cpufreq/scaling_cur_freq").unlink()
-        assert s.sample()["tasks"] == {"busy": None, "mhz": None}, "no ticks passed, no cpufreq"
-    rows = [{"t_s": 0.5, "host": {"tasks": {"busy": 0.1, "mhz": 1000.0}}},
-            {"t_s": 1.5, "host": {"tasks": {"busy": 0.5, "mhz": 3000.0}}},
-            {"t_s": 2.5, "host": {"tasks": {"busy": 0.7, "mhz": None}}},
+        h = s.sample()
+        assert h["tasks"] == {"busy": None, "mhz": 1800.5, "mhz_from": "cpuinfo"}, "no ticks passed; cpuinfo's clock"
+        assert h["engines"]["mhz"] == 1200.0, h   # cpu 1 is not in this cpuinfo
+        (root / "proc/cpuinfo").unlink()
+        assert s.sample()["tasks"] == {"busy": None, "mhz": None, "mhz_from": None}
+    rows = [{"t_s": 0.5, "host": {"tasks": {"busy": 0.1, "mhz": 1000.0, "mhz_from": "cpuinfo"}}},
+            {"t_s": 1.5, "host": {"tasks": {"busy": 0.5, "mhz": 3000.0, "mhz_from": "cpufreq"}}},
+            {"t_s": 2.5, "host": {"tasks": {"busy": 0.7, "mhz": None, "mhz_from": None}}},
             {"t_s": 3.5, "host": {"tasks": {"busy": 0.9, "mhz": 2000.0}}}]
-    assert host_summary(rows, 1.0, 3.0) == {"tasks": {"busy": 0.6, "mhz": 3000.0}}, host_summary(rows, 1.0, 3.0)
+    assert host_summary(rows, 1.0, 3.0) == {"tasks": {"busy": 0.6, "mhz": 3000.0, "mhz_from": "cpufreq"}}, \
+        host_summary(rows, 1.0, 3.0)
     assert host_summary(rows, 5.0, 6.0) == {}
 
 

@@ -157,8 +157,8 @@ class HostSampler:
     """Per group of cores (the tasks', the agent's, the engines'), over each interval between
     samples: the share of the group's time its CPUs were busy (/proc/stat's per-CPU lines,
     as OtherLoad counts busy) and their mean clock, MHz (cpufreq's scaling_cur_freq, which
-    the kernel averages over the last tick where the driver reads APERF/MPERF; absent on a
-    VM without cpufreq: None). A host that slows every task by a few percent for whole runs
+    the kernel averages over the last tick where the driver reads APERF/MPERF; else
+    /proc/cpuinfo's "cpu MHz"; None with neither; "mhz_from" says which). A host that slows every task by a few percent for whole runs
     with no GPU byte in their jobs (results/e2e.md §0, twenty-fifth and twenty-sixth
     sessions) is either clocked lower (more busy cores, less turbo) or loaded otherwise:
     this tells which. `root`: where proc/ and sys/ are (tests give a fake one)."""
@@ -184,37 +184,68 @@ class HostSampler:
             return {}
         return out
 
-    def _mhz(self, cpu: int) -> float | None:
+    def _cpuinfo_mhz(self) -> dict[int, float]:
+        """CPU -> /proc/cpuinfo's "cpu MHz" (x86 kernels compute it from APERF/MPERF where
+        the CPU has them; a VM's may be its nominal clock, constant)."""
+        out, cpu = {}, None
         try:
-            return int((self.root / f"sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq").read_text()) / 1e3
+            with open(self.root / "proc/cpuinfo") as f:
+                for line in f:
+                    key, _, val = line.partition(":")
+                    key = key.strip()
+                    if key == "processor":
+                        cpu = int(val)
+                    elif key == "cpu MHz" and cpu is not None:
+                        out[cpu] = float(val)
         except (OSError, ValueError):
-            return None
+            return {}
+        return out
+
+    def _mhz(self, cpus: list[int]) -> tuple[list[float], str | None]:
+        """The CPUs' clocks and where they came from: cpufreq, else /proc/cpuinfo."""
+        out = []
+        for c in cpus:
+            try:
+                out.append(int((self.root / f"sys/devices/system/cpu/cpu{c}/cpufreq/scaling_cur_freq")
+                               .read_text()) / 1e3)
+            except (OSError, ValueError):
+                pass
+        if out:
+            return out, "cpufreq"
+        info = self._cpuinfo_mhz()
+        out = [info[c] for c in cpus if c in info]
+        return out, ("cpuinfo" if out else None)
 
     def sample(self) -> dict[str, dict]:
-        """{group: {"busy": share or None, "mhz": mean MHz or None}} since the last sample."""
+        """{group: {"busy": share or None, "mhz": mean MHz or None, "mhz_from": "cpufreq",
+        "cpuinfo" or None}} since the last sample."""
         now = self._busy()
         out = {}
         for g, cpus in self.groups.items():
             d = [(now[c][0] - self.last[c][0], now[c][1] - self.last[c][1]) for c in cpus
                  if c in now and c in self.last]
             total = sum(t for _, t in d)
-            mhz = [m for m in (self._mhz(c) for c in cpus) if m is not None]
+            mhz, src = self._mhz(cpus)
             out[g] = {"busy": round(sum(b for b, _ in d) / total, 4) if total > 0 else None,
-                      "mhz": round(sum(mhz) / len(mhz), 1) if mhz else None}
+                      "mhz": round(sum(mhz) / len(mhz), 1) if mhz else None, "mhz_from": src}
         self.last = now
         return out
 
 
 def host_summary(rows: list[dict], t0_s: float, t1_s: float) -> dict[str, dict]:
     """Per group, the mean busy share and MHz of the timeline rows with t0_s <= t_s < t1_s
-    that have them (None where none has)."""
+    that have them (None where none has), and where the clocks came from."""
     out: dict[str, dict] = {}
     for row in rows:
         if not (t0_s <= row.get("t_s", -1) < t1_s):
             continue
         for g, v in (row.get("host") or {}).items():
-            acc = out.setdefault(g, {"busy": [], "mhz": []})
+            acc = out.setdefault(g, {"busy": [], "mhz": [], "from": set()})
             for k in ("busy", "mhz"):
                 if v.get(k) is not None:
                     acc[k].append(v[k])
-    return {g: {k: (round(sum(x) / len(x), 4) if x else None) for k, x in acc.items()} for g, acc in out.items()}
+            if v.get("mhz_from"):
+                acc["from"].add(v["mhz_from"])
+    return {g: {"busy": round(sum(acc["busy"]) / len(acc["busy"]), 4) if acc["busy"] else None,
+                "mhz": round(sum(acc["mhz"]) / len(acc["mhz"]), 1) if acc["mhz"] else None,
+                "mhz_from": "+".join(sorted(acc["from"])) or None} for g, acc in out.items()}
