@@ -347,6 +347,9 @@ def closing_profile_reports_the_hosts_drift():
     line = report.drift_note(s)
     assert line.startswith("Closing profile p99 (ms): kdnn 56.40 (+20 %), sgm 19.00 (-5 %). DRIFT: kdnn's"), line
     assert "more than k - 1 = 10 %: at k = 1.1 the deadlines were tighter" in line, line
+    s["profile_host"] = {"tasks": {"busy": 0.4, "mhz": 3100.0, "mhz_from": "cpufreq"}}
+    s["profile_end_host"] = {"tasks": {"busy": 0.4, "mhz": 2800.4, "mhz_from": "cpufreq"}}
+    assert "(+20 %), sgm 19.00 (-5 %); task cores' clock 3100 -> 2800 MHz (cpufreq). DRIFT" in report.drift_note(s)
     s["points"] = [{"k": 1.5}]
     assert "DRIFT" not in report.drift_note(s), "a 20 % drift is inside k = 1.5's 50 %"
     s["profile_drift"] = {"kdnn": -0.6}

@@ -109,6 +109,9 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
         # the other processes' CPU use beside the kept profile (shares of the machine's CPUs),
         # every attempt's, and whether even the kept one was loaded (its deadlines may be loose)
         "profile_load": getattr(b, "profile_load", {}),
+        # per core group, the opening and closing profiles' busy share and MHz (procs.HostSampler)
+        "profile_host": getattr(b, "profile_host", {}),
+        "profile_end_host": getattr(b, "profile_end_host", {}),
         "bound_tok_s": bounds,
         # k -> why the bound contradicts a measured point (GPU: kappa is the agent's estimate)
         "bound_notes": notes,
@@ -295,7 +298,8 @@ def nan_for_null(s: dict) -> dict:
 # What describes one call (its options and its co-run profiles), kept per call in a merged
 # sweep, and what every call of one sweep must share.
 CALL_FIELDS = ("command", "variants", "runs", "policy_runs", "order", "prep_s", "ripple_prep_s", "score_s", "layout",
-               "profile", "profile_end", "profile_drift", "profile_load", "vlm_profile_unit_bytes")
+               "profile", "profile_end", "profile_drift", "profile_load", "profile_host", "profile_end_host",
+               "vlm_profile_unit_bytes")
 SWEEP_FIELDS = ("backend", "note", "mix", "tasks", "periods_ms", "eps")
 
 
@@ -361,6 +365,10 @@ def drift_note(s: dict) -> str:
         f"{t} {v['p99_ms']:.2f} ({100 * drift[t]:+.0f} %)" if t in drift else f"{t} {v['p99_ms']:.2f}"
         for t, v in end.items())
     ks = sorted({p["k"] for p in s.get("points", [])})
+    g0 = (s.get("profile_host") or {}).get("tasks") or {}
+    g1 = (s.get("profile_end_host") or {}).get("tasks") or {}
+    if g0.get("mhz") and g1.get("mhz"):
+        line += f"; task cores' clock {g0['mhz']:.0f} -> {g1['mhz']:.0f} MHz ({g1.get('mhz_from')})"
     worst = max(drift.items(), key=lambda kv: abs(kv[1]) if kv[1] == kv[1] else -1, default=None)
     if ks and worst and abs(worst[1]) > ks[0] - 1:
         line += (f". DRIFT: {worst[0]}'s own p99 moved {100 * worst[1]:+.0f} % over the sweep, more than "
