@@ -155,6 +155,34 @@ def gpu_bound_uses_a_ripple_variant_when_plain_ripple_did_not_run():
 
 
 @case
+def unmanaged_kappas_make_the_bound_agree_with_the_unmanaged_run():
+    """Tests unmanaged_kappas: the profile's 10-ms jobs took 20 ms under unmanaged at 4 GB/s
+    of LLM and 1 GB/s of VLM traffic (5 GB/s), so kappa = (1 - 10/20) / 5 GB/s = 100 ms/GB;
+    a task unmanaged did not slow gets 0; none without an unmanaged run at k. With it, the
+    bound streams at r = (1 - q/D) / kappa = (1 - 10/20) / 0.1 = 5 GB/s while jobs run, the
+    rate unmanaged ran at without a miss (D = 20 ms): no slower than the peak here, so the
+    bound is the peak less the VLM's bytes, 3 GB/s over 4 GB/s a token."""
+    import types
+    prof = [job(i, 100 * i, 100 * i, 100 * i + 10) for i in range(50)]
+    slow = [job(i, 100 * i, 100 * i, 100 * i + 20) for i in range(50)]
+    run = lambda pol, jobs: types.SimpleNamespace(
+        policy=pol, k=1.5, jobs={"a": jobs, "b": prof}, llm_gbps=4.0, llm_tok_s=1.0, vlm={"bytes": 10e9},
+        score_s=10.0, status_end={"tasks": [{"name": "a", "kappa_ms_per_gb": 0.0}]})
+    tasks = [("a", prof, 20.0), ("b", prof, 20.0)]
+    results = [run("ripple", prof), run("unmanaged", slow)]
+    k = metrics.unmanaged_kappas(results, 1.5, tasks, 0.02)
+    assert k == {"a": 100.0, "b": 0.0}, k
+    assert metrics.unmanaged_kappas(results, 2.0, tasks, 0.02) == {}
+    b = metrics.gpu_fluid_bound(results, 1.5, tasks, 0.02, k)
+    assert abs(b - 0.75) < 1e-9, b
+    # A tighter deadline (15 ms): r = (1 - 10/15) / 0.1 = 3.33 GB/s while a job runs
+    # (10 ms stretched to 15 of every 100), the peak 4 GB/s between: 0.15 x 3.33 + 0.85 x 4
+    # = 3.9 GB/s, less the VLM's 1 GB/s, over 4 GB/s a token: 0.725.
+    b = metrics.gpu_fluid_bound(results, 1.5, [("a", prof, 15.0), ("b", prof, 15.0)], 0.02, k)
+    assert abs(b - 0.725) < 0.01, b
+
+
+@case
 def bound_notes_flag_a_bound_the_measurements_contradict():
     """Tests bound_notes: a feasible point above the bound (the e2e call-1 case: ripple 0.65
     against a 'bound' of 0.51) and an infeasible unmanaged run the bound reaches (call 4:

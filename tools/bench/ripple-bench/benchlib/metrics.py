@@ -271,19 +271,44 @@ def fluid_bound_gbps(tasks: list[FluidTask], peak_gbps: float, step_ms: float = 
     return sum(cap) / nbins
 
 
-def gpu_fluid_bound(results: list, k: float, tasks: list[tuple[str, list[Job], float]], eps: float) -> float:
+def unmanaged_kappas(results: list, k: float, tasks: list[tuple[str, list[Job], float]], eps: float) -> dict[str, float]:
+    """Each task's kappa (ms/GB) as the unmanaged runs at k measured it, in the fluid bound's
+    own model: a stream at rate R stretches a job by 1 / (1 - kappa R), so with the profile's
+    (1 - eps)-quantile q_p and the unmanaged runs' pooled q_u at their host rate R (the LLM's
+    and the VLM's granted GB/s, averaged over the runs), kappa = (1 - q_p / q_u) / R; 0 where
+    unmanaged was no slower. Unlike the agent's estimate, it does not depend on the policy
+    under test, and the bound it gives is never contradicted by the unmanaged run it came
+    from. It takes the host's own noise in those runs as the GPU's, so it errs high (a lower
+    bound). {} without an unmanaged run at k."""
+    un = [r for r in results if r.policy == "unmanaged" and r.k == k]
+    if not un:
+        return {}
+    rate = sum(r.llm_gbps + r.vlm["bytes"] / 1e9 / r.score_s for r in un) / len(un)
+    out = {}
+    for name, profile, _ in tasks:
+        qp = percentile([j.response_ms for j in profile], 100.0 * (1.0 - eps))
+        qu = percentile([j.response_ms for r in un for j in r.jobs.get(name, [])], 100.0 * (1.0 - eps))
+        if rate > 0 and qp == qp and qu == qu and qu > 0:
+            out[name] = max(0.0, 1.0 - qp / qu) / rate * 1e3
+    return out
+
+
+def gpu_fluid_bound(results: list, k: float, tasks: list[tuple[str, list[Job], float]], eps: float,
+                    kappas: dict[str, float] | None = None) -> float:
     """The fluid bound at k on the GPU, tokens/s (fluid_bound_gbps). kappa is unknown there:
     the agent's estimate at the end of the ripple run at this k (a ripple variant's where no
     plain ripple ran: its estimator is the same); the peak rate and the bytes per token are
     the unmanaged runs'; the VLM's bytes are taken off. `results`: the bench's RunResults
     (policy, k, status_end, llm_gbps, llm_tok_s, vlm, score_s); `tasks`: (name, profile
-    jobs, deadline ms). nan without a ripple and an unmanaged run at k."""
+    jobs, deadline ms). `kappas`: each task's kappa in place of the agent's (unmanaged_kappas).
+    nan without a ripple and an unmanaged run at k."""
     rr = ([r for r in results if r.policy == "ripple" and r.k == k] or
           [r for r in results if r.policy.startswith("ripple+") and r.k == k])
     un = [r for r in results if r.policy == "unmanaged" and r.k == k]
     if not rr or not un:
         return math.nan
-    kappas = {t["name"]: t["kappa_ms_per_gb"] for t in rr[-1].status_end.get("tasks", [])}
+    if kappas is None:
+        kappas = {t["name"]: t["kappa_ms_per_gb"] for t in rr[-1].status_end.get("tasks", [])}
     peak = max(r.llm_gbps for r in un)
     tok = max(r.llm_tok_s for r in un)
     per_tok = peak / tok if tok > 0 else math.nan

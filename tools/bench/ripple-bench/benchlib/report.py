@@ -113,6 +113,10 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
         "profile_host": getattr(b, "profile_host", {}),
         "profile_end_host": getattr(b, "profile_end_host", {}),
         "bound_tok_s": bounds,
+        # GPU: the same bound with each task's kappa as the unmanaged runs at k measured it
+        # (metrics.unmanaged_kappas: the policy under test does not set it), and those kappas
+        "bound_measured_tok_s": {f"{k:g}": b.bound_measured(k) for k in o.ks} if hasattr(b, "bound_measured") else {},
+        "measured_kappas_ms_per_gb": {f"{k:g}": b.measured_kappas(k) for k in o.ks} if hasattr(b, "measured_kappas") else {},
         # k -> why the bound contradicts a measured point (GPU: kappa is the agent's estimate)
         "bound_notes": notes,
         # GPU: the host<->device copy bytes of the VLM's recorded units, each once
@@ -229,6 +233,10 @@ def markdown_table(s: dict) -> str:
             vals.append(f"{p['llm_tok_s']:.2f} / {_pct(p['worst_dmr'])}{mark}{name}")
         out.append(f"| {row} | " + " | ".join(vals) + " |")
     out.append("| bound (fluid) | " + " | ".join(f"{s['bound_tok_s'].get(f'{k:g}', math.nan):.2f}" for k in ks) + " |")
+    bm = s.get("bound_measured_tok_s") or {}
+    if any(v is not None and math.isfinite(v) for v in bm.values()):
+        out.append("| bound (fluid, κ from unmanaged) | " + " | ".join(
+            f"{bm.get(f'{k:g}') if bm.get(f'{k:g}') is not None else math.nan:.2f}" for k in ks) + " |")
     rs = s.get("ratios") or ratios(s["points"])
     if rs:
         def f(x):
@@ -315,7 +323,8 @@ def merge(parts: list[tuple[str, dict]]) -> dict:
         raise ValueError("merge: no results to merge")
     first_src, first = parts[0]
     out = {f: first.get(f) for f in SWEEP_FIELDS}
-    out.update(calls=[], points=[], bound_tok_s={}, bound_notes={}, ratios={})
+    out.update(calls=[], points=[], bound_tok_s={}, bound_measured_tok_s={}, measured_kappas_ms_per_gb={},
+               bound_notes={}, ratios={})
     seen: dict[float, str] = {}
     for src, r in parts:
         if "calls" in r:
@@ -332,7 +341,7 @@ def merge(parts: list[tuple[str, dict]]) -> dict:
             seen[k] = src
         out["calls"].append({"source": src, "ks": ks, **{f: r.get(f) for f in CALL_FIELDS if f in r}})
         out["points"] += r["points"]
-        for f in ("bound_tok_s", "bound_notes", "ratios"):
+        for f in ("bound_tok_s", "bound_measured_tok_s", "measured_kappas_ms_per_gb", "bound_notes", "ratios"):
             out[f].update(r.get(f) or {})
     out["points"].sort(key=lambda p: p["k"])   # stable: each k's policies in their call's order
     return out
