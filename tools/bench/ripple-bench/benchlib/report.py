@@ -102,6 +102,9 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
         "variants": o.variants,
         "eps": o.eps, "runs": o.runs, "policy_runs": o.policy_runs, "order": getattr(o, "order", "interleaved"), "prep_s": o.prep_s, "ripple_prep_s": o.ripple_prep_s, "score_s": o.score_s, "layout": b.layout,
         "profile": _profile(b.profile),
+        # every profile job (release, start, completion ns): a bound can be recomputed from
+        # this file with the points' _jobs (metrics.fluid_bound_gbps, unmanaged_kappas)
+        "profile_jobs": {n: [[j.release_ns, j.start_ns, j.completion_ns] for j in js] for n, js in b.profile.items()},
         # the closing co-run profile after the last run (the same shape; {} when skipped) and
         # each task's p99 drift over the sweep: p99 at the end / p99 at the start - 1
         "profile_end": _profile(getattr(b, "profile_end", {}) or {}),
@@ -306,7 +309,7 @@ def nan_for_null(s: dict) -> dict:
 # What describes one call (its options and its co-run profiles), kept per call in a merged
 # sweep, and what every call of one sweep must share.
 CALL_FIELDS = ("command", "variants", "runs", "policy_runs", "order", "prep_s", "ripple_prep_s", "score_s", "layout",
-               "profile", "profile_end", "profile_drift", "profile_load", "profile_host", "profile_end_host",
+               "profile", "profile_jobs", "profile_end", "profile_drift", "profile_load", "profile_host", "profile_end_host",
                "vlm_profile_unit_bytes")
 SWEEP_FIELDS = ("backend", "note", "mix", "tasks", "periods_ms", "eps")
 
