@@ -278,8 +278,8 @@ def unmanaged_kappas(results: list, k: float, tasks: list[tuple[str, list[Job], 
     and the VLM's granted GB/s, averaged over the runs), kappa = (1 - q_p / q_u) / R; 0 where
     unmanaged was no slower. Unlike the agent's estimate, it does not depend on the policy
     under test, and the bound it gives is never contradicted by the unmanaged run it came
-    from. It takes the host's own noise in those runs as the GPU's, so it errs high (a lower
-    bound). {} without an unmanaged run at k."""
+    from. It takes the host's own noise in those runs as the GPU's, so the kappa errs high
+    and the bound low. {} without an unmanaged run at k."""
     un = [r for r in results if r.policy == "unmanaged" and r.k == k]
     if not un:
         return {}

@@ -158,10 +158,11 @@ class HostSampler:
     samples: the share of the group's time its CPUs were busy (/proc/stat's per-CPU lines,
     as OtherLoad counts busy) and their mean clock, MHz (cpufreq's scaling_cur_freq, which
     the kernel averages over the last tick where the driver reads APERF/MPERF; else
-    /proc/cpuinfo's "cpu MHz"; None with neither; "mhz_from" says which). A host that slows every task by a few percent for whole runs
-    with no GPU byte in their jobs (results/e2e.md §0, twenty-fifth and twenty-sixth
-    sessions) is either clocked lower (more busy cores, less turbo) or loaded otherwise:
-    this tells which. `root`: where proc/ and sys/ are (tests give a fake one)."""
+    /proc/cpuinfo's "cpu MHz"; None with neither; "mhz_from" says which). A host that slows
+    every task by a few percent for whole runs with no GPU byte in their jobs
+    (results/e2e.md §0, twenty-fifth and twenty-sixth sessions) is either clocked lower
+    (more busy cores, less turbo) or loaded otherwise: this tells which. `root`: where
+    proc/ and sys/ are (tests give a fake one)."""
 
     def __init__(self, groups: dict[str, list[int]], root: str = "/") -> None:
         self.groups = {g: list(c) for g, c in groups.items() if c}

@@ -82,7 +82,7 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
                 # loaded one measured their preemptions too), and the runs made (--rerun-loaded)
                 "other_load": [dict(getattr(r, "other_load", {}), attempts=getattr(r, "attempts", 1)) for r in runs],
                 # per run, per core group (tasks, agent, engines; "all" unpinned): the scored
-                # window's busy share and mean MHz (procs.HostSampler; MHz None without cpufreq)
+                # window's busy share and mean MHz (procs.HostSampler: cpufreq, else cpuinfo)
                 "host": [getattr(r, "host", {}) for r in runs],
                 "timelines": [{"run": r.rep, "scored_from_s": r.t0_rel_s, "perturbations_s": r.perturbations,
                                "samples": [{k: v for k, v in row.items() if k != "_ns"} for row in r.timeline]}
