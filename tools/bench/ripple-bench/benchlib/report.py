@@ -102,8 +102,8 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
         "variants": o.variants,
         "eps": o.eps, "runs": o.runs, "policy_runs": o.policy_runs, "order": getattr(o, "order", "interleaved"), "prep_s": o.prep_s, "ripple_prep_s": o.ripple_prep_s, "score_s": o.score_s, "layout": b.layout,
         "profile": _profile(b.profile),
-        # every profile job (release, start, completion ns): a bound can be recomputed from
-        # this file with the points' _jobs (metrics.fluid_bound_gbps, unmanaged_kappas)
+        # every profile job (release, start, completion ns): with responses.csv a bound can be
+        # recomputed offline (metrics.fluid_bound_gbps, unmanaged_kappas)
         "profile_jobs": {n: [[j.release_ns, j.start_ns, j.completion_ns] for j in js] for n, js in b.profile.items()},
         # the closing co-run profile after the last run (the same shape; {} when skipped) and
         # each task's p99 drift over the sweep: p99 at the end / p99 at the start - 1
@@ -116,8 +116,9 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
         "profile_host": getattr(b, "profile_host", {}),
         "profile_end_host": getattr(b, "profile_end_host", {}),
         "bound_tok_s": bounds,
-        # GPU: the same bound with each task's kappa as the unmanaged runs at k measured it
-        # (metrics.unmanaged_kappas: the policy under test does not set it), and those kappas
+        # the same bound with each task's kappa as the unmanaged runs at k measured it
+        # (metrics.unmanaged_kappas: the policy under test does not set it), and those kappas;
+        # on the plant, whose kappa is known, a check of the method
         "bound_measured_tok_s": {f"{k:g}": b.bound_measured(k) for k in o.ks} if hasattr(b, "bound_measured") else {},
         "measured_kappas_ms_per_gb": {f"{k:g}": b.measured_kappas(k) for k in o.ks} if hasattr(b, "measured_kappas") else {},
         # k -> why the bound contradicts a measured point (GPU: kappa is the agent's estimate)
