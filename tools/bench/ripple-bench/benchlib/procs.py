@@ -83,6 +83,12 @@ def status_json(b, sock: Path) -> dict:
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+def busy_ticks(v: list[int]) -> int:
+    """Busy ticks of a /proc/stat cpu line's counters: user, nice, system, irq, softirq, and
+    steal (a VM's vCPU run by another tenant)."""
+    return v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)
+
+
 def proc_stats():
     """Every live process's /proc/PID/stat: (pid, comm, the fields from the third on:
     state, ppid, ..., utime at [11], stime [12], cutime [13], cstime [14], starttime [19],
@@ -132,7 +138,7 @@ class OtherLoad:
     def _sample() -> tuple[float, float, float]:
         with open("/proc/stat") as f:
             v = [int(x) for x in f.readline().split()[1:]]
-        busy = (v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)) / CLK_TCK
+        busy = busy_ticks(v) / CLK_TCK
         own = _descendants_cpu_s() + sum(r.ru_utime + r.ru_stime for r in (
             resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
         return time.monotonic(), busy, own
@@ -179,7 +185,7 @@ class HostSampler:
                         continue
                     name, *vals = line.split()
                     v = [int(x) for x in vals]
-                    busy = v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)
+                    busy = busy_ticks(v)
                     out[int(name[3:])] = (busy / CLK_TCK, (busy + v[3] + v[4]) / CLK_TCK)
         except (OSError, ValueError, IndexError):
             return {}

@@ -186,6 +186,11 @@ def ratios(points: list[dict]) -> dict[str, dict]:
     return out
 
 
+def _num(x) -> float:
+    """x, or nan where it is missing (null in a results.json)."""
+    return math.nan if x is None else x
+
+
 def _pct(x: float) -> str:
     return "n/a" if math.isnan(x) else f"{100 * x:.2f}"
 
@@ -240,7 +245,7 @@ def markdown_table(s: dict) -> str:
     bm = s.get("bound_measured_tok_s") or {}
     if any(v is not None and math.isfinite(v) for v in bm.values()):
         out.append("| bound (fluid, κ from unmanaged) | " + " | ".join(
-            f"{bm.get(f'{k:g}') if bm.get(f'{k:g}') is not None else math.nan:.2f}" for k in ks) + " |")
+            f"{_num(bm.get(f'{k:g}')):.2f}" for k in ks) + " |")
     rs = s.get("ratios") or ratios(s["points"])
     if rs:
         def f(x):
