@@ -19,7 +19,9 @@
 #   4  throughput: 0.35 x unmanaged <= ripple < unmanaged (it admits work inside the slack,
 #      not only between jobs), and the fluid bound is positive; each task's kappa as the
 #      unmanaged run measured it (metrics.unmanaged_kappas) within 0.5-2x the plant's known
-#      750 ms/GB (two quick calls on this VM: 741-864), and its bound positive
+#      750 ms/GB (two quick calls on this VM: 741-864; by construction it stays under 1/R,
+#      ~970 here, so the upper side catches a unit error, the lower one a method that misses
+#      the slowdown), and its bound positive
 #   5  the Table-7 markdown has the ripple, unmanaged and bound rows, ✗ only on unmanaged
 #   6  bad options are refused with one line naming the option, exit 2
 #   7  the LLM stand-in renews its session every 1.5 s (as the interposer does when the chunk
