@@ -150,9 +150,30 @@ def notraffic_bins_counts_every_job_no_grant_reached():
         r = subprocess.run([sys.executable, str(TOOL.parent / "notraffic_bins.py"), d], capture_output=True, text=True,
                            timeout=60)
         assert r.returncode == 0, r.stderr
-        # The three jobs no grant reached took 7.5, 10 and 10 ms; the one it reached 4 ms.
-        assert "| ripple-k1.1-run1 | sgm | 4 | 3 | 1/1 | 0/0 | 0/0 | 0/0 | 1/2 | 10.0 / 10.0 | 4.0 / 4.0 |" in r.stdout, \
+        # The three jobs no grant reached took 7.5, 10 and 10 ms; the one it reached 4 ms. Two of
+        # the four jobs missed with no grant reaching them: 50 %, above the default eps (2 %,
+        # no results.json here), so the run is named after the table.
+        assert "| ripple-k1.1-run1 | sgm | 4 | 3 | 1/1 | 0/0 | 0/0 | 0/0 | 1/2 | 10.0 / 10.0 | 4.0 / 4.0 | 50.00 ✗ |" \
+            in r.stdout, r.stdout
+        assert "- ripple-k1.1-run1 sgm: 2 of 4 jobs missed with no grant reaching them (50.00 % > eps 2 %)" in r.stdout, \
             r.stdout
+        # eps comes from results.json (a fraction) when the bench wrote one: at 60 % no run is named.
+        (Path(d) / "results.json").write_text(json.dumps({"eps": 0.6}))
+        r = subprocess.run([sys.executable, str(TOOL.parent / "notraffic_bins.py"), d], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0 and "| 50.00 |" in r.stdout and "No run's misses" in r.stdout \
+            and "eps (60 %)" in r.stdout, r.stdout
+        # --eps overrides it; one outside (0, 100) and a results.json without eps are refused by name.
+        r = subprocess.run([sys.executable, str(TOOL.parent / "notraffic_bins.py"), d, "--eps", "40"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "| 50.00 ✗ |" in r.stdout and "(50.00 % > eps 40 %)" in r.stdout, r.stdout
+        r = subprocess.run([sys.executable, str(TOOL.parent / "notraffic_bins.py"), d, "--eps", "0"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "--eps 0" in r.stderr and not r.stdout, (r.returncode, r.stdout, r.stderr)
+        (Path(d) / "results.json").write_text(json.dumps({"runs": 3}))
+        r = subprocess.run([sys.executable, str(TOOL.parent / "notraffic_bins.py"), d], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 2 and "results.json: no eps" in r.stderr and not r.stdout, (r.returncode, r.stderr)
         r = subprocess.run([sys.executable, str(TOOL.parent / "notraffic_bins.py"), str(Path(d) / "none")],
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and "windows.json" in r.stderr, (r.returncode, r.stderr)
