@@ -148,6 +148,12 @@ std::string render(const json& s) {
       e.add_if("ripple_task_level_skips_total", counter,
                "Jobs no GPU byte reached that left the conformal level alone (pricing.untouched_level = false).", l,
                at(t, "level_skips"));
+      e.add_if("ripple_task_untouched_jobs_total", counter, "Completed jobs no GPU byte was admitted into.", l,
+               at(t, "untouched_jobs"));
+      e.add_if("ripple_task_untouched_misses_total", counter,
+               "Completed jobs no GPU byte was admitted into that missed their deadline: the host's own time, "
+               "or a grant that ran past its predicted end.",
+               l, at(t, "untouched_misses"));
       e.add_if("ripple_task_drops_total", counter, "This task's job events lost in the tracer.", l, at(t, "drops"));
       e.add_if("ripple_task_dmr", gauge, "Deadline miss ratio since the agent started.", l, at(t, "dmr"));
       e.add_if("ripple_task_window_jobs", gauge, "Jobs completed in the current 100 s contract window.", l,

@@ -117,10 +117,13 @@ json status_json(const StatusInputs& in, Nanos now) {
     t["late_starts"] = ts.late_starts;  // started after an overrun, past their release
     t["max_lag_ms"] = ms(ts.max_lag);
     t["level_skips"] = ts.level_skips;  // untouched jobs that left the conformal level alone
+    t["untouched_jobs"] = ts.untouched_jobs;      // no GPU byte admitted while they ran
+    t["untouched_misses"] = ts.untouched_misses;  // ... and missed: the host's, or a late grant's
     t["dmr"] = ts.jobs ? static_cast<double>(ts.misses) / static_cast<double>(ts.jobs) : 0.0;
     t["window_jobs"] = wj;
     t["window_misses"] = wm;
     t["window_dmr"] = wj ? static_cast<double>(wm) / static_cast<double>(wj) : 0.0;
+    t["window_untouched_misses"] = in.tasks.window_untouched_misses(k, now);
     t["allowance_bytes"] = ts.last_allowance;
     t["kappa_ms_per_gb"] = est.held_slope() * 1e3;
     const auto upper = est.slope_upper();

@@ -47,16 +47,23 @@ bool TaskStatistics::on_event(const tracer::JobEvent& ev, Nanos now) {
   if (done && done->outcome.level_skipped) ++ts.level_skips;
   ++ts.jobs;
   ts.misses += missed;
+  // Without its release the agent charged it nothing it knows of: not counted either way.
+  const bool untouched = done && !done->outcome.touched;
+  if (untouched) {
+    ++ts.untouched_jobs;
+    ts.untouched_misses += missed;
+  }
   ts.last_response = static_cast<Nanos>(ev.response_ns);
   const std::int64_t w = window_of(now);
   if (w != ts.window) {
     ts.prev_window_jobs = w == ts.window + 1 ? ts.window_jobs : 0;
     ts.prev_window_misses = w == ts.window + 1 ? ts.window_misses : 0;
     ts.window = w;
-    ts.window_jobs = ts.window_misses = 0;
+    ts.window_jobs = ts.window_misses = ts.window_untouched_misses = 0;
   }
   ++ts.window_jobs;
   ts.window_misses += missed;
+  ts.window_untouched_misses += untouched && missed;
   return true;
 }
 
@@ -64,6 +71,11 @@ std::pair<std::uint64_t, std::uint64_t> TaskStatistics::window_counts(std::size_
   const TaskStats& ts = stats_[task];
   if (ts.window != window_of(now)) return {0, 0};
   return {ts.window_jobs, ts.window_misses};
+}
+
+std::uint64_t TaskStatistics::window_untouched_misses(std::size_t task, Nanos now) const {
+  const TaskStats& ts = stats_[task];
+  return ts.window == window_of(now) ? ts.window_untouched_misses : 0;
 }
 
 bool TaskStatistics::sweep(Nanos now, const std::function<bool(pid_t, std::uint64_t)>& job_open) {

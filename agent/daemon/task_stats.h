@@ -31,6 +31,11 @@ struct TaskStats {
   // Completed jobs no GPU byte reached that left the conformal level alone
   // (pricing.untouched_level = false).
   std::uint64_t level_skips = 0;
+  // Completed jobs no GPU byte was admitted into (Outcome::touched false), and those of them
+  // that missed: where these alone pass the miss tolerance, the task missed whatever the
+  // grants did, unless a grant ran past its predicted end into them (the host's own drift:
+  // Documentation/results/e2e.md §0, twenty-seventh session). In the window too.
+  std::uint64_t untouched_jobs = 0, untouched_misses = 0, window_untouched_misses = 0;
   Nanos max_lag = 0;
   // The current contract window and the one before it.
   std::int64_t window = -1;
@@ -59,6 +64,8 @@ class TaskStatistics {
   const TaskStats& stats(std::size_t task) const { return stats_[task]; }
   // Task k's jobs and misses in the window that contains `now` (0 once it has moved on).
   std::pair<std::uint64_t, std::uint64_t> window_counts(std::size_t task, Nanos now) const;
+  // Of those misses, the ones no GPU byte was admitted into.
+  std::uint64_t window_untouched_misses(std::size_t task, Nanos now) const;
   // Jobs held for the sweep.
   bool holding() const { return !job_threads_.empty(); }
   std::uint64_t events() const { return events_; }

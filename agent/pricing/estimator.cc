@@ -212,6 +212,7 @@ Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged) {
   // A charge below fit_min_bytes is no GPU traffic (params.h says why): the fit sees it as
   // zero, and the job's time is the host's alone (Params::untouched_level).
   const bool touched = charged >= params_.fit_min_bytes;
+  out.touched = touched;
   if (params_.untouched_level || touched) margin_.update_level(out.above_line);
   else out.level_skipped = true;
 

@@ -59,6 +59,9 @@ struct Outcome {
   // No GPU byte reached the job (charged below fit_min_bytes), and with
   // Params::untouched_level false it left the conformal level where it was.
   bool level_skipped = false;
+  // Some GPU byte was admitted while it ran (charged >= fit_min_bytes). A miss without it
+  // is the host's own time, or a grant that ran past its predicted end (TaskStats).
+  bool touched = false;
   std::optional<double> residual;  // e_ij, when the fit had data to predict it
 };
 

@@ -214,5 +214,37 @@ TEST(TaskStatistics, UntouchedJobsThatLeaveTheLevelAreCounted) {
   }
 }
 
+// Tests the misses no GPU byte was admitted into: a job with nothing charged that misses
+// counts (whole run and window), one charged a grant's bytes does not, a completion whose
+// release was never seen counts neither way, and a new window starts from 0.
+TEST(TaskStatistics, MissesNoGrantWasAdmittedIntoAreCounted) {
+  DaemonFixture f;
+  TaskStatistics ts(*f.adm, 1, 0);
+  ts.on_event(release(1, 0), 0);
+  ts.on_event(complete(1, 0, 90 * kMs), 90 * kMs);  // missed, nothing charged
+  ts.on_event(release(2, 100 * kMs), 100 * kMs);
+  const auto grant = f.ledger.charge(0, 64 << 20, 150 * kMs, 100 * kMs);  // 64 MiB while job 2 runs
+  ASSERT_NE(grant, 0u);
+  EXPECT_EQ(f.ledger.job(0, 2)->charged, pricing::Bytes{64 << 20});
+  ts.on_event(complete(2, 100 * kMs, 90 * kMs), 190 * kMs);  // missed, with traffic
+  ASSERT_TRUE(f.ledger.grant_executed(grant));  // done: not in flight at the next release
+  ts.on_event(release(3, 200 * kMs), 200 * kMs);
+  ts.on_event(complete(3, 200 * kMs, 30 * kMs), 230 * kMs);  // met, nothing charged
+  JobEvent unseen = complete(9, 300 * kMs, 90 * kMs);        // its release was never seen
+  unseen.deadline_miss = true;
+  ts.on_event(unseen, 390 * kMs);
+  const TaskStats& s = ts.stats(0);
+  EXPECT_EQ(s.jobs, 4u);
+  EXPECT_EQ(s.misses, 3u);
+  EXPECT_EQ(s.untouched_jobs, 2u);
+  EXPECT_EQ(s.untouched_misses, 1u);
+  EXPECT_EQ(ts.window_untouched_misses(0, 400 * kMs), 1u);
+  EXPECT_EQ(ts.window_untouched_misses(0, kWindow), 0u);  // the window has moved on
+  ts.on_event(release(10, kWindow), kWindow);
+  ts.on_event(complete(10, kWindow, 90 * kMs), kWindow + 90 * kMs);
+  EXPECT_EQ(ts.window_untouched_misses(0, kWindow + 100 * kMs), 1u);
+  EXPECT_EQ(ts.stats(0).untouched_misses, 2u);
+}
+
 }  // namespace
 }  // namespace ripple::daemon

@@ -149,6 +149,7 @@ json status_with(const std::string& task_name) {
     "grants_sent": 345, "protocol_errors": 0, "sessions_refused": 3,
     "tasks": [{"name": "TASK", "deadline_ms": 70.0, "period_ms": 100.0, "miss_tolerance": 0.02,
                "releases": 121, "jobs": 120, "misses": 3, "unfinished": 1, "dmr": 0.025,
+               "untouched_jobs": 70, "untouched_misses": 2,
                "window_jobs": 40, "window_misses": 1, "window_dmr": 0.025, "allowance_bytes": 1500000000,
                "kappa_ms_per_gb": 2.5, "kappa_upper_ms_per_gb": null, "a_hat_ms": 31.5, "margin_ms": null,
                "exempt": false, "last_response_ms": 40.25, "active": true, "drops": 2}],
@@ -223,6 +224,10 @@ TEST(MetricsTest, ValuesAndUnits) {
   EXPECT_EQ(s->value, 120);
   ASSERT_NE(s = find(p, "ripple_task_misses_total", {{"task", "kdnn"}}), nullptr);
   EXPECT_EQ(s->value, 3);
+  ASSERT_NE(s = find(p, "ripple_task_untouched_misses_total", {{"task", "kdnn"}}), nullptr);
+  EXPECT_EQ(s->value, 2);
+  ASSERT_NE(s = find(p, "ripple_task_untouched_jobs_total", {{"task", "kdnn"}}), nullptr);
+  EXPECT_EQ(s->value, 70);
   ASSERT_NE(s = find(p, "ripple_task_window_dmr", {{"task", "kdnn"}}), nullptr);
   EXPECT_DOUBLE_EQ(s->value, 0.025);
   ASSERT_NE(s = find(p, "ripple_task_allowance_bytes", {{"task", "kdnn"}}), nullptr);

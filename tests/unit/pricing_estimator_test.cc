@@ -259,6 +259,7 @@ TEST(PricingEstimator, UntouchedJobsAndTheLevel) {
     const Outcome o = est.complete(est.price(Phase::kRest), 60 * kMs, 0);
     EXPECT_TRUE(o.above_line);
     EXPECT_FALSE(o.level_skipped);
+    EXPECT_FALSE(o.touched);  // whatever the level does, the job met no GPU byte
     EXPECT_EQ(est.margin().alpha_ppm(), alpha0 - 9'891);  // eta (eps' - 1), as above
   }
   params.untouched_level = false;
@@ -276,12 +277,14 @@ TEST(PricingEstimator, UntouchedJobsAndTheLevel) {
   o = est.complete(est.price(Phase::kRest), 30 * kMs, untouched);
   EXPECT_FALSE(o.above_line);
   EXPECT_TRUE(o.level_skipped);
+  EXPECT_FALSE(o.touched);
   EXPECT_EQ(est.margin().alpha_ppm(), alpha0);
   // A job the GPU reached moves the level: down on an error.
   const Pricing p = est.price(Phase::kRest);
   o = est.complete(p, static_cast<Nanos>(p.line(touched)) + 5 * kMs, touched);
   EXPECT_TRUE(o.above_line);
   EXPECT_FALSE(o.level_skipped);
+  EXPECT_TRUE(o.touched);
   EXPECT_LT(est.margin().alpha_ppm(), alpha0);
 }
 

@@ -138,6 +138,15 @@ void print_status(const json& s) {
                 100 * t["window_dmr"].get<double>(), t["allowance_bytes"].get<double>() / 1e6,
                 t["kappa_ms_per_gb"].get<double>(), num_or_dash(t["margin_ms"], "{:.2f}").c_str(),
                 num_or_dash(t["a_hat_ms"], "{:.2f}").c_str(), t["exempt"].get<bool>() ? "yes" : "no");
+  // Misses no grant was admitted into: the host's own time unless a grant ran past its
+  // predicted end (an agent that does not count them says nothing).
+  for (const auto& t : s["tasks"])
+    if (const auto n = t.value("untouched_misses", std::uint64_t{0}); n > 0)
+      std::printf("%s: %llu of its %llu misses (%llu in the window) came in jobs no GPU byte was admitted into: "
+                  "the host's own time, or a grant past its predicted end\n",
+                  t["name"].get<std::string>().c_str(), static_cast<unsigned long long>(n),
+                  static_cast<unsigned long long>(t["misses"].get<std::uint64_t>()),
+                  static_cast<unsigned long long>(t.value("window_untouched_misses", std::uint64_t{0})));
   std::printf("\n%-12s %-15s %-10s %7s %8s %7s %6s %9s %7s %27s  %s\n", "ENGINE", "KIND", "GPU-MEMORY", "GRANTS",
               "STALE", "AHEAD", "LATE", "GB", "GB/s", "WAIT budget/decision/deliv.", "NOW");
   for (const auto& e : s["engines"]) {
