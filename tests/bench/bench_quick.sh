@@ -66,8 +66,14 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 p = {x["policy"]: x for x in s["points"]}
 r, u = p["ripple"], p["unmanaged"]
+# The agent's own count of the misses no grant was admitted into, over the scored windows:
+# every task, consistent with itself (misses within untouched jobs within jobs).
+ut = r.get("untouched", {})
+u_ok = set(ut) == set(r["tasks"]) and all(0 <= t["untouched_misses"] <= t["untouched_jobs"] <= t["jobs"]
+                                          and t["jobs"] >= 100 for t in ut.values())
 print("ripple", r["worst_dmr"], r["vlm_misses"], r["vlm_frames"], min(t["jobs"] for t in r["tasks"].values()),
-      ",".join(f"{n}={t['misses']}/{t['jobs']}" for n, t in r["tasks"].items()))
+      int(u_ok), ",".join(f"{n}={t['misses']}/{t['jobs']}" for n, t in r["tasks"].items()) + ";untouched:" +
+      ",".join(f"{n}={t['untouched_misses']}/{t['untouched_jobs']}/{t['jobs']}" for n, t in ut.items()))
 print("unmanaged", u["worst_dmr"], ",".join(f"{n}={t['misses']}/{t['jobs']}" for n, t in u["tasks"].items()))
 print("tput", r["llm_tok_s"], u["llm_tok_s"], next(iter(s["bound_tok_s"].values())), s["eps"])
 km = next(iter(s.get("measured_kappas_ms_per_gb", {}).values()), {}) or {}
@@ -78,7 +84,7 @@ print("profload", int(bool(pl.get("loaded"))), pl.get("share"), pl.get("peak_sha
       ",".join(map(str, pl.get("attempts", []))) or "none")
 PY
 )
-read -r _ r_worst r_vlm r_frames r_minjobs r_detail <<< "$(echo "$facts" | grep '^ripple')"
+read -r _ r_worst r_vlm r_frames r_minjobs r_untouched r_detail <<< "$(echo "$facts" | grep '^ripple')"
 read -r _ u_worst u_detail <<< "$(echo "$facts" | grep '^unmanaged')"
 read -r _ r_tok u_tok bound eps <<< "$(echo "$facts" | grep '^tput')"
 read -r _ k_min k_max k_n bound_m <<< "$(echo "$facts" | grep '^kappas')"
@@ -88,10 +94,10 @@ read -r _ p_loaded p_share p_peak p_cpus p_attempts <<< "$(echo "$facts" | grep 
 loaded_why="the co-run profile ran beside other load in every attempt (share of the $p_cpus CPUs other processes took: $p_attempts; the kept one $p_share, $p_peak in its busiest second): its deadlines too loose"
 
 if awk -v d="${r_worst:-nan}" -v e="${eps:-0}" -v j="${r_minjobs:-0}" -v v="${r_vlm:-1}" -v f="${r_frames:-0}" \
-   'BEGIN { exit !(d != "nan" && d <= e && j >= 100 && v == 0 && f >= 5) }'; then
+   -v u="${r_untouched:-0}" 'BEGIN { exit !(d != "nan" && d <= e && j >= 100 && v == 0 && f >= 5 && u == 1) }'; then
   ok "ripple: worst DMR $r_worst <= eps $eps ($r_detail), VLM misses $r_vlm/$r_frames"
 else
-  not_ok "ripple: worst DMR <= eps and no VLM miss" "$facts" "$(grep -E 'ok:|FAIL' "$tmp/stdout")"
+  not_ok "ripple: worst DMR <= eps, no VLM miss, the agent's untouched counts consistent" "$facts" "$(grep -E 'ok:|FAIL' "$tmp/stdout")"
 fi
 if awk -v d="${u_worst:-nan}" -v e="${eps:-1}" 'BEGIN { exit !(d != "nan" && d > e) }'; then
   ok "unmanaged: worst DMR $u_worst > eps $eps ($u_detail)"

@@ -427,6 +427,28 @@ def engine_delta_counts_the_window():
     assert metrics.engine_delta(s0, s1, "other") == {k: 0 for k in d}, metrics.engine_delta(s0, s1, "other")
 
 
+@case
+def untouched_misses_over_the_window_and_pooled():
+    """Tests the agent's misses no grant was admitted into over the scored window: deltas per
+    task; a task without the counters (an older agent), missing from a reply, or whose
+    counters went backwards (another agent) is left out; pooled over runs with the share of
+    all jobs."""
+    def task(name, jobs, uj, um):
+        return {"name": name, "jobs": jobs, "untouched_jobs": uj, "untouched_misses": um}
+    s0 = {"tasks": [task("kdnn", 100, 40, 1), task("sgm", 100, 10, 0), {"name": "old", "jobs": 5},
+                    task("gone", 10, 1, 0), task("reset", 100, 50, 5)]}
+    s1 = {"tasks": [task("kdnn", 400, 180, 18), task("sgm", 400, 20, 0), {"name": "old", "jobs": 9},
+                    task("reset", 20, 5, 0)]}
+    d = metrics.untouched_delta(s0, s1)
+    assert d == {"kdnn": {"jobs": 300, "untouched_jobs": 140, "untouched_misses": 17},
+                 "sgm": {"jobs": 300, "untouched_jobs": 10, "untouched_misses": 0}}, d
+    assert metrics.untouched_delta({}, s1) == {}
+    p = metrics.untouched_share([d, {"kdnn": {"jobs": 300, "untouched_jobs": 0, "untouched_misses": 0}}, {}])
+    assert p["kdnn"] == {"jobs": 600, "untouched_jobs": 140, "untouched_misses": 17, "share": 17 / 600}, p
+    assert p["sgm"]["share"] == 0.0 and set(p) == {"kdnn", "sgm"}, p
+    assert metrics.untouched_share([{"x": {"jobs": 0, "untouched_jobs": 0, "untouched_misses": 0}}])["x"]["share"] is None
+
+
 def renewed_status(pid0=7, pid1=7, total=True):
     """Status replies around a session renewal: at the start the LLM's first session (id 0,
     its own counters = its process's), at the end its second (id 2, own counters restarted

@@ -209,6 +209,43 @@ def hook_counters(h0: dict | None, h1: dict | None) -> dict[str, int]:
             if isinstance(h0.get(k), (int, float)) and isinstance(h1.get(k), (int, float))}
 
 
+UNTOUCHED_COUNTERS = ("jobs", "untouched_jobs", "untouched_misses")
+
+
+def untouched_delta(s0: dict, s1: dict) -> dict[str, dict[str, int]]:
+    """Per task, over the interval between two agent status replies: its jobs, those no GPU
+    byte was admitted into, and those of them that missed (the agent's `untouched_*`
+    counters: Documentation/agent.md). A task either reply lacks, or whose counters an older
+    agent does not write or that went backwards (another agent), is left out."""
+    def by_name(s: dict) -> dict[str, dict]:
+        return {t["name"]: t for t in s.get("tasks", []) if isinstance(t, dict) and "name" in t}
+    t0, t1 = by_name(s0 or {}), by_name(s1 or {})
+    out = {}
+    for name in t0.keys() & t1.keys():
+        a, b = t0[name], t1[name]
+        if not all(isinstance(a.get(k), int) and isinstance(b.get(k), int) for k in UNTOUCHED_COUNTERS):
+            continue
+        d = {k: b[k] - a[k] for k in UNTOUCHED_COUNTERS}
+        if min(d.values()) >= 0:
+            out[name] = d
+    return out
+
+
+def untouched_share(runs: list[dict[str, dict[str, int]]]) -> dict[str, dict]:
+    """untouched_delta pooled over runs, per task, with the misses no grant was admitted into
+    as a share of all the task's jobs ("share", None without jobs): a share above eps alone
+    broke eps, unless a grant ran past its predicted end into those jobs."""
+    out: dict[str, dict] = {}
+    for r in runs:
+        for name, d in r.items():
+            acc = out.setdefault(name, {k: 0 for k in UNTOUCHED_COUNTERS})
+            for k in UNTOUCHED_COUNTERS:
+                acc[k] += d[k]
+    for acc in out.values():
+        acc["share"] = acc["untouched_misses"] / acc["jobs"] if acc["jobs"] else None
+    return out
+
+
 ENGINE_COUNTERS = ("works_done", "bytes", "deadline_misses", "grants", "successors", "stale", "late_ends", "queued",
                    "for_release", "link_held", "expired")
 

@@ -84,6 +84,10 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
                 # per run, per core group (tasks, agent, engines; "all" unpinned): the scored
                 # window's busy share and mean MHz (procs.HostSampler: cpufreq, else cpuinfo)
                 "host": [getattr(r, "host", {}) for r in runs],
+                # per task, pooled over the runs whose agent counts them: jobs, those no GPU
+                # byte was admitted into, those of them that missed, and that share of all jobs
+                # (metrics.untouched_share): above eps, those misses alone broke eps
+                "untouched": metrics.untouched_share([getattr(r, "untouched", {}) for r in runs]),
                 "timelines": [{"run": r.rep, "scored_from_s": r.t0_rel_s, "perturbations_s": r.perturbations,
                                "samples": [{k: v for k, v in row.items() if k != "_ns"} for row in r.timeline]}
                               for r in runs],
