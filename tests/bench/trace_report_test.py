@@ -183,12 +183,12 @@ def notraffic_bins_counts_every_job_no_grant_reached():
 def idle_behind_successors_sent_ahead_is_binned_by_size():
     """Grant 1 (100 MB, run 0-1 ms); grant 2 sent at 0.5 ms, before grant 1 ended, runs
     1.5-10 ms: a 0.5-ms gap behind a grant under 128 MB. Grant 3 sent at 5 ms, before grant 2
-    (300 MB) ended, runs 10-20 ms: no gap. Grant 4 sent at 25 ms, after grant 3 (600 MB)
+    (300 MB) ended, runs 10.1-20 ms: 0.1 ms is the Done's own jitter (QUEUE_JITTER_NS), no gap. Grant 4 sent at 25 ms, after grant 3 (600 MB)
     ended at 20 ms: the agent was late there, so it is not counted (it is decision time)."""
     ms = 1_000_000
     mb = 1_000_000
     lines = []
-    for gid, size, sent, a0, a1 in ((1, 100, 0, 0, 1), (2, 300, 0.5, 1.5, 10), (3, 600, 5, 10, 20), (4, 50, 25, 26, 30)):
+    for gid, size, sent, a0, a1 in ((1, 100, 0, 0, 1), (2, 300, 0.5, 1.5, 10), (3, 600, 5, 10.1, 20), (4, 50, 25, 26, 30)):
         lines += [rec("grant", int(sent * ms), 0, "llm", gid, size * mb, int(a0 * ms), int(a1 * ms)),
                   rec("start", int(a0 * ms), 0, "llm", gid, size * mb, int(sent * ms)),
                   rec("done", int(a1 * ms), 0, "llm", gid, size * mb, int(a0 * ms), int(a1 * ms), int((a1 - a0) * ms))]

@@ -198,6 +198,10 @@ def quantile(xs: list[float], q: float) -> float:
 # The GPU idle time behind a grant whose successor was sent before it ended (the pipeline's
 # own gaps: the agent was not late), by that grant's size.
 AHEAD_BINS = ((128e6, "< 128 MB"), (512e6, "128-512 MB"), (math.inf, ">= 512 MB"))
+# A successor queued behind its predecessor starts on the GPU at the predecessor's Done; read
+# back as Done - measured it lands within +-0.2 ms of it (p10-p50 on the H200:
+# results/e2e.md §0, twenty-fifth session). A gap shorter than this is that noise, not idle.
+QUEUE_JITTER_NS = 200_000
 
 
 def behind(run: list[Grant]):
@@ -221,7 +225,7 @@ def idle_behind_ahead(run: list[Grant], lo: float, hi: float) -> dict:
             continue
         d = out[next(label for lim, label in AHEAD_BINS if prev.bytes < lim)]
         d["successors"] += 1
-        if g.a_from > prev.a_to:
+        if g.a_from - prev.a_to >= QUEUE_JITTER_NS:
             d["gaps"] += 1
             d["idle_ms"] += (g.a_from - prev.a_to) / 1e6
     return out
