@@ -201,6 +201,11 @@ x_json=$("$B/bin/ripplectl" explain --json --socket "$tmp/control.sock" 2>&1)
 t_txt=$("$B/bin/ripplectl" top -n 2 --interval 0.1 --socket "$tmp/control.sock" 2>&1)
 if echo "$s_txt" | grep -q '^kdnn ' && echo "$s_txt" | grep -q '^llm .*best-effort' &&
    echo "$s_json" | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["tasks"][0]["jobs"] > 0 and j["engines"][0]["grants"] > 0' &&
+   echo "$s_json" | python3 -c '
+import json, sys
+t = json.load(sys.stdin)["tasks"][0]   # the misses no grant was admitted into: counted, and within the jobs
+assert 0 <= t["window_untouched_misses"] <= t["untouched_misses"] <= t["untouched_jobs"] <= t["jobs"], t
+assert t["untouched_misses"] <= t["misses"], t' &&
    echo "$x_txt" | grep -q '^llm: ' &&
    echo "$x_json" | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["engines"][0]["cause"]' &&
    [ "$(echo "$t_txt" | grep -c 'ripple-agent: policy ripple')" = 2 ]; then
