@@ -378,6 +378,9 @@ def closing_profile_reports_the_hosts_drift():
     s["profile_host"] = {"tasks": {"busy": 0.4, "mhz": 3100.0, "mhz_from": "cpufreq"}}
     s["profile_end_host"] = {"tasks": {"busy": 0.4, "mhz": 2800.4, "mhz_from": "cpufreq"}}
     assert "(+20 %), sgm 19.00 (-5 %); task cores' clock 3100 -> 2800 MHz (cpufreq). DRIFT" in report.drift_note(s)
+    s["profile_end_host"]["tasks"]["steal"] = 0.031
+    assert "2800 MHz (cpufreq); task cores' time stolen 0.0 -> 3.1 %. DRIFT" in report.drift_note(s), \
+        "time stolen at either end is said; none at both, nothing"
     s["points"] = [{"k": 1.5}]
     assert "DRIFT" not in report.drift_note(s), "a 20 % drift is inside k = 1.5's 50 %"
     s["profile_drift"] = {"kdnn": -0.6}
@@ -598,24 +601,26 @@ def hf_llm_engine_runs_unmodified_with_learned_units():
 def host_sampler_reports_busy_share_and_clock_per_core_group():
     """Tests HostSampler on a fake /proc and /sys: cores 0-1 (engines) went from 100 to 150
     busy ticks of 200 each over the interval (0.25 busy), core 2 (tasks) 300 of 300 (1.0);
-    their clocks read 2,000,000 / 3,000,000 kHz (mean 2500 MHz) and 2,900,000 kHz. Without
+    their clocks read 2,000,000 / 3,000,000 kHz (mean 2500 MHz) and 2,900,000 kHz; of core
+    2's 300 ticks 30 were stolen (0.1; counted busy too), none of the engines'. Without
     cpufreq the clock is /proc/cpuinfo's, without either None, and a group with no readable
-    CPU has no busy share. Then host_summary means the rows inside a window only."""
+    CPU has no busy share. A kernel whose lines stop before steal gives 0 stolen. Then
+    host_summary means the rows inside a window only."""
     import tempfile
     from benchlib.procs import CLK_TCK, HostSampler, host_summary
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
         (root / "proc").mkdir()
 
-        def stat(busy0, idle0, busy2, idle2):
-            # user nice system idle iowait irq softirq steal: busy = user + system here
-            rows = [f"cpu{c} {b // 2} 0 {b - b // 2} {i} 0 0 0 0" for c, (b, i) in
-                    enumerate([(busy0, idle0), (busy0, idle0), (busy2, idle2)])]
+        def stat(busy0, idle0, busy2, idle2, steal2=0):
+            # user nice system idle iowait irq softirq steal: busy = user + system (+ steal) here
+            rows = [f"cpu{c} {(b - st) // 2} 0 {b - st - (b - st) // 2} {i} 0 0 0 {st}" for c, (b, i, st) in
+                    enumerate([(busy0, idle0, 0), (busy0, idle0, 0), (busy2, idle2, steal2)])]
             (root / "proc/stat").write_text("cpu  1 2 3 4 5 6 7 8\n" + "\n".join(rows) + "\n")
 
         stat(100 * CLK_TCK // 100, 100 * CLK_TCK // 100, 0, 0)
         s = HostSampler({"engines": [0, 1], "tasks": [2], "gone": [9], "none": []}, str(root))
-        stat(150 * CLK_TCK // 100, 250 * CLK_TCK // 100, 300 * CLK_TCK // 100, 0)
+        stat(150 * CLK_TCK // 100, 250 * CLK_TCK // 100, 300 * CLK_TCK // 100, 0, 30 * CLK_TCK // 100)
         for c, khz in ((0, 2_000_000), (1, 3_000_000), (2, 2_900_000)):
             f = root / f"sys/devices/system/cpu/cpu{c}/cpufreq/scaling_cur_freq"
             f.parent.mkdir(parents=True)
@@ -623,21 +628,29 @@ def host_sampler_reports_busy_share_and_clock_per_core_group():
         (root / "proc/cpuinfo").write_text("processor\t: 0\ncpu MHz\t\t: 1200.000\n\n"
                                           "processor\t: 2\ncpu MHz\t\t: 1800.500\n")
         h = s.sample()
-        assert h == {"engines": {"busy": 0.25, "mhz": 2500.0, "mhz_from": "cpufreq"},
-                     "tasks": {"busy": 1.0, "mhz": 2900.0, "mhz_from": "cpufreq"},
-                     "gone": {"busy": None, "mhz": None, "mhz_from": None}}, h
+        assert h == {"engines": {"busy": 0.25, "steal": 0.0, "mhz": 2500.0, "mhz_from": "cpufreq"},
+                     "tasks": {"busy": 1.0, "steal": 0.1, "mhz": 2900.0, "mhz_from": "cpufreq"},
+                     "gone": {"busy": None, "steal": None, "mhz": None, "mhz_from": None}}, h
         for c in (0, 1, 2):
             (root / f"sys/devices/system/cpu/cpu{c}/cpufreq/scaling_cur_freq").unlink()
         h = s.sample()
-        assert h["tasks"] == {"busy": None, "mhz": 1800.5, "mhz_from": "cpuinfo"}, "no ticks passed; cpuinfo's clock"
+        assert h["tasks"] == {"busy": None, "steal": None, "mhz": 1800.5, "mhz_from": "cpuinfo"}, \
+            "no ticks passed; cpuinfo's clock"
         assert h["engines"]["mhz"] == 1200.0, h   # cpu 1 is not in this cpuinfo
         (root / "proc/cpuinfo").unlink()
-        assert s.sample()["tasks"] == {"busy": None, "mhz": None, "mhz_from": None}
-    rows = [{"t_s": 0.5, "host": {"tasks": {"busy": 0.1, "mhz": 1000.0, "mhz_from": "cpuinfo"}}},
-            {"t_s": 1.5, "host": {"tasks": {"busy": 0.5, "mhz": 3000.0, "mhz_from": "cpufreq"}}},
+        assert s.sample()["tasks"] == {"busy": None, "steal": None, "mhz": None, "mhz_from": None}
+        # An old kernel's lines stop at softirq (7 counters): nothing stolen, busy as before.
+        (root / "proc/stat").write_text("cpu  1 2 3 4 5 6 7\ncpu0 1 0 1 2 0 0 0\ncpu1 1 0 1 2 0 0 0\ncpu2 9 0 9 0 0 0 0\n")
+        s.sample()
+        (root / "proc/stat").write_text("cpu  1 2 3 4 5 6 7\ncpu0 2 0 2 4 0 0 0\ncpu1 2 0 2 4 0 0 0\ncpu2 9 0 9 0 0 0 0\n")
+        h = s.sample()
+        assert (h["engines"]["busy"], h["engines"]["steal"]) == (0.5, 0.0), h
+    rows = [{"t_s": 0.5, "host": {"tasks": {"busy": 0.1, "steal": 0.5, "mhz": 1000.0, "mhz_from": "cpuinfo"}}},
+            {"t_s": 1.5, "host": {"tasks": {"busy": 0.5, "steal": 0.02, "mhz": 3000.0, "mhz_from": "cpufreq"}}},
             {"t_s": 2.5, "host": {"tasks": {"busy": 0.7, "mhz": None, "mhz_from": None}}},
             {"t_s": 3.5, "host": {"tasks": {"busy": 0.9, "mhz": 2000.0}}}]
-    assert host_summary(rows, 1.0, 3.0) == {"tasks": {"busy": 0.6, "mhz": 3000.0, "mhz_from": "cpufreq"}}, \
+    assert host_summary(rows, 1.0, 3.0) == {"tasks": {"busy": 0.6, "steal": 0.02, "mhz": 3000.0,
+                                                      "mhz_from": "cpufreq"}}, \
         host_summary(rows, 1.0, 3.0)
     assert host_summary(rows, 5.0, 6.0) == {}
 

@@ -164,19 +164,22 @@ class HostSampler:
     samples: the share of the group's time its CPUs were busy (/proc/stat's per-CPU lines,
     as OtherLoad counts busy) and their mean clock, MHz (cpufreq's scaling_cur_freq, which
     the kernel averages over the last tick where the driver reads APERF/MPERF; else
-    /proc/cpuinfo's "cpu MHz"; None with neither; "mhz_from" says which). A host that slows
-    every task by a few percent for whole runs with no GPU byte in their jobs
-    (results/e2e.md §0, twenty-fifth and twenty-sixth sessions) is either clocked lower
-    (more busy cores, less turbo) or loaded otherwise: this tells which. `root`: where
-    proc/ and sys/ are (tests give a fake one)."""
+    /proc/cpuinfo's "cpu MHz"; None with neither; "mhz_from" says which), and the share of
+    it that was stolen (/proc/stat's steal: a VM's vCPU waiting while the hypervisor ran
+    something else; counted in busy too). A host that slows every task by a few percent for
+    whole runs with no GPU byte in their jobs (results/e2e.md §0, twenty-fifth to
+    twenty-seventh sessions) is clocked lower (more busy cores, less turbo), has its vCPUs
+    taken by another tenant (steal), or is slowed where no counter of the guest shows (a
+    neighbour's memory traffic): this tells which. `root`: where proc/ and sys/ are (tests
+    give a fake one)."""
 
     def __init__(self, groups: dict[str, list[int]], root: str = "/") -> None:
         self.groups = {g: list(c) for g, c in groups.items() if c}
         self.root = Path(root)
         self.last = self._busy()
 
-    def _busy(self) -> dict[int, tuple[float, float]]:
-        """CPU -> (busy s, total s) since boot."""
+    def _busy(self) -> dict[int, tuple[float, float, float]]:
+        """CPU -> (busy s, total s, stolen s) since boot."""
         out = {}
         try:
             with open(self.root / "proc/stat") as f:
@@ -186,7 +189,8 @@ class HostSampler:
                     name, *vals = line.split()
                     v = [int(x) for x in vals]
                     busy = busy_ticks(v)
-                    out[int(name[3:])] = (busy / CLK_TCK, (busy + v[3] + v[4]) / CLK_TCK)
+                    steal = v[7] if len(v) > 7 else 0
+                    out[int(name[3:])] = (busy / CLK_TCK, (busy + v[3] + v[4]) / CLK_TCK, steal / CLK_TCK)
         except (OSError, ValueError, IndexError):
             return {}
         return out
@@ -224,35 +228,36 @@ class HostSampler:
         return out, ("cpuinfo" if out else None)
 
     def sample(self) -> dict[str, dict]:
-        """{group: {"busy": share or None, "mhz": mean MHz or None, "mhz_from": "cpufreq",
-        "cpuinfo" or None}} since the last sample."""
+        """{group: {"busy": share or None, "steal": share or None, "mhz": mean MHz or None,
+        "mhz_from": "cpufreq", "cpuinfo" or None}} since the last sample."""
         now = self._busy()
         out = {}
         for g, cpus in self.groups.items():
-            d = [(now[c][0] - self.last[c][0], now[c][1] - self.last[c][1]) for c in cpus
-                 if c in now and c in self.last]
-            total = sum(t for _, t in d)
+            d = [tuple(a - b for a, b in zip(now[c], self.last[c])) for c in cpus if c in now and c in self.last]
+            total = sum(t for _, t, _ in d)
             mhz, src = self._mhz(cpus)
-            out[g] = {"busy": round(sum(b for b, _ in d) / total, 4) if total > 0 else None,
+            out[g] = {"busy": round(sum(b for b, _, _ in d) / total, 4) if total > 0 else None,
+                      "steal": round(sum(st for _, _, st in d) / total, 4) if total > 0 else None,
                       "mhz": round(sum(mhz) / len(mhz), 1) if mhz else None, "mhz_from": src}
         self.last = now
         return out
 
 
 def host_summary(rows: list[dict], t0_s: float, t1_s: float) -> dict[str, dict]:
-    """Per group, the mean busy share and MHz of the timeline rows with t0_s <= t_s < t1_s
-    that have them (None where none has), and where the clocks came from."""
+    """Per group, the mean busy share, stolen share and MHz of the timeline rows with
+    t0_s <= t_s < t1_s that have them (None where none has), and where the clocks came from."""
     out: dict[str, dict] = {}
     for row in rows:
         if not (t0_s <= row.get("t_s", -1) < t1_s):
             continue
         for g, v in (row.get("host") or {}).items():
-            acc = out.setdefault(g, {"busy": [], "mhz": [], "from": set()})
-            for k in ("busy", "mhz"):
+            acc = out.setdefault(g, {"busy": [], "steal": [], "mhz": [], "from": set()})
+            for k in ("busy", "steal", "mhz"):
                 if v.get(k) is not None:
                     acc[k].append(v[k])
             if v.get("mhz_from"):
                 acc["from"].add(v["mhz_from"])
     return {g: {"busy": round(sum(acc["busy"]) / len(acc["busy"]), 4) if acc["busy"] else None,
+                "steal": round(sum(acc["steal"]) / len(acc["steal"]), 4) if acc["steal"] else None,
                 "mhz": round(sum(acc["mhz"]) / len(acc["mhz"]), 1) if acc["mhz"] else None,
                 "mhz_from": "+".join(sorted(acc["from"])) or None} for g, acc in out.items()}

@@ -82,7 +82,7 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
                 # loaded one measured their preemptions too), and the runs made (--rerun-loaded)
                 "other_load": [dict(getattr(r, "other_load", {}), attempts=getattr(r, "attempts", 1)) for r in runs],
                 # per run, per core group (tasks, agent, engines; "all" unpinned): the scored
-                # window's busy share and mean MHz (procs.HostSampler: cpufreq, else cpuinfo)
+                # window's busy share, stolen share and mean MHz (procs.HostSampler: cpufreq, else cpuinfo)
                 "host": [getattr(r, "host", {}) for r in runs],
                 # per task, pooled over the runs whose agent counts them: jobs, those no GPU
                 # byte was admitted into, those of them that missed, and that share of all jobs
@@ -116,7 +116,7 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
         # the other processes' CPU use beside the kept profile (shares of the machine's CPUs),
         # every attempt's, and whether even the kept one was loaded (its deadlines may be loose)
         "profile_load": getattr(b, "profile_load", {}),
-        # per core group, the opening and closing profiles' busy share and MHz (procs.HostSampler)
+        # per core group, the opening and closing profiles' busy share, stolen share and MHz (procs.HostSampler)
         "profile_host": getattr(b, "profile_host", {}),
         "profile_end_host": getattr(b, "profile_end_host", {}),
         "bound_tok_s": bounds,
@@ -391,6 +391,8 @@ def drift_note(s: dict) -> str:
     g1 = (s.get("profile_end_host") or {}).get("tasks") or {}
     if g0.get("mhz") and g1.get("mhz"):
         line += f"; task cores' clock {g0['mhz']:.0f} -> {g1['mhz']:.0f} MHz ({g1.get('mhz_from')})"
+    if g0.get("steal") or g1.get("steal"):
+        line += f"; task cores' time stolen {100 * (g0.get('steal') or 0):.1f} -> {100 * (g1.get('steal') or 0):.1f} %"
     worst = max(drift.items(), key=lambda kv: abs(kv[1]) if kv[1] == kv[1] else -1, default=None)
     if ks and worst and abs(worst[1]) > ks[0] - 1:
         line += (f". DRIFT: {worst[0]}'s own p99 moved {100 * worst[1]:+.0f} % over the sweep, more than "
