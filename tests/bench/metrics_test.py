@@ -419,6 +419,30 @@ def ratios_of_ripple_variants():
 
 
 @case
+def ratio_line_gives_the_fluid_bound():
+    """Tests that the table's ratio line gives ripple's and each variant's tokens/s over the
+    fluid bound at each k (issue 12's >= 0.8), and over the bound with kappa from unmanaged
+    where the results carry one (the GPU's; the sim writes none), and says nothing of a
+    bound that is missing or not a number."""
+    a = _call([1.1, 1.5], 10.0, 0.0)
+    a["points"].append({**a["points"][0], "policy": "ripple+q", "llm_tok_s": 0.9})
+    a["ratios"] = report.ratios(a["points"])
+    a["bound_tok_s"] = {"1.1": 1.25, "1.5": math.nan}
+    lines = [ln for ln in report.markdown_table(a).splitlines() if "as a ratio" in ln]
+    assert lines[0] == ("Ripple's LLM tokens/s as a ratio: k = 1.1: 0.79 of unmanaged, 0.79 of unmanaged (the best "
+                        "other policy meeting every target), 0.88 of the fluid bound; k = 1.5: 1.07 of unmanaged, "
+                        "1.07 of unmanaged (the best other policy meeting every target)."), lines
+    assert lines[1].startswith("ripple+q's LLM tokens/s as a ratio: k = 1.1: 0.64 of unmanaged") and \
+        lines[1].endswith(", 0.72 of the fluid bound."), lines
+    a["bound_measured_tok_s"] = {"1.1": 1.1, "1.5": None}
+    lines = [ln for ln in report.markdown_table(a).splitlines() if "as a ratio" in ln]
+    assert "0.88 of the fluid bound (1.00 with κ from unmanaged); k = 1.5" in lines[0], lines
+    del a["bound_tok_s"]["1.1"]
+    lines = [ln for ln in report.markdown_table(a).splitlines() if "as a ratio" in ln]
+    assert not any("fluid bound" in ln for ln in lines), ("no bound at k: no ratio to it", lines)
+
+
+@case
 def engine_delta_counts_the_window():
     """Tests one engine's counters over the scored window, late grant ends included, and that
     a missing engine counts zero."""

@@ -94,7 +94,16 @@ std::string markdown_table(const json& s) {
   const json& rs = s["ratios"];
   if (!rs.empty()) {
     auto f = [](const json& x) { return x.is_number() ? fmt::format("{:.2f}", x.get<double>()) : std::string("n/a"); };
-    auto line = [&](const std::string& who, const std::vector<std::pair<std::string, const json*>>& items) {
+    // The policy's tokens/s over the fluid bound at k (report.py's vs_bound); NaN without either.
+    auto vs_bound = [&](const std::string& policy, const std::string& k) {
+      const double b = s["bound_tok_s"].contains(k) ? d(s["bound_tok_s"][k]) : kNan;
+      for (const auto& p : s["points"])
+        if (p["policy"].get<std::string>() == policy && g(d(p["k"])) == k && std::isfinite(b) && b > 0)
+          return d(p["llm_tok_s"]) / b;
+      return kNan;
+    };
+    auto line = [&](const std::string& who, const std::string& policy,
+                    const std::vector<std::pair<std::string, const json*>>& items) {
       std::string l = who + "'s LLM tokens/s as a ratio: ";
       for (std::size_t i = 0; i < items.size(); ++i) {
         const json& v = *items[i].second;
@@ -104,6 +113,8 @@ std::string markdown_table(const json& s) {
                  ? fmt::format("{} of {} (the best other policy meeting every target)", f(v["vs_best_feasible_other"]),
                                v["best_feasible_other"].get<std::string>())
                  : std::string("no other policy met every target");
+        if (const double r = vs_bound(policy, items[i].first); std::isfinite(r))
+          l += fmt::format(", {:.2f} of the fluid bound", r);
         if (!v["ripple_feasible"].get<bool>()) l += fmt::format(" ({} itself missed a target)", who);
       }
       return l + ".";
@@ -113,7 +124,7 @@ std::string markdown_table(const json& s) {
       if (v.contains("ripple_feasible")) main.emplace_back(k, &v);
     if (!main.empty()) {
       out.push_back("");
-      out.push_back(line("Ripple", main));
+      out.push_back(line("Ripple", "ripple", main));
     }
     // Each ripple variant's line, by name (report.py sorts them the same way).
     std::set<std::string> names;
@@ -125,7 +136,7 @@ std::string markdown_table(const json& s) {
       for (const auto& [k, v] : rs.items())
         if (v.contains("variants") && v["variants"].contains(n)) items.emplace_back(k, &v["variants"][n]);
       out.push_back("");
-      out.push_back(line(n, items));
+      out.push_back(line(n, n, items));
     }
   }
   out.push_back("");

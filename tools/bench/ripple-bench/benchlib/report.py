@@ -255,19 +255,34 @@ def markdown_table(s: dict) -> str:
         def f(x):
             return "n/a" if x is None else f"{x:.2f}"
 
-        def line(who, items):
+        def over_bound(policy, k):
+            """The policy's tokens/s over the fluid bound at k, and over the bound with kappa
+            from unmanaged where there is one (the sim writes none); None without either."""
+            tok = next((p["llm_tok_s"] for p in s["points"] if p["policy"] == policy and f"{p['k']:g}" == k), None)
+
+            def over(b):
+                return tok / b if tok is not None and b is not None and math.isfinite(b) and b > 0 else None
+            return over(s["bound_tok_s"].get(k)), over(bm.get(k))
+
+        def vs_bound(policy, k):
+            r, rm = over_bound(policy, k)
+            return ((f", {r:.2f} of the fluid bound" if r is not None else "")
+                    + (f" ({rm:.2f} with κ from unmanaged)" if r is not None and rm is not None else ""))
+
+        def line(who, policy, items):
             return f"{who}'s LLM tokens/s as a ratio: " + "; ".join(
                 f"k = {k}: {f(v['vs_unmanaged'])} of unmanaged, "
                 + (f"{f(v['vs_best_feasible_other'])} of {v['best_feasible_other']} (the best other policy meeting "
                    f"every target)" if v["best_feasible_other"] else "no other policy met every target")
+                + vs_bound(policy, k)
                 + ("" if v["ripple_feasible"] else f" ({who} itself missed a target)")
                 for k, v in items) + "."
         main = [(k, v) for k, v in rs.items() if "ripple_feasible" in v]
         if main:
-            out += ["", line("Ripple", main)]
+            out += ["", line("Ripple", "ripple", main)]
         names = sorted({n for v in rs.values() for n in v.get("variants", {})})
         for n in names:
-            out += ["", line(n, [(k, v["variants"][n]) for k, v in rs.items() if n in v.get("variants", {})])]
+            out += ["", line(n, n, [(k, v["variants"][n]) for k, v in rs.items() if n in v.get("variants", {})])]
     out += ["", "Per point: per-task DMR (%), VLM frames late/judged, LLM tokens/s and GB/s, VLM GB/s, the LLM's "
             "share of both engines' granted bytes (%), and the LLM's scored time (Fig. 9): busy, budget wait, "
             "decision, delivery, other gap (%).", "",
