@@ -95,8 +95,16 @@ def misses_and_idle_are_attributed():
     e = r["engines"]["llm"]
     assert e["grants"] == 2 and e["late_ends"] == 1, e   # grant 2 ended 3 ms late
     assert e["idle_ms"] == {"total": 3.0, "waiting_for_decision": 1.0, "delivery": 1.0, "other": 1.0}, e
+    # Grant 2 started on time (4 ms) and ran 18 ms for 15 predicted: late by its run's excess.
+    # Grant 1 ran its 1 ms as predicted (< 5 ms); grant 2's 15 predicted are the >= 10 ms class.
+    b = e["late_ends_by"]
+    assert (b["started_late"], b["ran_long"], b["start_delay_ms_p90"], b["excess_ms_p90"]) == (0, 1, 0.0, 3.0), b
+    r50 = b["duration_ratio_p50"]
+    assert (r50["< 5 ms"], r50[">= 10 ms"]) == (1.0, 1.2) and math.isnan(r50["5-10 ms"]), b
+    assert b["duration_count"] == {"< 5 ms": 1, "5-10 ms": 0, ">= 10 ms": 1}, b
     rc, out, err = on_lines(lines)
     assert rc == 0 and "| costmap | 4 | 3 | 75.00 | 1 | 1 | 1 |" in out, out
+    assert "| llm | 0 / 1 | 0.00 / 3.00 | 1.00 (1) / nan (0) / 1.20 (1) |" in out, out
 
 
 @case

@@ -23,7 +23,9 @@ release (an after-effect, or a clock skew between the trace's GPU intervals and 
 jobs), "apart" otherwise (nothing of the engines came close: the host's own noise).
 
 Per engine: grants done, late ends (actual end more than --late-ms after the predicted end,
-as the agent counts late_ends), the end error's quantiles, and its idle time: where none
+as the agent counts late_ends), the end error's quantiles, the late ends split into those
+that started late and those that ran longer than predicted, with the grants' GPU over
+predicted duration by the predicted duration's class (late_ends_by), and its idle time: where none
 of its grants ran (outside the union of their GPU intervals; pipelined grants overlap, so
 the gap is from the furthest end so far to the next start), split by when the next grant
 was decided (after that end: the engine waited for a decision) and sent (delivery); and
@@ -424,12 +426,39 @@ def report(tr: Trace, window: tuple[float, float] | None, late_ms: float, near_m
             "end_error_ms_p99": quantile(errs, 0.99),
             "idle_ms": {k: v / 1e6 for k, v in idle.items()},
             "idle_share": idle["total"] / span if span > 0 else math.nan,
+            "late_ends_by": late_ends_by(scored, late_ms),
             "idle_behind_ahead": idle_behind_ahead(run, lo, hi),
             "in_hand": in_hand(gs, lo, hi),
             "none_where": none_where(gs, tr.jobs, lo, hi),
         }
     return {"window_s": list(window) if window else None, "late_ms": late_ms, "near_ms": near_ms, "tasks": tasks,
             "engines": engines, "beside": beside(by_engine, lo, hi)}
+
+
+# Classes of a grant's predicted duration, for its measured / predicted duration.
+DURATION_BINS = ((5e6, "< 5 ms"), (10e6, "5-10 ms"), (math.inf, ">= 10 ms"))
+
+
+def late_ends_by(scored: list[Grant], late_ms: float) -> dict:
+    """Why the grants that ended more than late_ms after their predicted end did: a late end
+    is its start's delay (GPU start - predicted start) plus its run's excess (GPU duration -
+    predicted duration); "started_late" counts those where the delay is the larger part,
+    "ran_long" the others, with the p90 of each part over the late ones (ms). And, over every
+    scored grant, the median of its GPU duration over its predicted one per class of the
+    predicted duration: an engine whose grants each cost a fixed time beyond their units
+    runs over in the short class and under in the long one, whatever one scale it learns."""
+    late = [(g.a_from - g.p_from, (g.a_to - g.a_from) - (g.p_to - g.p_from))
+            for g in scored if g.a_to - g.p_to > late_ms * 1e6]
+    ratio: dict[str, list[float]] = {label: [] for _, label in DURATION_BINS}
+    for g in scored:
+        pred = g.p_to - g.p_from
+        if pred > 0 and g.a_to > g.a_from:
+            ratio[next(label for top, label in DURATION_BINS if pred < top)].append((g.a_to - g.a_from) / pred)
+    return {"started_late": sum(1 for d, x in late if d >= x), "ran_long": sum(1 for d, x in late if d < x),
+            "start_delay_ms_p90": quantile([d / 1e6 for d, _ in late], 0.9),
+            "excess_ms_p90": quantile([x / 1e6 for _, x in late], 0.9),
+            "duration_ratio_p50": {label: quantile(v, 0.5) for label, v in ratio.items()},
+            "duration_count": {label: len(v) for label, v in ratio.items()}}
 
 
 def markdown(r: dict) -> str:
@@ -447,6 +476,15 @@ def markdown(r: dict) -> str:
         out.append(f"| {n} | {d['grants']} | {d['discarded']} | {d['late_ends']} | {d['end_error_ms_p50']:.2f} / "
                    f"{d['end_error_ms_p95']:.2f} / {d['end_error_ms_p99']:.2f} | {100 * d['idle_share']:.1f} | "
                    f"{i['waiting_for_decision']:.0f} / {i['delivery']:.0f} / {i['other']:.0f} |")
+    out += ["", f"| engine | late ends (> {r['late_ms']:g} ms): started late / ran long | p90 of their start delay / "
+                "run excess ms | GPU / predicted duration p50 (grants), predicted " +
+            " / ".join(label for _, label in DURATION_BINS) + " |", "|---|---|---|---|"]
+    for n, d in sorted(r["engines"].items()):
+        b = d["late_ends_by"]
+        out.append(f"| {n} | {b['started_late']} / {b['ran_long']} | {b['start_delay_ms_p90']:.2f} / "
+                   f"{b['excess_ms_p90']:.2f} | " + " / ".join(
+                       f"{b['duration_ratio_p50'][label]:.2f} ({b['duration_count'][label]})"
+                       for _, label in DURATION_BINS) + " |")
     out += ["", "| engine | grant before the gap | successors sent before it ended | GPU gaps | idle ms |",
             "|---|---|---|---|---|"]
     for n, d in sorted(r["engines"].items()):
