@@ -389,6 +389,49 @@ def closing_profile_reports_the_hosts_drift():
 
 
 @case
+def quantile_interval_is_distribution_free():
+    """Tests the p-quantile's confidence interval from order statistics: the median of 1..10
+    at 95 % is [2, 9] (the binomial table's ranks); a p99 has no upper end below 368 values
+    (0.99^367 > 2.5 %) and has one from 368 on; and over 400 samples of 500 exponential
+    values each the interval holds the true p99 at least ~95 % of the time (it is
+    conservative; a 3-sd margin for the 400 trials)."""
+    import random
+    assert metrics.quantile_ci(list(range(1, 11)), 50) == (2, 9)
+    assert metrics.quantile_ci_min_n(99) == 368
+    assert metrics.quantile_ci([float(i) for i in range(367)], 99)[1] is None
+    lo, hi = metrics.quantile_ci([float(i) for i in range(368)], 99)
+    assert hi == 367.0 and lo is not None and lo < metrics.percentile([float(i) for i in range(368)], 99), (lo, hi)
+    assert metrics.quantile_ci([], 99) == (None, None) and metrics.quantile_ci([1.0], 100) == (None, None)
+    rng, true, held = random.Random(7), math.log(100.0), 0
+    for _ in range(400):
+        lo, hi = metrics.quantile_ci([rng.expovariate(1.0) for _ in range(500)], 99)
+        held += lo <= true <= hi
+    assert held >= 0.95 * 400 - 3 * math.sqrt(400 * 0.95 * 0.05), held
+
+
+@case
+def profile_note_names_deadlines_inside_the_p99s_interval():
+    """Tests the PROFILE line: a task whose deadline at the smallest k lies inside (or
+    below the open end of) its p99's 95 % interval is named, with the interval; one whose
+    deadline lies above it is not; results without intervals (the simulator's) give none."""
+    prof = lambda n, big: [job(i, 0, 0, big if i == n - 1 else 10.0 + (i % 10) / 10) for i in range(n)]
+    p = report._profile({"a": prof(135, 12.0), "b": prof(400, 11.0)})
+    assert p["a"]["p99_ci95_ms"][1] is None and p["a"]["max_ms"] == 12.0, p["a"]
+    assert p["b"]["p99_ci95_ms"][1] == 11.0, p["b"]
+    s = {"profile": p, "points": [{"k": 1.5, "deadlines_ms": {"a": 99.0, "b": 99.0}},
+                                  {"k": 1.1, "deadlines_ms": {"a": 11.5, "b": 11.5}}]}
+    line = report.profile_ci_note(s)
+    assert line.startswith("PROFILE: at k = 1.1 a deadline does not lie above the 95 % interval of its task's own "
+                           "p99 (ms): a 10.90 to above its largest of 135 jobs, 12.00, deadline 11.5. The host alone"), line
+    assert line.endswith("368 jobs or more bound a p99 (--profile-s)"), line
+    s["points"][1]["deadlines_ms"]["b"] = 10.95
+    assert "; b 10.90 to 11.00, deadline 10.9" in report.profile_ci_note(s), "b's deadline lies inside its interval"
+    for v in p.values():
+        del v["p99_ci95_ms"]
+    assert report.profile_ci_note(s) == "", "no interval, no line"
+
+
+@case
 def ratios_to_unmanaged_and_best_feasible_other():
     """Tests issue 7's two ratios: ripple over unmanaged, and over the best other policy
     meeting every target (an infeasible faster policy does not count)."""

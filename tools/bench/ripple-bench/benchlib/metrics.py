@@ -57,6 +57,41 @@ def percentile(values: list[float], p: float) -> float:
     return v[rank - 1]
 
 
+def _binom_cdfs(n: int, p: float) -> list[float]:
+    """[P(Bin(n, p) <= k) for k in 0..n]."""
+    lp, lq, acc, out = math.log(p), math.log1p(-p), 0.0, []
+    for i in range(n + 1):
+        acc += math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq)
+        out.append(min(1.0, acc))
+    out[n] = 1.0
+    return out
+
+
+def quantile_ci(values: list[float], p: float, conf: float = 0.95) -> tuple[float | None, float | None]:
+    """Distribution-free confidence interval for the p-quantile (p in (0, 100)) of what the
+    values sample, from their order statistics: X_(l) <= q with probability P(B >= l) and
+    X_(u) >= q with P(B <= u - 1), B ~ Bin(n, p/100) counting the values below q; each end
+    holds with at least (1 + conf) / 2, the interval with conf. None for an end no order
+    statistic reaches: with n values the largest bounds the p-quantile above only if
+    1 - (p/100)^n >= (1 + conf) / 2 (the p99 at 95 %: n >= 368, quantile_ci_min_n), so a
+    shorter sample says nothing of how far above its largest value the quantile may lie."""
+    v = sorted(values)
+    n, q, tail = len(v), p / 100.0, (1.0 - conf) / 2.0
+    if n == 0 or not 0 < q < 1:
+        return None, None
+    cdf = _binom_cdfs(n, q)
+    # The largest l with P(B >= l) = 1 - cdf[l - 1] >= 1 - tail; the smallest u with
+    # P(B <= u - 1) = cdf[u - 1] >= 1 - tail.
+    lo = next((v[l - 1] for l in range(n, 0, -1) if 1.0 - cdf[l - 1] >= 1.0 - tail), None)
+    hi = next((v[u - 1] for u in range(1, n + 1) if cdf[u - 1] >= 1.0 - tail), None)
+    return lo, hi
+
+
+def quantile_ci_min_n(p: float, conf: float = 0.95) -> int:
+    """The fewest values whose largest bounds the p-quantile above at conf (quantile_ci)."""
+    return math.ceil(math.log((1.0 - conf) / 2.0) / math.log(p / 100.0))
+
+
 def in_window(jobs: list[Job], t0_ns: int, t1_ns: int) -> list[Job]:
     """Jobs released inside the scored window [t0, t1)."""
     return [j for j in jobs if t0_ns <= j.release_ns < t1_ns]
