@@ -322,7 +322,7 @@ Status parse_task(const Where& w, const toml::table& t, std::size_t index, const
     } else if (k == "miss_tolerance") {
       auto v = number(w, n, key(k));
       if (!v) return v.error();
-      if (!(*v > 0 && *v < 1)) return error_at(w, n, key(k), fmt::format("{} is not in (0, 1)", *v));
+      if (!(*v > 0 && *v < 0.5)) return error_at(w, n, key(k), fmt::format("{} is not in (0, 0.5)", *v));
       spec.miss_tolerance = *v;
     } else if (k == "solo_ms") {
       const toml::array* a = n.as_array();
@@ -509,6 +509,9 @@ Result<Config> parse(std::string_view text, const std::string& source, const std
       if (k == RIPPLE_MAX_PTS)
         return make_error("{}: task[{}]: {} tasks; at most {}", w.at(*a->get(k)), k, a->size(), RIPPLE_MAX_PTS);
       TaskSection t;
+      // A task without its own miss_tolerance takes [pricing]'s (parsed above, wherever
+      // the table stands in the file).
+      t.spec.miss_tolerance = c.pricing.default_miss_tolerance;
       if (Status s = parse_task(w, *a->get(k)->as_table(), k, base_dir, t); !s) return s.error();
       if (!names.insert(t.spec.name).second)
         return make_error("{}: task[{}].name: '{}' is used twice", w.at(*a->get(k)), k, t.spec.name);

@@ -95,6 +95,40 @@ TEST(AgentConfig, ParsesFullFile) {
   EXPECT_EQ(c.engines[0].kind, admission::EngineKind::kDeadlineBound);
 }
 
+// Tests that a task without its own miss_tolerance takes [pricing].miss_tolerance
+// (config.md), wherever [pricing] stands in the file, that its own wins, and that a
+// task's value outside (0, 0.5) is refused by name.
+TEST(AgentConfig, TaskMissToleranceDefaultsToPricings) {
+  const std::string tasks = R"(
+[[task]]
+name = "a"
+comm = "a"
+period_ms = 100
+deadline_ms = 90
+
+[[task]]
+name = "b"
+comm = "b"
+period_ms = 100
+deadline_ms = 90
+miss_tolerance = 0.03
+)";
+  for (const std::string& text : {"[pricing]\nmiss_tolerance = 0.005\n" + tasks,
+                                  tasks + "\n[pricing]\nmiss_tolerance = 0.005\n"}) {
+    auto r = parse(text, "ripple.toml");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    ASSERT_EQ(r->tasks.size(), 2u);
+    EXPECT_DOUBLE_EQ(r->tasks[0].spec.miss_tolerance, 0.005);
+    EXPECT_DOUBLE_EQ(r->tasks[1].spec.miss_tolerance, 0.03);
+  }
+  auto r = parse(tasks, "ripple.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->tasks[0].spec.miss_tolerance, pricing::kDefaultMissTolerance);
+  std::string bad = tasks;
+  bad.replace(bad.find("0.03"), 4, "0.75");
+  EXPECT_NE(error_of(bad).find("task[1].miss_tolerance: 0.75 is not in (0, 0.5)"), std::string::npos) << error_of(bad);
+}
+
 // Tests agent.shared_link's three values: "auto" (the default: engines on an integrated
 // GPU are off the link), true (every engine on it) and false.
 TEST(AgentConfig, SharedLinkModes) {
