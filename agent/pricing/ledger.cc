@@ -142,10 +142,16 @@ std::optional<Completion> Ledger::on_unfinished(TaskId task, JobSeq seq, Nanos n
   return std::nullopt;
 }
 
+// Whether an active job limits B(t) (Eq. 4: the minimum over the active uncertified jobs).
+// A job priced uncertified keeps its limit when its task turns exempt while it runs (it
+// overran into the release that completed the passes: the job most at risk); one priced
+// certified limits again if its task loses the exemption before it completes.
+static bool limits_budget(const JobAccount& j) { return !(j.pricing.certified && j.task->exempt()); }
+
 Bytes Ledger::budget(Nanos now) const {
   Bytes b = kUnlimitedBytes;
   for (const auto& j : jobs_) {
-    if (j.task->exempt()) continue;
+    if (!limits_budget(j)) continue;
     b = std::min(b, j.budget(now));
   }
   return b == kUnlimitedBytes ? b : std::max<Bytes>(0, b);
@@ -154,7 +160,7 @@ Bytes Ledger::budget(Nanos now) const {
 Nanos Ledger::time_budget_reaches(Bytes bytes, Nanos now) const {
   Nanos t = now;
   for (const auto& j : jobs_) {
-    if (j.task->exempt()) continue;
+    if (!limits_budget(j)) continue;
     const Bytes need = bytes + j.charged;  // released(t) must reach this
     if (need > j.allowance) return kNever;
     if (j.full_release || j.floor >= need) continue;

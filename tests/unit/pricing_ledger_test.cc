@@ -259,6 +259,40 @@ TEST(PricingLedger, ExemptJobsDoNotLimitBudget) {
   EXPECT_EQ(ledger.job(c, seq)->charged, 123);
 }
 
+// Tests that a job priced uncertified keeps limiting B(t) when a later job of its task,
+// released while it still runs (an overrun), completes the passes and makes the task
+// exempt (Eq. 4: the minimum over the active uncertified jobs); the job priced certified
+// does not limit it.
+TEST(PricingLedger, JobPricedUncertifiedKeepsItsLimitWhenItsTaskTurnsExempt) {
+  Params params = ledger_params();
+  params.certify_passes = 5;
+  params.prior_slope_ns_per_byte = 1e-5;
+  Ledger ledger(params);
+  const TaskId c = ledger.add_task(task("control", 10 * kMs, 20 * kMs, 20 * kMs));
+  Nanos now = 0;
+  JobSeq seq = 0;
+  Pricing first;
+  for (; seq < 200; ++seq, now += 20 * kMs) {
+    first = ledger.on_release(c, seq, now);
+    if (ledger.task(c).certification_passes() == params.certify_passes - 1) break;  // one pass short
+    const Bytes bytes = static_cast<Bytes>(seq % 3) * kGBytes;
+    if (bytes > 0) ledger.grant_executed(ledger.charge(0, bytes, now + 1, now));
+    ledger.on_complete(c, seq, now + 10 * kMs + static_cast<Nanos>(1e-5 * bytes) + seq % 2);
+  }
+  ASSERT_FALSE(first.certified);
+  ASSERT_FALSE(ledger.task(c).exempt());
+  const Nanos later = now + 20 * kMs;  // job `seq` overran: still active at the next release
+  const Pricing second = ledger.on_release(c, seq + 1, later);
+  ASSERT_TRUE(second.certified);
+  ASSERT_TRUE(ledger.task(c).exempt());
+  const Bytes own = ledger.job(c, seq)->budget(later);
+  EXPECT_EQ(ledger.budget(later), std::max<Bytes>(0, own));
+  EXPECT_LT(ledger.budget(later), kUnlimitedBytes);
+  EXPECT_NE(ledger.time_budget_reaches(first.allowance + 1, later), later) << "the job's limit binds the time too";
+  ledger.on_complete(c, seq, later + kMs);
+  EXPECT_EQ(ledger.budget(later + kMs), kUnlimitedBytes) << "the certified job alone does not limit B(t)";
+}
+
 // Tests a job that started late, behind an overrun (Pricing::lag): it is priced on what
 // is left of its deadline (Eq. 2 over D - lag), nothing at all when that leaves no room
 // for its own run (no floor, no probe); the task's base allowance does not move; the
