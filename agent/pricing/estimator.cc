@@ -43,7 +43,9 @@ Estimator::Estimator(TaskSpec spec, const Params& params)
       window_target_(pricing::window_target(spec_.miss_tolerance,
                                    contract_jobs(params.contract_window, spec_.period),
                                    params.min_window_target)),
-      z_(inverse_normal_cdf(1.0 - spec_.miss_tolerance)),
+      // z_eps from the lower tail: 1 - eps rounds to 1 for eps below ~5.6e-17 (a NaN z
+      // would drop the pessimistic slope and price a stricter task with more bytes).
+      z_(-inverse_normal_cdf(spec_.miss_tolerance)),
       a_max_(to_bytes(params.peak_rate_bytes_per_ns * static_cast<double>(spec_.deadline))),
       fit_(params.intercept_window, params.slope_window),
       margin_(params, window_target_),

@@ -169,6 +169,22 @@ TEST(PricingEstimator, PessimisticSlopeFromStandardError) {
   EXPECT_NEAR(static_cast<double>(p.nominal), 5.456356e9, 2e3);
 }
 
+// Tests z_eps (the pessimistic slope's quantile) across eps: 2.0537489 at 2 %, finite and
+// larger for every smaller eps, down to one where 1 - eps rounds to 1 in a double (it was
+// NaN there, and the NaN dropped the pessimistic slope: a stricter task got more bytes).
+TEST(PricingEstimator, ZEpsIsFiniteAndGrowsAsEpsShrinks) {
+  double last = 0;
+  for (double eps : {0.02, 1e-3, 1e-9, 1e-17, 1e-300}) {
+    TaskSpec t = profiled_task(10 * kMs);
+    t.miss_tolerance = eps;
+    Estimator est(t, base_params());
+    EXPECT_TRUE(std::isfinite(est.z())) << eps;
+    EXPECT_GT(est.z(), last) << eps;
+    last = est.z();
+    if (eps == 0.02) EXPECT_NEAR(est.z(), 2.0537489, 1e-6);
+  }
+}
+
 // Tests that the held slope moves only on an estimate >= 2 SE above zero.
 TEST(PricingEstimator, HeldSlopeNeedsTwoStandardErrors) {
   Params params = base_params();
