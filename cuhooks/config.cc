@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace ripple::cuhook {
 
@@ -112,11 +113,22 @@ Config read_config() {
   c.stats_ms = static_cast<int>(std::min<std::uint64_t>(env_u64("RIPPLE_CUHOOK_STATS_MS", 0), 3'600'000));
   if (const char* t = getenv("RIPPLE_GRANT_TIMEOUT_MS"); t && *t)
     c.grant_timeout_ms = static_cast<int>(std::min<std::uint64_t>(env_u64("RIPPLE_GRANT_TIMEOUT_MS", 0), 86'400'000));
-  c.reconnect_ms = static_cast<int>(env_u64("RIPPLE_RECONNECT_MS", 500));
+  const std::uint64_t reconnect = env_u64("RIPPLE_RECONNECT_MS", 500);
+  c.reconnect_ms = static_cast<int>(std::clamp(reconnect, kMinReconnectMs, kMaxReconnectMs));
+  if (static_cast<std::uint64_t>(c.reconnect_ms) != reconnect)
+    say("RIPPLE_RECONNECT_MS=%llu is outside [%llu, %llu]: using %d", static_cast<unsigned long long>(reconnect),
+        static_cast<unsigned long long>(kMinReconnectMs), static_cast<unsigned long long>(kMaxReconnectMs),
+        c.reconnect_ms);
   c.agent_uid = static_cast<uid_t>(std::min<std::uint64_t>(env_u64("RIPPLE_AGENT_UID", 0), 4294967294ull));
   c.learn = env_str("RIPPLE_LEARN", "on") != "off";
   c.chunk_set = getenv("RIPPLE_CHUNK_BYTES") && *getenv("RIPPLE_CHUNK_BYTES");
   c.chunk_bytes = env_u64("RIPPLE_CHUNK_BYTES", c.chunk_bytes);
+  if (c.chunk_bytes != 0 && (c.chunk_bytes < kMinChunkBytes || c.chunk_bytes > kMaxChunkBytes)) {
+    const std::uint64_t given = std::exchange(c.chunk_bytes, std::clamp(c.chunk_bytes, kMinChunkBytes, kMaxChunkBytes));
+    say("RIPPLE_CHUNK_BYTES=%llu is outside [%llu, %llu] (0: off): using %llu", static_cast<unsigned long long>(given),
+        static_cast<unsigned long long>(kMinChunkBytes), static_cast<unsigned long long>(kMaxChunkBytes),
+        static_cast<unsigned long long>(c.chunk_bytes));
+  }
   c.chunk_hold_ms = static_cast<int>(std::min<std::uint64_t>(env_u64("RIPPLE_CHUNK_HOLD_MS", 60000), 86'400'000));
   // Capped at 1 s: a work spans at most ~1 s of the engine's passes (what is announced and
   // never run when the engine stops mid-work, at most kMaxWorkUnits positions anyway).

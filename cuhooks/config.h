@@ -22,6 +22,13 @@ enum class Fail { kUnset, kOpen, kClosed };
 // The default RIPPLE_CHUNK_BYTES: a 64 MiB chunk is ~1.3 ms of copy at 50 GB/s (a few
 // grant round trips), against CPU-job allowances of 0-1.3 GB and layers of ~1.4 GB.
 inline constexpr std::uint64_t kDefaultChunkBytes = 64ull << 20;
+// The chunk sizes the hook applies (RIPPLE_CHUNK_BYTES, the agent's suggestion): the
+// protocol's range, 4 KiB to 1 TiB. A 1-byte chunk would make a 128 MiB copy 2^27 driver
+// calls and a plan that exhausts memory.
+inline constexpr std::uint64_t kMinChunkBytes = std::uint64_t{1} << engine::kMinChunkShift;
+inline constexpr std::uint64_t kMaxChunkBytes = std::uint64_t{1} << engine::kMaxChunkShift;
+// RIPPLE_RECONNECT_MS's range: 0 (or a value that wraps an int) retried at every boundary.
+inline constexpr std::uint64_t kMinReconnectMs = 1, kMaxReconnectMs = 3'600'000;
 
 // The default RIPPLE_MIN_WORK_MS: a work of a learned bare pass spans at least this much
 // of the engine's time (whole passes; cuhooks/pass_learner.h, passes_per_work), so one

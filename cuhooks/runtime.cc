@@ -201,6 +201,11 @@ void Runtime::before(Op& op) {
     if (op.kind == RH_COPY && (op.dir == RH_DIR_H2D || op.dir == RH_DIR_D2H)) host_copy(op);
   }
   if (op.kind == RH_HOSTFN) return;
+  // Nothing on a communication stream is gated, copies and graph launches included.
+  if ((op.kind == RH_COPY || op.kind == RH_GRAPH) && is_comm(op.stream)) {
+    g_c.comm_skips.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   if (op.kind == RH_KERNEL) {
     const FuncInfo& fi = func_info(op.func);
     if (fi.comm) {

@@ -100,7 +100,11 @@ class Runtime {
   void range_pop();
   int api_begin(const char* name, std::uint64_t bytes);
   int api_end();
+  // Marks a communication stream: nothing on it is gated (a collective that waits for a
+  // grant can deadlock the ranks). The default streams are never marked: compute shares
+  // them with a collective issued there, and marking one would leave the engine ungated.
   void set_comm_stream(CUstream s) {
+    if (s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) return;
     std::lock_guard<std::mutex> l(comm_m_);
     comm_streams_.insert(s);
     has_comm_.store(true);

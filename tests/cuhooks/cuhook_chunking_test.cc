@@ -97,6 +97,28 @@ TEST_F(CuhookTest, ChunkedCopiesMoveTheSameBytesInOrder) {
   EXPECT_EQ(srv.seen().works.size(), 2u);
 }
 
+// Tests that RIPPLE_CHUNK_BYTES below the protocol's 4 KiB is raised to it with one line
+// naming the variable (a 1-byte chunk made a 1 MiB copy 2^20 driver calls), and that
+// RIPPLE_RECONNECT_MS outside [1, 3600000] is brought inside with one line (0, or a value
+// that wrapped an int, retried the agent at every boundary).
+TEST_F(CuhookTest, ChunkSizeAndReconnectOutsideTheirRangesAreClamped) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  const std::string trace = tmp_ + "/trace.tiny";
+  Outcome r = run({"direct", "roundtrip", "sync", "40960"},
+                  {{"FAKE_CUDA_TRACE", trace}, {"RIPPLE_CHUNK_BYTES", "1"}, {"RIPPLE_COPY_MIN_BYTES", "4096"},
+                   {"RIPPLE_RECONNECT_MS", "4294967296"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  EXPECT_NE(r.err.find("RIPPLE_CHUNK_BYTES=1 is outside [4096, 1099511627776] (0: off): using 4096"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("RIPPLE_RECONNECT_MS=4294967296 is outside [1, 3600000]: using 3600000"), std::string::npos)
+      << r.err;
+  auto ops = trace_ops(slurp(trace));
+  ASSERT_EQ(ops.size(), 20u) << "10 chunks of 4 KiB each way";
+  for (const auto& op : ops) EXPECT_EQ(op.bytes, 4096u);
+  EXPECT_EQ(stats_of(r)["chunk_bytes"].get<std::uint64_t>(), 4096u);
+}
+
 // Tests that a unit larger than the chunk size is announced as its sub-units (C bytes,
 // then the rest), that the copy inside it (issued by a helper thread, as an offloading
 // engine does) waits at each sub-unit for a grant covering it, and that the agent is

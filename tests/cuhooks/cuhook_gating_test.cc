@@ -104,6 +104,35 @@ TEST_F(CuhookTest, NeverBlocksCommunicationKernels) {
   EXPECT_TRUE(srv.seen().works.empty());
 }
 
+// Tests that nothing on a communication stream is gated: after an nccl kernel marks the
+// app's stream, its host copies and graph launch pass the holding server ungated (a
+// collective's stream waiting for a grant can deadlock the ranks; they were gated).
+TEST_F(CuhookTest, NeverBlocksCopiesOrGraphsOnACommunicationStream) {
+  GrantServer srv(sock_, GrantServer::Mode::kHold);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "commcopy", "stream", "3", "4194304"}, {{"RIPPLE_FAIL", "closed"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  json st = stats_of(r);
+  EXPECT_EQ(st["comm_skips"].get<int>(), 1 + 3 + 1) << st.dump();
+  EXPECT_EQ(st["units_copy"].get<int>(), 0) << st.dump();
+  EXPECT_EQ(st["grants"].get<int>(), 0) << st.dump();
+  EXPECT_LT(r.seconds, 5.0);
+}
+
+// Tests that an nccl kernel on the default stream does not mark it: compute shares that
+// stream, and the copies on it after the collective are gated as before (marking it left
+// the engine ungated for good).
+TEST_F(CuhookTest, CommunicationKernelOnTheDefaultStreamDoesNotUngateIt) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "commcopy", "default", "3", "4194304"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  json st = stats_of(r);
+  EXPECT_EQ(st["comm_skips"].get<int>(), 1) << st.dump();
+  EXPECT_EQ(st["units_copy"].get<int>(), 3) << st.dump();
+  EXPECT_GE(st["grants"].get<int>(), 3) << st.dump();
+}
+
 // Tests that a CUDA graph launch is one unit whose bytes come from the profile (the sum
 // of its units: the replayed forward pass).
 TEST_F(CuhookTest, GraphLaunchIsOneUnitWithProfileBytes) {

@@ -54,6 +54,9 @@
  *         fork                   ops, fork; the child runs the ops mix again
  *         sleep MS               sleep between passes (layers/nvtx/copies)
  *         comm N                 N launches of an "nccl" kernel
+ *         commcopy ON N BYTES    an "nccl" kernel launched on ON (stream: the app's stream;
+ *                                default: stream 0), then N host-to-device copies of BYTES
+ *                                and a graph launch on that same stream
  *         stats                  ripple_cuhook_get_stats with the full size and with the size
  *                                before passes_learned was added (the rest must stay
  *                                untouched); prints "stats: passes_learned=N relearns=M
@@ -621,6 +624,22 @@ int main(int argc, char** argv) {
               (unsigned long long)full.units_nvtx, ok);
     }
     else if (!strcmp(m, "comm")) { CUfunction f = func("ncclAllReduce_k"); for (int k = 0; k < a; ++k) kernel(f, 1024); i += 1; }
+    else if (!strcmp(m, "commcopy")) {
+      if (i + 3 >= argc) { fprintf(stderr, "driver_app: commcopy needs ON N BYTES\n"); return 2; }
+      CUstream on = !strcmp(argv[i + 1], "stream") ? g_stream : (CUstream)0;
+      unsigned long long n = 1024, bytes = strtoull(argv[i + 3], NULL, 0);
+      void* params[] = {&n};
+      CHECK(A.launch(func("ncclAllReduce_k"), 1, 1, 1, 32, 1, 1, 0, on, params, NULL));
+      CUdeviceptr d;
+      CHECK(cuMemAlloc(&d, bytes));
+      char* h = calloc(1, bytes);
+      for (int k = 0; k < b; ++k) CHECK(A.htod_async(d, h, bytes, on));
+      CHECK(A.graph(g_graph, on));
+      CHECK(cuStreamSynchronize(on));
+      free(h);
+      CHECK(cuMemFree(d));
+      i += 3;
+    }
     else if (!strcmp(m, "fork")) {
       ops(); /* the parent holds a live session (and a watcher thread) when it forks */
       fflush(stdout);
