@@ -153,9 +153,13 @@ Status Admission::announce(EngineId id, Work work, Nanos now) {
     if (u >= e->spec.catalog.size())
       return make_error("engine {}: work {} names unit {} outside its catalog of {}", e->spec.name, work.id, u,
                         e->spec.catalog.size());
-  if (!e->queue.empty() && work.id <= e->queue.back()->id)
-    return make_error("engine {}: work id {} does not increase (last {})", e->spec.name, work.id,
-                      e->queue.back()->id);
+  // Ids increase over the session, not only over the queue: a revoked grant goes back to
+  // the work it came from, and an old id announced again once its work left the queue
+  // would take its place.
+  if (e->announced_any && work.id <= e->last_work_id)
+    return make_error("engine {}: work id {} does not increase (last {})", e->spec.name, work.id, e->last_work_id);
+  e->announced_any = true;
+  e->last_work_id = work.id;
   work.announced = now;
   if (e->spec.kind == EngineKind::kDeadlineBound) {
     if (work.deadline == kNever) work.deadline = now + e->spec.deadline;
@@ -379,8 +383,13 @@ Status Admission::on_start(EngineId engine, GrantId grant, Nanos now) {
   if (g->sent >= 0) e.stats.wait_delivery += std::max<Nanos>(0, now - std::max(g->sent, e.last_done));
   // Started later than predicted: a successor decided from now on starts after its
   // later end (one decided before keeps the prediction it was admitted with).
+  // (The engine's last grant: a Done that came late has already moved busy_until past
+  // its predicted end, so the plan's end no longer tells which grant is the last.)
   const GrantPlan& p = g->plan;
-  if (now > p.predicted_start && p.predicted_end == e.busy_until) e.busy_until = now + (p.predicted_end - p.predicted_start);
+  const bool last = std::none_of(grants_.begin(), grants_.end(), [&](const Outstanding& o) {
+    return o.plan.engine == engine && o.plan.id > grant;
+  });
+  if (last && now > p.predicted_start) e.busy_until = std::max(e.busy_until, now + (p.predicted_end - p.predicted_start));
   refresh_link(e);
   if (!p.successor && p.not_before == 0) {
     // Bounded by the lease: a grant not started within it is stale anyway.

@@ -72,6 +72,9 @@ struct EngineState {
   // unit is built from these: a catalog can hold placeholder units an engine never runs
   // (the interposer's 1-byte generic unit, its 4 KiB copy units).
   Bytes smallest_announced = kUnlimitedBytes;
+  // The last work id it announced (ids increase over the session; Admission::announce).
+  bool announced_any = false;
+  std::uint64_t last_work_id = 0;
   WaitReason wait;             // the last reason it got no grant
   // Refunded unstarted and not yet handed back by the engine: revoked with a grant it
   // discarded, or expired (Options::expire_slack). The engine hands each back (Discard).

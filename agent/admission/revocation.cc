@@ -41,7 +41,7 @@ void Admission::revoke(EngineState& e, GrantId from, bool expired, Nanos now) {
     RIPPLE_CHECK(o.started < 0);
     const GrantId id = o.plan.id;
     ledger_.refund(id);  // returned unexecuted: refunded (App. C, "Charging")
-    if (!e.queue.empty() && e.queue.front()->id == o.plan.work) {
+    if (!e.queue.empty() && e.queue.front() == o.work) {
       e.cursor = o.plan.first;
     } else {
       RIPPLE_CHECK(e.cursor == 0);
@@ -51,11 +51,13 @@ void Admission::revoke(EngineState& e, GrantId from, bool expired, Nanos now) {
     ++(expired ? e.stats.expired : e.stats.stale);
     if (trace_) trace_({TraceKind::kDiscard, now, e.id, id, o.plan.bytes, 0, 0, 0, false});
     const GrantPlan plan = o.plan;
-    // Nothing ended at an expiry: the last end stays (on_done reads it to tell whether
-    // the grant still running ran queued behind another).
+    // Nothing ended at an expiry or a discard: the last end stays (on_done reads it to
+    // tell whether the grant still running ran queued behind another; a discard while
+    // the grant before it ran late made that grant's Done read as queued, its GPU time
+    // lost to the scales).
     const Nanos last_done = e.last_done;
     finish_grant(last, now);
-    if (expired) e.last_done = last_done;
+    e.last_done = last_done;
     policy_->on_grant_refunded(e, plan, now);
     // The engine still holds it (an expired one, or one after the one it discarded).
     if (expired || id != from) e.revoked.push_back({id, expired});

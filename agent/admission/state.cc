@@ -196,13 +196,17 @@ std::optional<Nanos> Context::own_slot(const EngineState& e) const {
 Status validate(const EngineSpec& spec) {
   if (spec.name.empty()) return make_error("engine: name is empty");
   if (spec.catalog.empty()) return make_error("engine {}: unit catalog is empty", spec.name);
+  // An hour, the protocol's bound on a unit's duration (kMaxDurationNs): the predictions
+  // add a grant's overhead to its units' durations, and a larger value wraps them.
+  constexpr Nanos kMaxDuration = 3600 * pricing::kNsPerSec;
   for (std::size_t k = 0; k < spec.catalog.size(); ++k) {
     const UnitSpec& u = spec.catalog[k];
     if (u.bytes <= 0) return make_error("engine {}: unit {} ({}) has bytes {} <= 0", spec.name, k, u.name, u.bytes);
-    if (u.duration <= 0)
-      return make_error("engine {}: unit {} ({}) has duration {} ns <= 0", spec.name, k, u.name, u.duration);
+    if (u.duration <= 0 || u.duration > kMaxDuration)
+      return make_error("engine {}: unit {} ({}) has duration {} ns outside (0, 1 h]", spec.name, k, u.name, u.duration);
   }
-  if (spec.grant_overhead < 0) return make_error("engine {}: grant overhead < 0", spec.name);
+  if (spec.grant_overhead < 0 || spec.grant_overhead > kMaxDuration)
+    return make_error("engine {}: grant overhead {} ns outside [0, 1 h]", spec.name, spec.grant_overhead);
   if (spec.kind == EngineKind::kDeadlineBound) {
     if (spec.period <= 0) return make_error("engine {}: deadline-bound engine needs a period > 0", spec.name);
     if (spec.deadline < 0 || spec.deadline > spec.period)

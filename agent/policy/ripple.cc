@@ -94,8 +94,13 @@ Ahead ahead_for_release(const Context& ctx, const EngineState& e, Nanos start, B
 struct Reserve {
   const EngineState* e = nullptr;  // the request that would be short
   Nanos latest = kNever;           // when its budget must be there
+  Nanos reach = kNever;            // when the budget reaches the grant and the request (a wake-up)
 };
 
+// Past `latest` (the request will be late whatever is held), the grant goes only when the
+// budget holds it and the whole request now: holding it to a time already gone would
+// stop best-effort work until the request ends (a stalled engine's, for as long as it
+// stalls), with nothing to wake the policy.
 Reserve reserve_violated(const Context& ctx, Bytes bytes) {
   for (const EngineState& d : ctx.engines) {
     if (!d.connected || d.spec.kind != EngineKind::kDeadlineBound || !d.has_work()) continue;
@@ -105,7 +110,8 @@ Reserve reserve_violated(const Context& ctx, Bytes bytes) {
     const std::uint32_t left = d.remaining();
     const Bytes need = d.bytes_of(left);
     const Nanos latest = deadline - d.duration_alone(left);
-    if (ctx.ledger.time_budget_reaches(bytes + need, ctx.now) > latest) return {&d, latest};
+    const Nanos reach = ctx.ledger.time_budget_reaches(bytes + need, ctx.now);
+    if (reach > std::max(latest, ctx.now)) return {&d, latest, reach};
   }
   return {};
 }
@@ -157,17 +163,23 @@ Pick RipplePolicy::pick(const Context& ctx) {
   WaitCause waiting_cause = WaitCause::kNone;  // and why it waits
   for (const Candidate& c : cands) {
     const EngineState& e = *c.e;
-    // Longest run that fits B(t) and the horizon (at least one unit for the horizon).
+    // Longest run that fits B(t) and the horizon (at least one unit for the horizon). A
+    // queued successor is predicted to end no earlier than now + its duration alone
+    // (EngineState::end_of): decided late, that floor is what the horizon bounds.
     std::uint32_t n = 0;
     Bytes bytes = 0;
     Nanos units_ns = 0;
     const double scale = e.slot_scale();
+    const bool queued = e.queued_slot();
     for (std::uint32_t k = 0; k < e.remaining(); ++k) {
       const UnitSpec& u = e.unit(k);
       const Nanos dur = e.spec.grant_overhead +
                         static_cast<Nanos>(scale * static_cast<double>(units_ns + u.duration));
+      const Nanos floor_end =
+          queued ? now + e.spec.grant_overhead + static_cast<Nanos>(e.scale * static_cast<double>(units_ns + u.duration))
+                 : c.start;
       if (bytes + u.bytes > budget) break;
-      if (n >= 1 && dur > ctx.horizon) break;
+      if (n >= 1 && (dur > ctx.horizon || floor_end - c.start > ctx.horizon)) break;
       bytes += u.bytes;
       units_ns += u.duration;
       ++n;
@@ -240,6 +252,7 @@ Pick RipplePolicy::pick(const Context& ctx) {
       why.cause = WaitCause::kReserve;
       why.until = reserve.latest;
       why.other = reserve.e->id;
+      out.wake_at = std::min(out.wake_at, reserve.reach);
     } else if (held_for_due) {
       why.cause = WaitCause::kDueTime;
       why.until = waiting_bound->due;

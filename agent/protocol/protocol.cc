@@ -234,6 +234,8 @@ Result<Message> decode(std::span<const std::uint8_t> d) {
       m.memory = static_cast<Memory>(w.memory);
       m.period_ns = w.period_ns;
       m.deadline_ns = w.deadline_ns;
+      if (w.grant_overhead_ns > kMaxDurationNs)
+        return make_error("hello.grant_overhead_ns: {} out of range (0 .. 1 h)", w.grant_overhead_ns);
       m.grant_overhead_ns = w.grant_overhead_ns;
       const std::uint8_t* p = d.data() + sizeof(WireHeader) + sizeof w;
       for (std::uint32_t k = 0; k < w.unit_count; ++k, p += sizeof(WireUnit)) {

@@ -6,6 +6,7 @@
 // scaling and the wait-time breakdown. Simulated clock; every number hand-computed.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <memory>
 
 #include "agent/admission/admission.h"
@@ -1673,6 +1674,151 @@ TEST(Admission, LinkByDeadlineLearnsTheBesideFactorAndPredictsWithIt) {
     EXPECT_EQ(ln->predicted_end, 40 * kMs);  // the LLM is not slowed beside the VLM
     EXPECT_FALSE(ln->link_held);
   }
+}
+
+// Defects the twenty-eighth session's probe of the admission code found (each test failed
+// before its fix).
+
+// Tests that a Discard of a successor while the grant before it still runs (late) does not
+// count as an end: that grant's Done reads as run alone, its whole GPU time busy and
+// taught to the solo scale (it was read as queued: busy 0.2 ms, the queued scale seeded
+// at its floor, and the next successor sized far past the horizon).
+TEST(AdmissionProbe, DiscardIsNoEndForTheGrantStillRunning) {
+  Fixture f;  // no job active: B unlimited
+  const EngineId llm = f.add(engine("llm"));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 1000), 0));
+  Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 2u);
+  const GrantPlan g1 = d.grants[0], g2 = d.grants[1];
+  ASSERT_EQ(g1.count, 18u);
+  ASSERT_TRUE(f.adm->on_start(llm, g1.id, 0));
+  // G1 runs 22 ms late; the client discards G2 (past its start_by) at 40 ms, and G1's
+  // Done (40 ms of GPU time) arrives 0.2 ms later.
+  ASSERT_TRUE(f.adm->on_discard(llm, g2.id, 40 * kMs));
+  ASSERT_TRUE(f.adm->on_done(llm, g1.id, 40 * kMs, 40 * kMs + 200'000));
+  const EngineState& e = *f.adm->engine(llm);
+  EXPECT_EQ(e.stats.queued, 0u);
+  EXPECT_EQ(e.stats.busy, 40 * kMs);
+  EXPECT_GT(e.scale, 1.2) << "the 2.2x overrun teaches the solo scale";
+  EXPECT_EQ(e.queued_scale, 0.0) << "no queued grant was seen";
+  d = f.adm->decide(40 * kMs + 200'000);
+  for (const auto& g : d.grants) EXPECT_LE(g.predicted_end - g.predicted_start, 18 * kMs * 22 / 10 + kMs);
+}
+
+// Tests that a successor starting after a Done that came late moves the engine's slot to
+// its own end (its plan's end no longer equals busy_until, which the late Done moved), so
+// the next successor is predicted after it, with early_end_carries on and off.
+TEST(AdmissionProbe, LateStartAfterALateDoneMovesTheSlot) {
+  for (bool carries : {true, false}) {
+    SCOPED_TRACE(carries);
+    Options o;
+    o.early_end_carries = carries;
+    Fixture f(0, o);
+    const EngineId llm = f.add(engine("llm"));
+    ASSERT_TRUE(f.adm->announce(llm, work(1, 1000), 0));
+    Decision d = f.adm->decide(0);
+    ASSERT_EQ(d.grants.size(), 2u);  // G1 0-18 ms, G2 18-36 ms
+    const GrantPlan g1 = d.grants[0], g2 = d.grants[1];
+    ASSERT_TRUE(f.adm->on_start(llm, g1.id, 0));
+    ASSERT_TRUE(f.adm->on_done(llm, g1.id, 25 * kMs, 25 * kMs));  // 7 ms late
+    ASSERT_TRUE(f.adm->on_start(llm, g2.id, 30 * kMs));          // G2 (18 ms) from 30 ms
+    EXPECT_GE(f.adm->engine(llm)->busy_until, 48 * kMs);
+    d = f.adm->decide(30 * kMs);
+    ASSERT_FALSE(d.grants.empty());
+    EXPECT_GE(d.grants[0].predicted_start, 48 * kMs);
+  }
+}
+
+// Tests that an engine's grant overhead and unit durations are bounded by an hour (the
+// protocol's bound on a duration): a larger overhead wrapped every prediction, and one
+// grant of 1000 one-ms units was predicted to end before a release 10 ms away.
+TEST(AdmissionProbe, GrantOverheadAndDurationsAreBounded) {
+  EngineSpec s = engine("llm");
+  s.grant_overhead = std::numeric_limits<Nanos>::max() - kMs / 2;
+  EXPECT_FALSE(validate(s).ok());
+  s.grant_overhead = 3600 * pricing::kNsPerSec;
+  EXPECT_TRUE(validate(s).ok());
+  s.grant_overhead = 3600 * pricing::kNsPerSec + 1;
+  EXPECT_NE(validate(s).error().message.find("grant overhead 3600000000001 ns outside [0, 1 h]"), std::string::npos);
+  s = engine("llm", EngineKind::kBestEffort, kUnit, 3600 * pricing::kNsPerSec + 1);
+  EXPECT_FALSE(validate(s).ok());
+}
+
+// Tests that a best-effort engine is not held for a deadline-bound request whose latest
+// start has passed when the budget holds both its unit and the whole request now (a VLM
+// that stalled 9.9 s past its deadline held the LLM for as long as it stalled, with no
+// wake-up), and that a reservation that does hold sets a wake-up.
+TEST(AdmissionProbe, ReservationPastItsLatestHoldsOnlyWhatTheBudgetLacks) {
+  Options o;
+  o.expire_slack = 20 * kMs;
+  Fixture f(/*floor=*/100 * kUnit, o);
+  const EngineId llm = f.add(engine("llm", EngineKind::kBestEffort, 10 * kMB, 100'000));
+  EngineSpec v = engine("vlm", EngineKind::kDeadlineBound, 1 * kMB, kMs);
+  v.period = v.deadline = 100 * kMs;
+  const EngineId vlm = f.add(v);
+  f.add(engine("idle"));  // a 100 MB probe unit, no work: the job gets 100 MB
+  ASSERT_TRUE(f.adm->announce(vlm, work(1, 5), 0));
+  Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 1u);  // the VLM's whole request; never started (stalled)
+  d = f.adm->decide(d.wake_at);    // expired: refunded, units back, hand-back pending
+  ASSERT_TRUE(f.adm->engine(vlm)->handback_pending);
+  const Nanos t0 = 10'000 * kMs;   // the VLM's deadline was at 100 ms
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 10), t0));
+  f.adm->on_release(f.t, 1, t0);
+  d = f.adm->decide(t0);
+  ASSERT_FALSE(d.grants.empty()) << describe(f.adm->explain(llm), t0);
+  EXPECT_EQ(d.grants[0].engine, llm);
+}
+
+// Tests that a queued successor decided near the end of the grant before it is sized by
+// the horizon against its predicted end, which is no earlier than now + its duration
+// alone: with a queued scale of 0.5 a 36-unit successor was predicted to run 35 ms, H 18.
+TEST(AdmissionProbe, QueuedSuccessorStaysWithinTheHorizon) {
+  Options o;
+  o.queued_durations = true;
+  Fixture f(0, o);  // no job: B unlimited
+  const EngineId llm = f.add(engine("llm"));
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 36), 0));
+  Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 2u);
+  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 0));
+  ASSERT_TRUE(f.adm->on_start(llm, d.grants[1].id, kMs));  // issued ahead
+  ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, 18 * kMs, 18 * kMs));
+  ASSERT_TRUE(f.adm->decide(18 * kMs).grants.empty());
+  ASSERT_TRUE(f.adm->on_done(llm, d.grants[1].id, 26 * kMs, 27 * kMs));  // own time 9 ms: queued scale 0.5
+  ASSERT_LT(f.adm->engine(llm)->queued_scale, 0.75);
+  ASSERT_TRUE(f.adm->announce(llm, work(2, 18), 27 * kMs));
+  d = f.adm->decide(27 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);  // 27-45 ms
+  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 27 * kMs));
+  ASSERT_TRUE(f.adm->announce(llm, work(3, 100), 44 * kMs));  // the next pass, 1 ms before the end
+  d = f.adm->decide(44 * kMs);
+  ASSERT_EQ(d.grants.size(), 1u);
+  EXPECT_LE(d.grants[0].predicted_end - d.grants[0].predicted_start, f.adm->options().horizon);
+}
+
+// Tests that work ids increase over the session, not only over the queue: an old id
+// announced again once its work left the queue is refused (a discard then sent the
+// revoked units to the new work of that id, past its end, and the engine's later works
+// were never granted), and a revoked grant goes back to its own work.
+TEST(AdmissionProbe, WorkIdsIncreaseOverTheSession) {
+  Fixture f;
+  const EngineId llm = f.add(engine("llm"));
+  ASSERT_TRUE(f.adm->announce(llm, work(5, 30), 0));
+  Decision d = f.adm->decide(0);
+  ASSERT_EQ(d.grants.size(), 2u);  // [0, 18) and [18, 30): work 5 wholly granted
+  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 0));
+  const Status again = f.adm->announce(llm, work(5, 4), kMs);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.error().message.find("work id 5 does not increase (last 5)"), std::string::npos);
+  ASSERT_TRUE(f.adm->on_discard(llm, d.grants[1].id, 2 * kMs));
+  ASSERT_TRUE(f.adm->announce(llm, work(6, 10), 3 * kMs));
+  ASSERT_TRUE(f.adm->on_done(llm, d.grants[0].id, 18 * kMs, 18 * kMs));
+  d = f.adm->decide(18 * kMs);
+  ASSERT_FALSE(d.grants.empty()) << describe(f.adm->explain(llm), 18 * kMs);
+  std::uint32_t units = 0;
+  for (const auto& g : d.grants) units += g.count;
+  EXPECT_GE(units, 12u) << "work 5's 12 revoked units come first";
 }
 
 }  // namespace

@@ -228,6 +228,14 @@ TEST(EngineProtocol, RefusesMalformedDatagrams) {
   Hello big = hello();
   big.name = std::string(40, 'n');
   EXPECT_FALSE(encode(big, out).ok());
+  // A grant overhead above the hour a unit may last: the agent's predictions add it to
+  // the units' durations, and a larger one wrapped them.
+  Hello slow = hello();
+  slow.grant_overhead_ns = kMaxDurationNs;
+  EXPECT_TRUE(decode(bytes_of(slow)).ok());
+  slow.grant_overhead_ns = kMaxDurationNs + 1;
+  EXPECT_NE(decode_error(bytes_of(slow)).find("hello.grant_overhead_ns: 3600000000001 out of range (0 .. 1 h)"),
+            std::string::npos);
 }
 
 // Tests the engine-side pipelining check: a successor whose work identity is not the
