@@ -335,7 +335,8 @@ Status parse_task(const Where& w, const toml::table& t, std::size_t index, const
     } else if (k == "prior_slope_ms_per_gb") {
       auto v = number(w, n, key(k));
       if (!v) return v.error();
-      if (!(*v > 0)) return error_at(w, n, key(k), "must be > 0");
+      if (!(*v > 0 && *v <= pricing::kMaxSlopeNsPerByte * 1e3))
+        return error_at(w, n, key(k), fmt::format("{} is not in (0, {:g}] ms per GB", *v, pricing::kMaxSlopeNsPerByte * 1e3));
       spec.prior_slope_ns_per_byte = *v * 1e-3;
     }
   }

@@ -77,7 +77,10 @@ Estimator::Estimates Estimator::current(std::optional<double> margin) const {
   Estimates e;
   e.cold = !fit_.has_data();
   e.held = held_slope_;
-  e.a_hat = e.cold ? 0.0 : fit_.intercept(held_slope_);
+  // Floored at 0: a job takes no negative time. The intercept goes negative when jobs
+  // that inherited many bytes ran short against the held slope; priced as it is, a_hat + q
+  // fell below D even with the margin unbounded (q = D: "no bytes"), and the job got bytes.
+  e.a_hat = e.cold ? 0.0 : std::max(0.0, fit_.intercept(held_slope_));
   e.margin = e.cold ? std::nullopt : margin;
   if (auto u = slope_upper(); u && *u > 0) e.upper = *u;
   // s = max(kappa_hat, kappa^u), or kappa_hat / 0.85 until a positive kappa^u exists.

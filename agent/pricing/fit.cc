@@ -54,7 +54,10 @@ void InterferenceFit::solve() {
   ls_a_ = theta(0) - theta(1) * c0_;  // back from centred coordinates (y0 added on read)
   slope_ = theta(1);
   slope_se_ = std::sqrt(std::max(0.0, cov(1, 1)));
-  estimable_ = std::isfinite(slope_) && std::isfinite(slope_se_);
+  // A zero standard error is no certainty but no scatter: a solo profile of identical
+  // durations and one charged job fit exactly, and that one job's slope would be priced as
+  // known (no pessimistic margin, no one-in-eight reduction).
+  estimable_ = std::isfinite(slope_) && std::isfinite(slope_se_) && slope_se_ > 0;
 }
 
 }  // namespace ripple::pricing

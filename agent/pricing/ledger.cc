@@ -120,7 +120,10 @@ Completion Ledger::finish(std::size_t index, Nanos now, bool completed) {
   Estimator& est = *tasks_[j.key.task];
   Completion c;
   c.key = j.key;
-  c.response = now - j.release + j.lag;
+  // A completion stamped before the job's start (a clock stepped back, or events from two
+  // clocks) is taken as a zero-length run: a negative time would teach the fit a job of
+  // -1 s and drag a_hat down for dozens of jobs.
+  c.response = std::max(now, j.release) - j.release + j.lag;
   c.charged = j.charged;
   c.inherited = j.inherited;
   c.allowance = j.allowance;

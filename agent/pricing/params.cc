@@ -23,15 +23,17 @@ std::string validate(const Params& p) {
   if (p.margin_start < 0) return fmt::format("margin_start must be >= 0 (got {})", p.margin_start);
   if (!(p.slope_hold_z >= 0)) return fmt::format("slope_hold_z must be >= 0 (got {})", p.slope_hold_z);
   if (!(p.drift_z >= 0)) return fmt::format("drift_z must be >= 0 (got {})", p.drift_z);
-  if (!(p.prior_slope_ns_per_byte > 0) || !std::isfinite(p.prior_slope_ns_per_byte))
-    return fmt::format("prior_slope must be > 0 (got {} ns/byte)", p.prior_slope_ns_per_byte);
-  if (!(p.eta > 0 && p.eta < 1)) return fmt::format("eta must be in (0, 1) (got {})", p.eta);
+  if (!(p.prior_slope_ns_per_byte > 0 && p.prior_slope_ns_per_byte <= kMaxSlopeNsPerByte))
+    return fmt::format("prior_slope must be in (0, {}] ns/byte, 10^6 ms/GB (got {} ns/byte)", kMaxSlopeNsPerByte,
+                       p.prior_slope_ns_per_byte);
+  // The level moves in integer parts per million: a smaller step rounds to none.
+  if (!(p.eta >= 1e-6 && p.eta < 1)) return fmt::format("eta must be in [1e-6, 1) (got {})", p.eta);
   if (!(p.vlm_head_fraction >= 0 && p.vlm_head_fraction < 1))
     return fmt::format("vlm_head_fraction must be in [0, 1) (got {})", p.vlm_head_fraction);
   if (p.contract_window <= 0)
     return fmt::format("contract_window must be > 0 (got {} ns)", p.contract_window);
-  if (!(p.min_window_target > 0 && p.min_window_target < 1))
-    return fmt::format("min_window_target must be in (0, 1) (got {})", p.min_window_target);
+  if (!(p.min_window_target >= 1e-6 && p.min_window_target < 1))
+    return fmt::format("min_window_target must be in [1e-6, 1) (got {})", p.min_window_target);
   if (!(p.default_miss_tolerance > 0 && p.default_miss_tolerance < 0.5))
     return fmt::format("miss_tolerance must be in (0, 0.5) (got {})", p.default_miss_tolerance);
   if (!(p.unestimable_slope_share > 0 && p.unestimable_slope_share <= 1))
@@ -62,7 +64,8 @@ std::string validate(const Params& p) {
 
 std::string validate(const TaskSpec& s) {
   const std::string who = s.name.empty() ? std::string("task") : fmt::format("task '{}'", s.name);
-  if (s.period <= 0) return fmt::format("{}: period must be > 0 (got {} ns)", who, s.period);
+  if (s.period <= 0 || s.period > kMaxPeriod)
+    return fmt::format("{}: period must be in (0, {}] ns (got {})", who, kMaxPeriod, s.period);
   if (s.deadline <= 0) return fmt::format("{}: deadline must be > 0 (got {} ns)", who, s.deadline);
   if (s.deadline > s.period)
     return fmt::format("{}: deadline {} ns is larger than the period {} ns", who, s.deadline, s.period);
@@ -71,9 +74,9 @@ std::string validate(const TaskSpec& s) {
   for (Nanos d : s.solo_profile)
     if (d <= 0) return fmt::format("{}: solo profile durations must be > 0 (got {} ns)", who, d);
   if (s.solo_p99 < 0) return fmt::format("{}: solo_p99 must be >= 0 (got {} ns)", who, s.solo_p99);
-  if (s.prior_slope_ns_per_byte &&
-      (!(*s.prior_slope_ns_per_byte > 0) || !std::isfinite(*s.prior_slope_ns_per_byte)))
-    return fmt::format("{}: prior_slope must be > 0 (got {} ns/byte)", who, *s.prior_slope_ns_per_byte);
+  if (s.prior_slope_ns_per_byte && !(*s.prior_slope_ns_per_byte > 0 && *s.prior_slope_ns_per_byte <= kMaxSlopeNsPerByte))
+    return fmt::format("{}: prior_slope must be in (0, {}] ns/byte, 10^6 ms/GB (got {} ns/byte)", who,
+                       kMaxSlopeNsPerByte, *s.prior_slope_ns_per_byte);
   return {};
 }
 

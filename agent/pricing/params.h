@@ -109,6 +109,13 @@ inline constexpr double kDefaultIdlePeriods = 1.0;
 // (3.6e12 ns, an hour) are 3.6e16 ns, far inside int64; and a task silent for 10^4
 // periods is long gone.
 inline constexpr double kMaxIdlePeriods = 1e4;
+// A task's longest period (the daemon's config caps period_ms at an hour): idle_periods x
+// period, and the deadline sums, stay inside int64 ns.
+inline constexpr Nanos kMaxPeriod = 3600 * kNsPerSec;
+// The largest prior slope, 1000 ns a byte (10^6 ms per GB, over 10^3 x the plant's 750):
+// a job's charge times it stays inside int64 ns (a slope of 10^13 ms/GB made a_hat -2e19
+// ns after one charged job, a cast out of range).
+inline constexpr double kMaxSlopeNsPerByte = 1000.0;
 
 // Certification (App. C, "Task exemptions") and the grant horizon H (App. D).
 inline constexpr int kDefaultCertifyPasses = 50;

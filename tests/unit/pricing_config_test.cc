@@ -84,7 +84,16 @@ TEST(PricingConfig, WrongTypeAndRangeNamed) {
             "pricing key 'certification' (line 1) must be true or false");
   EXPECT_EQ(apply_config(parse("eta = 'fast'"), p), "pricing key 'eta' (line 1) must be a number");
   EXPECT_EQ(apply_config(parse("eta = 1.5"), p),
-            "pricing key 'eta' (line 1): eta must be in (0, 1) (got 1.5)");
+            "pricing key 'eta' (line 1): eta must be in [1e-6, 1) (got 1.5)");
+  // Values whose math is not finite or that round to nothing (the level moves in ppm).
+  EXPECT_EQ(apply_config(parse("eta = 4e-7"), p),
+            "pricing key 'eta' (line 1): eta must be in [1e-6, 1) (got 4e-07)");
+  EXPECT_EQ(apply_config(parse("min_window_target = 1e-7"), p),
+            "pricing key 'min_window_target' (line 1): min_window_target must be in [1e-6, 1) (got 1e-07)");
+  EXPECT_EQ(apply_config(parse("prior_slope_ms_per_gb = 1e13"), p),
+            "pricing key 'prior_slope_ms_per_gb' (line 1): prior_slope must be in (0, 1000] ns/byte, 10^6 ms/GB "
+            "(got 10000000000 ns/byte)");
+  EXPECT_EQ(apply_config(parse("prior_slope_ms_per_gb = 1e6"), p), "");
   EXPECT_EQ(apply_config(parse("slope_window = 0"), p),
             "pricing key 'slope_window' (line 1): slope_window must be >= 1 (got 0)");
 }

@@ -293,6 +293,95 @@ TEST(PricingLedger, JobPricedUncertifiedKeepsItsLimitWhenItsTaskTurnsExempt) {
   EXPECT_EQ(ledger.budget(later + kMs), kUnlimitedBytes) << "the certified job alone does not limit B(t)";
 }
 
+// Tests that with no residual yet (the margin unbounded, q = D) a job gets no bytes even
+// when the fit's intercept is negative (a first job that inherited 3 GB and ran 10 ms:
+// a_hat = 10 ms - 5 ms/GB x 3 GB < 0): a_hat is floored at 0, so a_hat + q >= D. Before,
+// the job got a nominal allowance, a floor and a probe.
+TEST(PricingLedger, UnboundedMarginGivesNoBytesWhateverTheIntercept) {
+  Params params;  // prior 5 ms/GB; no profile below
+  Ledger ledger(params);
+  TaskSpec t;
+  t.name = "cold";
+  t.period = 100 * kMs;
+  t.deadline = 50 * kMs;
+  const TaskId id = ledger.add_task(t);
+  Nanos now = kNsPerSec;
+  const GrantId g = ledger.charge(0, 3 * kGBytes, now + 20 * kMs, now);  // in flight at the release
+  EXPECT_EQ(ledger.on_release(id, 1, now).allowance, 0);
+  ledger.grant_executed(g);
+  ledger.on_complete(id, 1, now + 10 * kMs);
+  now += t.period;
+  const Pricing p2 = ledger.on_release(id, 2, now);
+  ASSERT_TRUE(p2.margin_unbounded);
+  EXPECT_GE(p2.a_hat, 0.0);
+  EXPECT_EQ(p2.nominal, 0);
+  EXPECT_TRUE(p2.guard) << "no probe, no floor, no crossing";
+  EXPECT_EQ(ledger.budget(now), 0);
+}
+
+// Tests that a completion stamped before its job's release (a clock stepped back) is taken
+// as a zero-length run, not a negative one: the next job's a_hat and allowance stay near
+// those after an ordinary completion (a -1 s response dragged a_hat from 41 to 4 ms).
+TEST(PricingLedger, CompletionBeforeTheReleaseIsNoNegativeRun) {
+  auto next_after = [](Nanos completion_offset, Nanos* response) {
+    Params params;
+    params.certification = false;
+    Ledger ledger(params);
+    TaskSpec t;
+    t.name = "t";
+    t.period = 100 * kMs;
+    t.deadline = 70 * kMs;
+    for (int k = 0; k < 20; ++k) t.solo_profile.push_back((40 + k % 3) * kMs);
+    const TaskId id = ledger.add_task(t);
+    Nanos now = 10 * kNsPerSec;
+    JobSeq s = 1;
+    for (; s <= 20; ++s, now += t.period) {
+      ledger.on_release(id, s, now);
+      ledger.on_complete(id, s, now + 41 * kMs);
+    }
+    ledger.on_release(id, s, now);
+    *response = ledger.on_complete(id, s, now + completion_offset)->response;
+    return ledger.on_release(id, s + 1, now + t.period);
+  };
+  Nanos r_normal = 0, r_back = 0;
+  const Pricing normal = next_after(41 * kMs, &r_normal);
+  const Pricing back = next_after(-1000 * kMs, &r_back);
+  EXPECT_EQ(r_normal, 41 * kMs);
+  EXPECT_EQ(r_back, 0);
+  EXPECT_GE(back.a_hat, normal.a_hat - 2.0 * kMs);
+  EXPECT_LE(back.nominal, normal.nominal * 2);
+}
+
+// Tests that a fit with no scatter (a solo profile of identical durations and one charged
+// job: the line passes through every point, SE = 0) is not estimable: that one job's slope
+// is not priced as known (it was, with no pessimistic margin and no one-in-eight cut).
+TEST(PricingLedger, ExactFitIsNotAnEstimate) {
+  Params params;
+  Ledger ledger(params);
+  TaskSpec t = task("t", 40 * kMs, 70 * kMs);
+  t.solo_profile.assign(4, 40 * kMs);
+  const TaskId id = ledger.add_task(t);
+  const Nanos now = kNsPerSec;
+  const GrantId g = ledger.charge(0, 2 * kGBytes, now + kMs, now);
+  const Pricing p1 = ledger.on_release(id, 1, now);
+  ledger.grant_executed(g);
+  ledger.on_complete(id, 1, now + 40'200'000);  // 0.1 ms/GB on this one job
+  EXPECT_FALSE(ledger.task(id).fit().slope_estimable());
+  EXPECT_GE(ledger.task(id).priced_slope(), p1.slope_priced * 0.99) << "still the prior's price";
+}
+
+// Tests the task spec's bounds that keep the pricing's integer math finite: a period
+// above an hour and a prior slope above 1000 ns a byte are refused, naming the task.
+TEST(PricingLedger, TaskSpecBoundsKeepTheMathFinite) {
+  TaskSpec t = task("t", 40 * kMs, 70 * kMs);
+  EXPECT_EQ(validate(t), "");
+  t.period = 3600 * kNsPerSec + 1;
+  EXPECT_NE(validate(t).find("task 't': period must be in (0, 3600000000000] ns"), std::string::npos) << validate(t);
+  t = task("t", 40 * kMs, 70 * kMs);
+  t.prior_slope_ns_per_byte = 1e10;
+  EXPECT_NE(validate(t).find("task 't': prior_slope must be in (0, 1000] ns/byte"), std::string::npos) << validate(t);
+}
+
 // Tests a job that started late, behind an overrun (Pricing::lag): it is priced on what
 // is left of its deadline (Eq. 2 over D - lag), nothing at all when that leaves no room
 // for its own run (no floor, no probe); the task's base allowance does not move; the
