@@ -286,7 +286,10 @@ void Runtime::range_push(const char* name) {
   if (!cfg_.off && cfg_.b_nvtx && name) {
     std::lock_guard<std::mutex> l(nvtx_m_);
     auto it = nvtx_units_.find(name);
-    if (it == nvtx_units_.end()) {
+    if (it != nvtx_units_.end()) {
+      unit = it->second.first;
+      uname = it->second.second;
+    } else {
       bool is_unit = false;
       std::string n = nvtx_re_->unit_name(name, &is_unit);
       int u = -1;
@@ -294,18 +297,23 @@ void Runtime::range_push(const char* name) {
         u = profile_.find(n);
         if (u < 0) u = static_cast<int>(generic_unit_);  // a unit the catalog does not know
       }
-      it = nvtx_units_.emplace(name, std::make_pair(u, n)).first;
+      unit = u;
+      uname = n;
+      // Bounded: a profiler's ranges can all differ ("aten::add, seq = N"), and a cache
+      // of every name grew without end. Past the bound a new name is matched each time.
+      if (nvtx_units_.size() < kMaxNvtxNames) nvtx_units_.emplace(name, std::make_pair(u, std::move(n)));
+      else g_c.nvtx_uncached.fetch_add(1, std::memory_order_relaxed);
     }
-    unit = it->second.first;
-    uname = it->second.second;
   }
   // A unit range inside a unit range (nested layer markers) is part of the outer unit.
   bool inside = false;
   for (char c : t_state.nvtx_stack) inside |= c != 0;
   if (unit >= 0 && !inside) {
     nvtx_seen_.store(true, std::memory_order_relaxed);
-    enter({static_cast<std::uint32_t>(unit)}, t_state.last_stream, Source::kNvtx, uname);
-    t_state.nvtx_stack.push_back(1);
+    // Only a range that opened a unit closes one at its pop: one skipped (its stream
+    // capturing, -2) or no boundary (-3) would close another thread's unit.
+    const int rc = enter({static_cast<std::uint32_t>(unit)}, t_state.last_stream, Source::kNvtx, uname);
+    t_state.nvtx_stack.push_back(rc >= -1 ? 1 : 0);
   } else {
     t_state.nvtx_stack.push_back(0);
   }
@@ -325,9 +333,11 @@ int Runtime::api_begin(const char* name, std::uint64_t bytes) {
   load_driver();
   if (t_state.api_depth++ > 0) return 0;
   const int u = name ? profile_.find(name) : -1;
-  if (u >= 0) return enter({static_cast<std::uint32_t>(u)}, t_state.last_stream, Source::kApi, name, true);
-  if (bytes > 0) return enter(copy_units(bytes), t_state.last_stream, Source::kCopy, name ? name : "unit", true);
-  return enter({generic_unit_}, t_state.last_stream, Source::kApi, name ? name : "unit", true);
+  const int rc = u >= 0    ? enter({static_cast<std::uint32_t>(u)}, t_state.last_stream, Source::kApi, name, true)
+                 : bytes > 0 ? enter(copy_units(bytes), t_state.last_stream, Source::kCopy, name ? name : "unit", true)
+                             : enter({generic_unit_}, t_state.last_stream, Source::kApi, name ? name : "unit", true);
+  t_state.api_entered = rc >= -1;  // the matching end closes only a unit this begin opened
+  return rc;
 }
 
 int Runtime::api_end() {
@@ -337,7 +347,7 @@ int Runtime::api_end() {
     return 0;
   }
   t_state.api_depth = 0;
-  exit_unit();
+  if (std::exchange(t_state.api_entered, false)) exit_unit();
   return 0;
 }
 

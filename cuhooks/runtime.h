@@ -83,6 +83,7 @@ struct ThreadState {
   std::vector<char> nvtx_stack;  // per pushed range: 1 when it began a unit
   CUstream last_stream = nullptr;
   int api_depth = 0;
+  bool api_entered = false;  // the outermost ripple_cuhook_unit_begin opened a unit
 };
 extern thread_local ThreadState t_state;
 
@@ -295,6 +296,7 @@ class Runtime {
   // (-1: not a unit range).
   std::optional<NvtxPattern> nvtx_re_;
   std::mutex nvtx_m_;
+  static constexpr std::size_t kMaxNvtxNames = 4096;
   std::unordered_map<std::string, std::pair<int, std::string>> nvtx_units_;
   std::atomic<bool> nvtx_seen_{false};
 

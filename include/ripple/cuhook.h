@@ -83,7 +83,9 @@ extern "C" {
   /* v8: */                                                                                     \
   X(connect_failures, "connect attempts that failed (no agent, no Welcome in time, not the agent)") \
   /* v9: */                                                                                     \
-  X(passes_recalled, "bare passes learned again that were stable before: stable at once")
+  X(passes_recalled, "bare passes learned again that were stable before: stable at once")     \
+  /* v10: */                                                                                    \
+  X(nvtx_uncached, "NVTX range names matched again: past the 4096 names the hook keeps")
 
 /* Counters of the interposer (a snapshot), one field per RIPPLE_CUHOOK_COUNTERS entry. */
 struct ripple_cuhook_stats {
@@ -101,7 +103,8 @@ struct ripple_cuhook_stats {
 int ripple_cuhook_unit_begin(const char* name, uint64_t bytes) __attribute__((weak));
 /* The unit begun last on this thread has been launched completely. */
 int ripple_cuhook_unit_end(void) __attribute__((weak));
-/* Launches on this stream (a CUstream) are never gated: communication streams. */
+/* Nothing on this stream (a CUstream) is gated: communication streams. The default
+ * streams (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) are never marked. */
 int ripple_cuhook_set_comm_stream(void* stream) __attribute__((weak));
 /* Copies the first `size` bytes of the counters into *out (size: sizeof *out; the
  * struct only grows at its end, so an older caller's size still works). Returns 0. */

@@ -133,6 +133,27 @@ TEST_F(CuhookTest, CommunicationKernelOnTheDefaultStreamDoesNotUngateIt) {
   EXPECT_GE(st["grants"].get<int>(), 3) << st.dump();
 }
 
+// Tests that an NVTX range pushed on a thread whose stream is capturing opens no unit and
+// its pop closes none: another thread's unit stays open, and its 4 MiB copy inside it is
+// gated sub-unit by sub-unit as when no such range is pushed (the pop used to close that
+// unit, and the copy was gated again as bare copies: twice the grants for its bytes).
+TEST_F(CuhookTest, CapturedRangeClosesNoOtherThreadsUnit) {
+  json alone, beside;
+  for (int other : {0, 1}) {
+    clear_outputs();
+    GrantServer srv(sock_);
+    ASSERT_TRUE(srv.start());
+    Outcome r = run({"direct", "nvtxcapture", std::to_string(other)},
+                    {{"RIPPLE_LEARN", "off"}, {"RIPPLE_UNIT_BYTES", "4194304"}, {"RIPPLE_CHUNK_BYTES", "1048576"}});
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    (other ? beside : alone) = stats_of(r);
+  }
+  EXPECT_GE(beside["capture_skips"].get<int>(), 1) << beside.dump();
+  for (const char* k : {"chunk_gates", "subunits_skipped", "units_copy", "grants"})
+    EXPECT_EQ(beside[k].get<int>(), alone[k].get<int>()) << k << "\n" << beside.dump() << "\n" << alone.dump();
+  EXPECT_EQ(alone["subunits_skipped"].get<int>(), 0) << alone.dump();
+}
+
 // Tests that a CUDA graph launch is one unit whose bytes come from the profile (the sum
 // of its units: the replayed forward pass).
 TEST_F(CuhookTest, GraphLaunchIsOneUnitWithProfileBytes) {

@@ -54,6 +54,10 @@
  *         fork                   ops, fork; the child runs the ops mix again
  *         sleep MS               sleep between passes (layers/nvtx/copies)
  *         comm N                 N launches of an "nccl" kernel
+ *         nvtxcapture OTHER      thread A opens the NVTX unit "model.layers.0" and, once
+ *                                thread B (whose stream is capturing) has pushed and popped
+ *                                "model.layers.1" (OTHER 1) or not (0), copies 4 MiB inside
+ *                                it on its own stream
  *         commcopy ON N BYTES    an "nccl" kernel launched on ON (stream: the app's stream;
  *                                default: stream 0), then N host-to-device copies of BYTES
  *                                and a graph launch on that same stream
@@ -482,6 +486,53 @@ static void copies(int n, unsigned long long bytes) {
   CHECK(cuMemFree(d));
 }
 
+/* nvtxcapture: a range pushed on a thread whose stream captures opens no unit, so its pop
+ * must close none (it closed the other thread's). */
+static pthread_barrier_t g_cap_bar;
+static CUcontext g_cap_ctx;
+static int g_cap_other;
+static void* capture_thread(void* arg) {
+  (void)arg;
+  CUstream s;
+  CHECK(cuCtxSetCurrent(g_cap_ctx));
+  CHECK(cuStreamCreate(&s, 0));
+  CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+  unsigned long long n = 64;
+  void* params[] = {&n};
+  CHECK(A.launch(func("captured_kernel"), 1, 1, 1, 32, 1, 1, 0, s, params, NULL));  /* its last stream captures */
+  pthread_barrier_wait(&g_cap_bar);  /* A is inside its unit */
+  if (g_cap_other) {
+    nvtxRangePushA("model.layers.1");
+    CHECK(A.launch(func("captured_kernel"), 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+    nvtxRangePop();
+  }
+  pthread_barrier_wait(&g_cap_bar);
+  CUgraph g;
+  CHECK(cuStreamEndCapture(s, &g));
+  return NULL;
+}
+static void nvtxcapture(int other, CUcontext ctx) {
+  enum { MB = 1 << 20 };
+  g_cap_ctx = ctx, g_cap_other = other;
+  pthread_barrier_init(&g_cap_bar, NULL, 2);
+  pthread_t t;
+  pthread_create(&t, NULL, capture_thread, NULL);
+  CUdeviceptr d;
+  CHECK(cuMemAlloc(&d, 4 * MB));
+  char* h = calloc(1, 4 * MB);
+  kernel(func("stream_kernel"), 64);  /* the thread's last stream: the app's */
+  nvtxRangePushA("model.layers.0");
+  kernel(func("stream_kernel"), 64);
+  pthread_barrier_wait(&g_cap_bar);
+  pthread_barrier_wait(&g_cap_bar);
+  CHECK(A.htod_async(d, h, 4 * MB, g_stream));  /* 4 MiB inside layers.0 */
+  nvtxRangePop();
+  pthread_join(t, NULL);
+  pthread_barrier_destroy(&g_cap_bar);
+  free(h);
+  CHECK(cuMemFree(d));
+}
+
 /* llama.cpp's decode loop with CUDA graphs (ggml-cuda: capture, instantiate or update,
  * launch), on several streams; launches and copies go through the chosen PATH. */
 static void llama(int steps, int nstreams, int k) {
@@ -624,6 +675,7 @@ int main(int argc, char** argv) {
               (unsigned long long)full.units_nvtx, ok);
     }
     else if (!strcmp(m, "comm")) { CUfunction f = func("ncclAllReduce_k"); for (int k = 0; k < a; ++k) kernel(f, 1024); i += 1; }
+    else if (!strcmp(m, "nvtxcapture")) nvtxcapture(a, ctx), i += 1;
     else if (!strcmp(m, "commcopy")) {
       if (i + 3 >= argc) { fprintf(stderr, "driver_app: commcopy needs ON N BYTES\n"); return 2; }
       CUstream on = !strcmp(argv[i + 1], "stream") ? g_stream : (CUstream)0;
