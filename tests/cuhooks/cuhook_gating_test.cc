@@ -154,6 +154,18 @@ TEST_F(CuhookTest, CapturedRangeClosesNoOtherThreadsUnit) {
   EXPECT_EQ(alone["subunits_skipped"].get<int>(), 0) << alone.dump();
 }
 
+// Tests that the NVTX name cache is bounded: of 5000 distinct range names that are no
+// units, 4096 are kept and the rest matched again each time (nvtx_uncached).
+TEST_F(CuhookTest, NvtxNameCacheIsBounded) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "nvtxnames", "5000"});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  json st = stats_of(r);
+  EXPECT_EQ(st["nvtx_pushes"].get<int>(), 5000) << st.dump();
+  EXPECT_EQ(st["nvtx_uncached"].get<int>(), 5000 - 4096) << st.dump();
+}
+
 // Tests that a CUDA graph launch is one unit whose bytes come from the profile (the sum
 // of its units: the replayed forward pass).
 TEST_F(CuhookTest, GraphLaunchIsOneUnitWithProfileBytes) {

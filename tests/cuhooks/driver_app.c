@@ -54,6 +54,8 @@
  *         fork                   ops, fork; the child runs the ops mix again
  *         sleep MS               sleep between passes (layers/nvtx/copies)
  *         comm N                 N launches of an "nccl" kernel
+ *         nvtxnames N            N push/pop pairs of NVTX ranges with distinct names that
+ *                                are no units ("aten::add, seq = K", as a profiler names them)
  *         nvtxcapture OTHER      thread A opens the NVTX unit "model.layers.0" and, once
  *                                thread B (whose stream is capturing) has pushed and popped
  *                                "model.layers.1" (OTHER 1) or not (0), copies 4 MiB inside
@@ -676,6 +678,15 @@ int main(int argc, char** argv) {
     }
     else if (!strcmp(m, "comm")) { CUfunction f = func("ncclAllReduce_k"); for (int k = 0; k < a; ++k) kernel(f, 1024); i += 1; }
     else if (!strcmp(m, "nvtxcapture")) nvtxcapture(a, ctx), i += 1;
+    else if (!strcmp(m, "nvtxnames")) {
+      char name[64];
+      for (int k = 0; k < a; ++k) {
+        snprintf(name, sizeof name, "aten::add, seq = %d", k);
+        nvtxRangePushA(name);
+        nvtxRangePop();
+      }
+      i += 1;
+    }
     else if (!strcmp(m, "commcopy")) {
       if (i + 3 >= argc) { fprintf(stderr, "driver_app: commcopy needs ON N BYTES\n"); return 2; }
       CUstream on = !strcmp(argv[i + 1], "stream") ? g_stream : (CUstream)0;
