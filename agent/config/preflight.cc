@@ -52,6 +52,9 @@ Status preflight(const Config& c) {
     if (!is_dir(dir) && !is_dir(parent_of(dir)))
       return make_error("{}{}: directory '{}' does not exist", c.at(key), key, shown(parent_of(dir)));
   }
+  // The trace is written from the event loop: a FIFO or a device there could block it.
+  if (struct stat st {}; !a.trace_file.empty() && ::lstat(a.trace_file.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return make_error("{}agent.trace_file: '{}' is not a regular file", c.at("agent.trace_file"), shown(a.trace_file));
   if (!c.tasks.empty() && !a.pin_dir.empty()) {
     struct statfs fs {};
     const std::string probe = is_dir(a.pin_dir) ? a.pin_dir : parent_of(a.pin_dir);

@@ -45,6 +45,17 @@ constexpr unsigned kRingEntries = 256;
 
 double ms(Nanos ns) { return static_cast<double>(ns) / 1e6; }
 
+// What a peer sent, for a reply or a log line: printable ASCII kept, every other byte
+// as \xNN, at most `max` bytes of the input (a cut never splits a character of the output).
+std::string printable(std::string_view in, std::size_t max) {
+  std::string out;
+  for (unsigned char c : in.substr(0, max)) {
+    if (c >= 0x20 && c < 0x7f) out += static_cast<char>(c);
+    else out += fmt::format("\\x{:02x}", c);
+  }
+  return out;
+}
+
 }  // namespace
 
 // A connection: its socket, and for an engine its protocol state (engine_session.h).
@@ -346,11 +357,13 @@ void Agent::Impl::read_control(std::uint64_t id) {
     json reply;
     if (cmd == "status" || cmd == "top") reply = agent.status_json(now);
     else if (cmd == "explain") reply = agent.explain_json(now);
-    else reply = json{{"error", fmt::format("unknown command '{}' (status, top, explain)", cmd.substr(0, 32))}};
-    const std::string text = reply.dump();
+    else reply = json{{"error", fmt::format("unknown command '{}' (status, top, explain)", printable(cmd, 32))}};
+    // Invalid UTF-8 (an engine's name is bytes the peer chose) is replaced, never thrown:
+    // an exception here ended the agent, and every engine and task with it.
+    const std::string text = reply.dump(-1, ' ', false, json::error_handler_t::replace);
     if (::send(*s.fd, text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
       RIPPLE_LOG_WARN("control session {} (pid {}): reply of {} bytes to '{}' failed: {}", id, s.cred.pid,
-                      text.size(), cmd.substr(0, 32), std::strerror(errno));
+                      text.size(), printable(cmd, 32), std::strerror(errno));
       close_session(id, "control reply failed", false);
       return;
     }
@@ -365,7 +378,8 @@ void Agent::Impl::refuse(Session& s, const std::string& why) {
   for (int k = 0; k < 4 && ::recv(*s.fd, buf.data(), buf.size(), MSG_DONTWAIT) > 0; ++k) {
   }
   if (s.control) {
-    const std::string text = json{{"error", "ripple-agent refused the connection: " + why}}.dump();
+    const std::string text = json{{"error", "ripple-agent refused the connection: " + why}}.dump(
+        -1, ' ', false, json::error_handler_t::replace);
     (void)::send(*s.fd, text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   } else {
     send_msg(s, engine::ByeMsg{engine::ByeReason::kRefused, why.substr(0, engine::kByeTextBytes - 1)});

@@ -213,8 +213,6 @@ std::string render(const json& s) {
                l, at(x, "late_ends"));
       e.add_if("ripple_engine_queued_total", counter, "Grants that ran queued behind the one before.", l,
                at(x, "queued"));
-      e.add_if("ripple_engine_refusals_total", counter, "Connections refused under this engine's name.", l,
-               at(x, "refusals"));
       e.add_if("ripple_engine_busy_seconds_total", counter, "GPU time of the engine's grants (their union).", l,
                at(x, "busy_s"));
       const json& span = at(x, "grant_span");

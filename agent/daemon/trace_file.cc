@@ -2,8 +2,10 @@
 #include "agent/daemon/trace_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -17,9 +19,19 @@ namespace {
 constexpr std::size_t kFlushBytes = 1 << 20;
 }  // namespace
 
+// A regular file only, opened without following a link and without waiting: the trace is
+// written from the event loop, and a FIFO there blocked the open (no reader) or a write
+// (a reader that does not read), SIGTERM and the control socket with it.
 Result<TraceFile> TraceFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (struct stat st {}; ::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    return make_error("agent.trace_file: '{}' is not a regular file", path);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (fd < 0) return make_errno_error(-errno, "agent.trace_file: cannot create '{}': {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return make_error("agent.trace_file: '{}' is not a regular file", path);
+  }
   return TraceFile(fd, path);
 }
 
@@ -67,7 +79,12 @@ bool TraceFile::flush() {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       failed_ = true;
-      lost_ += buffered_;
+      // The records wholly written before the failure are in the file; the rest are lost
+      // (a record cut by a partial write counts as lost).
+      const auto written = static_cast<std::size_t>(std::count(buf_.begin(), buf_.begin() + off, '\n'));
+      records_ += written;
+      lost_ += buffered_ - written;
+      buffered_ = 0;
       RIPPLE_LOG_WARN("agent.trace_file: writing '{}' failed ({}): the trace stops here, {} record(s) lost so far",
                       path_, n < 0 ? std::strerror(errno) : "no progress", lost_);
       buf_.clear();

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstring>
+#include <string_view>
 #include <type_traits>
 
 namespace ripple::engine {
@@ -83,6 +84,32 @@ Result<std::string> get_string(const char (&src)[N], const char* field) {
   const void* nul = std::memchr(src, 0, N);
   if (nul == nullptr) return make_error("{}: not NUL-terminated within {} bytes", field, N);
   return std::string(src, static_cast<const char*>(nul) - src);
+}
+
+// Whether `s` is UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
+// U+10FFFF). An engine's and its units' names reach JSON replies, metrics labels and trace
+// lines, which must be UTF-8 (a reply with a stray 0xff ended the agent).
+bool valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n;
+    std::uint32_t cp;
+    if (c < 0x80) { ++i; continue; }
+    if (c >= 0xc2 && c <= 0xdf) n = 1, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef) n = 2, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4) n = 3, cp = c & 0x07;
+    else return false;
+    for (std::size_t k = 1; k <= n; ++k) {
+      if (i + k >= s.size()) return false;
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    i += n + 1;
+  }
+  return true;
 }
 
 template <class Body>
@@ -227,6 +254,7 @@ Result<Message> decode(std::span<const std::uint8_t> d) {
       auto name = get_string(w.name, "hello.name");
       if (!name) return name.error();
       if (name->empty()) return make_error("hello.name: empty");
+      if (!valid_utf8(*name)) return make_error("hello.name: not UTF-8");
       m.name = *name;
       if (w.kind > 1) return make_error("hello.kind: {} is neither best-effort (0) nor deadline-bound (1)", w.kind);
       m.kind = static_cast<Kind>(w.kind);
@@ -243,6 +271,7 @@ Result<Message> decode(std::span<const std::uint8_t> d) {
         std::memcpy(&wu, p, sizeof wu);
         auto un = get_string(wu.name, "hello.unit.name");
         if (!un) return un.error();
+        if (!valid_utf8(*un)) return make_error("hello.unit[{}].name: not UTF-8", k);
         if (wu.bytes == 0 || wu.bytes > (1ull << 50))
           return make_error("hello.unit[{}].bytes: {} out of range (1 B .. 1 PiB)", k, wu.bytes);
         if (wu.duration_ns == 0 || wu.duration_ns > kMaxDurationNs)

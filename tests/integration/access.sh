@@ -17,6 +17,9 @@
 #   7  an impostor agent socket (served by nobody): the stand-in engine (root) takes it
 #      for no agent and runs unmanaged, before sending its Hello
 #   8  ripplectl status (text) and --json show the refusals by reason
+#   9  bytes that are not UTF-8: a control request of them (and one cut inside a
+#      character) gets a JSON error naming them escaped; an engine whose name is not
+#      UTF-8 is refused; the agent answers status after each (it aborted)
 set -uo pipefail
 O=${O:-build}
 B=$(cd "$O" && pwd)
@@ -36,7 +39,7 @@ trap cleanup EXIT
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
-echo "1..8"
+echo "1..9"
 
 eng_bin="$tmp/agent_engine"  # the configured engine executable
 cp "$B/bin/ripple-standin-engine" "$eng_bin"
@@ -198,3 +201,28 @@ if python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["refusals"]; sys.
 else
   not_ok "status shows refusals by reason" "$(cat "$tmp/status3.txt")" "$(head -c 800 "$tmp/status3.json")"
 fi
+
+# 9: bytes that are not UTF-8, from a control client and from an engine.
+start_agent "$tmp/agent9.log" || not_ok "agent did not start" "$(cat "$tmp/agent9.log")"
+ctl_raw() { # HEX: sends the bytes as one control request, prints the reply
+  python3 - "$tmp/control.sock" "$1" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.send(bytes.fromhex(sys.argv[2]))
+print(s.recv(65536).decode("utf-8"))
+PY
+}
+r1=$(ctl_raw ff 2>&1)
+r2=$(ctl_raw "$(printf '61%.0s' $(seq 31))c3a9" 2>&1)
+run_engine "$tmp/e9.out" "$eng_bin" -- --name $'bad\xffname'
+s9=$(status_json)
+if [ "$r1" = '{"error":"unknown command '"'"'\\xff'"'"' (status, top, explain)"}' ] &&
+   printf '%s' "$r2" | grep -q 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\\\\xc3' && [ -n "$s9" ] &&
+   kill -0 "$agent_pid" 2>/dev/null && grep -q "hello.name: not UTF-8" "$tmp/agent9.log"; then
+  ok "bytes that are not UTF-8: control requests answered with them escaped, an engine name refused, the agent alive"
+else
+  not_ok "bytes that are not UTF-8" "r1=$r1" "r2=$r2" "status: $(printf '%s' "$s9" | head -c 200)" "$(tail -5 "$tmp/agent9.log")" "$(cat "$tmp/e9.out")"
+fi
+stop_agent

@@ -2,6 +2,9 @@
 // lines when flushed (every second, at exit), nothing before; a path that cannot be created
 // is refused with its name; a failed write stops the trace and counts what it lost.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,16 +60,51 @@ TEST(TraceFile, RefusesAPathItCannotCreate) {
       << tf.error().message;
 }
 
+// Tests that a write that fails after a partial one stops the trace and counts as lost
+// only the records not wholly written (RLIMIT_FSIZE cuts the second of two records; it
+// counted every buffered record lost, those already in the file too).
 TEST(TraceFile, AFailedWriteStopsTheTraceAndCountsTheLoss) {
-  auto tf = TraceFile::open("/dev/full");  // every write fails with ENOSPC
+  char dir[] = "/tmp/ripple-trace-test.XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/t.jsonl";
+  auto tf = TraceFile::open(path);
   ASSERT_TRUE(tf) << tf.error().message;
   admission::TraceRecord r;
   tf->add(r, "a");
   tf->add(r, "a");
-  EXPECT_FALSE(tf->flush());
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = 150;  // a record is ~95 bytes: the first fits, the second is cut
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  const bool flushed = tf->flush();
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  ::signal(SIGXFSZ, old_handler);
+  EXPECT_FALSE(flushed);
   tf->add(r, "a");
-  EXPECT_EQ(tf->lost(), 3u);
-  EXPECT_EQ(tf->records(), 0u);
+  EXPECT_EQ(tf->records(), 1u);
+  EXPECT_EQ(tf->lost(), 2u) << "the cut record and the one after the failure";
+  ::unlink(path.c_str());
+  ::rmdir(dir);
+}
+
+// Tests that only a regular file is written: a FIFO (whose open or write could block the
+// event loop, SIGTERM with it) and a symbolic link are refused by name.
+TEST(TraceFile, RefusesWhatIsNoRegularFile) {
+  char dir[] = "/tmp/ripple-trace-test.XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/fifo", link = std::string(dir) + "/link";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ASSERT_EQ(::symlink("t.jsonl", link.c_str()), 0);
+  for (const std::string& path : {fifo, link, std::string("/dev/null")}) {
+    auto tf = TraceFile::open(path);
+    ASSERT_FALSE(tf) << path;
+    EXPECT_EQ(tf.error().message, "agent.trace_file: '" + path + "' is not a regular file");
+  }
+  ::unlink(fifo.c_str());
+  ::unlink(link.c_str());
+  ::rmdir(dir);
 }
 
 }  // namespace

@@ -228,6 +228,20 @@ TEST(EngineProtocol, RefusesMalformedDatagrams) {
   Hello big = hello();
   big.name = std::string(40, 'n');
   EXPECT_FALSE(encode(big, out).ok());
+  // Names that are not UTF-8 (an engine's name reaches JSON replies, metrics and traces;
+  // a stray 0xff in one ended the agent at the next status): refused by name. UTF-8 is
+  // accepted, overlong forms and surrogates are not.
+  for (const std::string bad : {std::string("bad\xffname"), std::string("\xc0\xaf"), std::string("\xed\xa0\x80"),
+                                std::string("cut\xc3")}) {
+    Hello h = hello();
+    h.name = bad;
+    EXPECT_NE(decode_error(bytes_of(h)).find("hello.name: not UTF-8"), std::string::npos) << bad;
+  }
+  Hello utf = hello();
+  utf.name = "\xe6\xa8\xa1\xe5\x9e\x8b-llm";  // "模型-llm"
+  EXPECT_TRUE(decode(bytes_of(utf)).ok());
+  utf.units[0].name = "layer\xff";
+  EXPECT_NE(decode_error(bytes_of(utf)).find("hello.unit[0].name: not UTF-8"), std::string::npos);
   // A grant overhead above the hour a unit may last: the agent's predictions add it to
   // the units' durations, and a larger one wrapped them.
   Hello slow = hello();
