@@ -95,6 +95,7 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
                             {"core", "policy", "fail_mode", "engine_socket", "control_socket", "allowed_uids",
                              "allowed_gids", "log_level", "pin_dir", "tracer_wakeup", "poll_us", "spin_us",
                              "lease_ms", "expire_slack_ms", "horizon_ms", "gamma", "end_guard_quantile", "pipelining", "queued_durations", "early_end_carries", "shared_link", "link_by_deadline", "max_sessions",
+                             "max_sessions_per_uid",
                              "hello_timeout_ms", "max_queued_works", "metrics_file", "metrics_interval_s", "trace_file",
                              "unconfigured_engines"});
       !s)
@@ -184,11 +185,13 @@ Status parse_agent(const Where& w, const toml::table& t, AgentSection& a) {
       if (!v) return v.error();
       if (!(*v >= 0 && *v <= 1)) return error_at(w, n, key, fmt::format("{} is not in [0, 1] (0: off)", *v));
       a.admission.end_guard_quantile = *v;
-    } else if (k == "max_sessions" || k == "max_queued_works") {
-      const std::int64_t hi = k == "max_sessions" ? 65536 : 65536;
+    } else if (k == "max_sessions" || k == "max_sessions_per_uid" || k == "max_queued_works") {
+      constexpr std::int64_t hi = 65536;
       if (!n.is_integer() || *n.value<std::int64_t>() < 1 || *n.value<std::int64_t>() > hi)
         return error_at(w, n, key, fmt::format("must be an integer in [1, {}]", hi));
-      (k == "max_sessions" ? a.max_sessions : a.max_queued_works) = static_cast<int>(*n.value<std::int64_t>());
+      (k == "max_sessions"           ? a.max_sessions
+       : k == "max_sessions_per_uid" ? a.max_sessions_per_uid
+                                     : a.max_queued_works) = static_cast<int>(*n.value<std::int64_t>());
     } else if (k == "hello_timeout_ms") {
       auto v = positive_ms(w, n, key);
       if (!v) return v.error();

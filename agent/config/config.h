@@ -4,7 +4,8 @@
 //                allowed_gids, log_level, pin_dir, tracer_wakeup, poll_us, spin_us,
 //                lease_ms, expire_slack_ms, horizon_ms, gamma, end_guard_quantile, pipelining,
 //                queued_durations, early_end_carries, shared_link, link_by_deadline,
-//                max_sessions, hello_timeout_ms, max_queued_works, unconfigured_engines
+//                max_sessions, max_sessions_per_uid, hello_timeout_ms, max_queued_works,
+//                unconfigured_engines
 //   [pricing]    the pricing core's parameters (agent/pricing/config.h)
 //   [sereno]     target, kp, ki, max_pause_steps (the sereno baseline's PI controller)
 //   [[task]]     a protected task: name; exactly one of exe / pid / comm; mode
@@ -66,6 +67,10 @@ struct AgentSection {
   // Engine plus control sessions open at once; more are refused (told why, counted).
   // The agent lowers it below its RLIMIT_NOFILE at start.
   int max_sessions = 512;
+  // Engine sessions one peer uid may hold at once; more from that uid are refused (told
+  // why, counted). Each session may queue max_queued_works works of 4,096 units, so
+  // without it one allowed uid could fill max_sessions of them (~2 GiB of the agent).
+  int max_sessions_per_uid = 16;
   // A session that sends no Hello (engine) or no request (control) this long is closed.
   admission::Nanos hello_timeout = 5'000 * admission::kNsPerMs;
   // Works an engine may have announced and not yet been granted in full; one more is a

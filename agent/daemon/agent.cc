@@ -84,6 +84,7 @@ struct Agent::Impl {
   std::vector<std::string> owned_paths;  // unlinked at exit, and only these
   std::map<std::uint64_t, Session> sessions;
   std::map<EngineId, std::uint64_t> session_of_engine;
+  std::map<uid_t, std::size_t> engine_sessions_of_uid;  // open engine sessions per peer uid
   std::uint64_t next_session = 1;
   bool stopping = false;
   bool dirty = false;           // a scheduling point happened: run decide()
@@ -160,6 +161,7 @@ Result<std::unique_ptr<Agent>> Agent::create(config::Config cfg) {
     m.pid_start.push_back(t.pt.match == tracer::MatchKind::kPid ? process_start_time(t.pt.pid) : std::nullopt);
   // Sessions must run out before descriptors do: at EMFILE nothing can be accepted, not
   // even a control session to see why.
+  m.counters.max_sessions_per_uid = c.agent.max_sessions_per_uid;
   int& max_sessions = m.counters.max_sessions;
   max_sessions = c.agent.max_sessions;
   if (rlimit rl{}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
@@ -261,6 +263,10 @@ void Agent::Impl::close_session(std::uint64_t id, const std::string& why, bool t
   }
   loop->cancel(user_data(s.control ? Tag::kControl : Tag::kEngine, id));
   --(s.control ? counters.control_sessions : counters.engine_sessions);
+  if (!s.control) {
+    auto u = engine_sessions_of_uid.find(s.cred.uid);
+    if (u != engine_sessions_of_uid.end() && --u->second == 0) engine_sessions_of_uid.erase(u);
+  }
   sessions.erase(it);
 }
 
@@ -446,6 +452,22 @@ void Agent::Impl::accept_all(int lfd, bool control) {
                         control ? "" : " (agent.max_sessions)", counters.over_limit.suppressed());
       refuse(s, fmt::format("too many {} sessions ({})", control ? "control" : "engine", limit));
       continue;
+    }
+    // One uid must not fill the agent with sessions (each may queue max_queued_works
+    // works): its own ones are counted from accept to close, said or not said hello.
+    if (!control) {
+      std::size_t& mine = engine_sessions_of_uid[s.cred.uid];  // >= 1 wherever it refuses
+      const auto per_uid = static_cast<std::size_t>(counters.max_sessions_per_uid);
+      if (mine >= per_uid) {
+        if (counters.uid_over_limit.note(now))
+          RIPPLE_LOG_WARN("refused engine connection from pid {} uid {}: uid {} holds {} engine sessions, the "
+                          "limit (agent.max_sessions_per_uid) ({} more refused since last said)",
+                          s.cred.pid, s.cred.uid, s.cred.uid, mine, counters.uid_over_limit.suppressed());
+        refuse(s, fmt::format("too many engine sessions for uid {} ({}, agent.max_sessions_per_uid)", s.cred.uid,
+                              per_uid));
+        continue;
+      }
+      ++mine;
     }
     ++(control ? counters.control_sessions : counters.engine_sessions);
     if (control) {

@@ -96,6 +96,8 @@ json status_json(const StatusInputs& in, Nanos now) {
                  {"control_sessions", c.control_sessions},
                  {"max_sessions", c.max_sessions},
                  {"sessions_over_limit", c.over_limit.total()},
+                 {"max_sessions_per_uid", c.max_sessions_per_uid},
+                 {"sessions_over_uid_limit", c.uid_over_limit.total()},
                  {"accept_failures", c.accept_failed.total()},
                  {"hello_timeouts", c.hello_timeouts.total()},
                  {"max_queued_works", in.cfg.agent.max_queued_works},

@@ -52,9 +52,10 @@ struct SessionCounters {
   std::uint64_t sessions_refused = 0;  // at accept (the Hello refusals are the engines')
   std::size_t engine_sessions = 0, control_sessions = 0;
   int max_sessions = 0;  // agent.max_sessions, lowered below RLIMIT_NOFILE
+  int max_sessions_per_uid = 0;  // agent.max_sessions_per_uid
   // Each hit is counted and said at most every kSayEvery.
-  Throttle refused{kSayEvery}, no_credentials{kSayEvery}, over_limit{kSayEvery}, accept_failed{kSayEvery},
-      hello_timeouts{kSayEvery};
+  Throttle refused{kSayEvery}, no_credentials{kSayEvery}, over_limit{kSayEvery}, uid_over_limit{kSayEvery},
+      accept_failed{kSayEvery}, hello_timeouts{kSayEvery};
 };
 
 struct StatusInputs {

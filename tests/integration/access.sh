@@ -20,6 +20,10 @@
 #   9  bytes that are not UTF-8: a control request of them (and one cut inside a
 #      character) gets a JSON error naming them escaped; an engine whose name is not
 #      UTF-8 is refused; the agent answers status after each (it aborted)
+#  10  agent.max_sessions_per_uid = 2: uid 65534 holding two engine sessions (one idle,
+#      one joined) is refused a third with a Bye that names the limit, counted
+#      (limits.sessions_over_uid_limit, and in the text status); uid 65533 still joins;
+#      once both are killed (no Bye) uid 65534 joins again
 set -uo pipefail
 O=${O:-build}
 B=$(cd "$O" && pwd)
@@ -39,7 +43,7 @@ trap cleanup EXIT
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
-echo "1..9"
+echo "1..10"
 
 eng_bin="$tmp/agent_engine"  # the configured engine executable
 cp "$B/bin/ripple-standin-engine" "$eng_bin"
@@ -224,5 +228,39 @@ if [ "$r1" = '{"error":"unknown command '"'"'\\xff'"'"' (status, top, explain)"}
   ok "bytes that are not UTF-8: control requests answered with them escaped, an engine name refused, the agent alive"
 else
   not_ok "bytes that are not UTF-8" "r1=$r1" "r2=$r2" "status: $(printf '%s' "$s9" | head -c 200)" "$(tail -5 "$tmp/agent9.log")" "$(cat "$tmp/e9.out")"
+fi
+stop_agent
+
+# 10: sessions per uid. uid 65534 holds two: one idle (no Hello), one joined engine.
+start_agent "$tmp/agent10.log" $'max_sessions_per_uid = 2\nhello_timeout_ms = 60000' ||
+  not_ok "agent did not start" "$(cat "$tmp/agent10.log")"
+limit() { status_json | jq_ "d['limits']['$1']"; }
+cat > "$tmp/idle.py" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+time.sleep(60)
+PY
+"${u65534[@]}" /usr/bin/python3 "$tmp/idle.py" "$tmp/engine.sock" > "$tmp/idle10.out" 2>&1 &
+idle=$!; pids+=("$idle")
+"${u65534[@]}" "$eng_bin" --socket "$tmp/engine.sock" --name held --unit-mb 1 --units 2 --duration-s 60 --quiet \
+  > "$tmp/e10a.out" 2>&1 &
+held=$!; pids+=("$held")
+for _ in $(seq 100); do [ "$(limit sessions)" = 2 ] && grep -q "engine held (pid" "$tmp/agent10.log" && break; sleep 0.1; done
+run_engine "$tmp/e10b.out" "${u65534[@]}" "$eng_bin" -- --name third
+run_engine "$tmp/e10c.out" "${u65533[@]}" "$eng_bin" -- --name other
+over=$(limit sessions_over_uid_limit)
+timeout 10 "$B/bin/ripplectl" status --socket "$tmp/control.sock" > "$tmp/status10.txt" 2>&1
+kill -KILL "$idle" "$held"; wait "$idle" "$held" 2>/dev/null
+for _ in $(seq 50); do [ "$(limit sessions)" = 0 ] && break; sleep 0.1; done
+run_engine "$tmp/e10d.out" "${u65534[@]}" "$eng_bin" -- --name again
+if grep -q "agent refused engine third: too many engine sessions for uid 65534 (2, agent.max_sessions_per_uid)" "$tmp/e10b.out" &&
+   [ "$over" = 1 ] && grep -q "sessions: .*(2 a uid); .*over a uid's 1" "$tmp/status10.txt" &&
+   grep -q "engine other (pid [0-9]*, uid 65533) joined" "$tmp/agent10.log" &&
+   grep -q "engine again (pid [0-9]*, uid 65534) joined" "$tmp/agent10.log" && ! grep -q "agent refused" "$tmp/e10d.out"; then
+  ok "max_sessions_per_uid = 2: a third session of uid 65534 is refused with the reason, counted; uid 65533 joins; after a kill uid 65534 joins again"
+else
+  not_ok "engine sessions are bounded per uid" "over=$over" "$(cat "$tmp/e10b.out" "$tmp/e10d.out")" \
+    "$(cat "$tmp/status10.txt" | head -3)" "$(tail -8 "$tmp/agent10.log")"
 fi
 stop_agent

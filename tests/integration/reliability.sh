@@ -267,6 +267,7 @@ engine_socket = "$tmp/engine.sock"
 control_socket = "$tmp/control.sock"
 pin_dir = ""
 max_sessions = 20
+max_sessions_per_uid = 40
 hello_timeout_ms = 500
 max_queued_works = 16
 EOF

@@ -261,9 +261,16 @@ TEST(AgentConfig, RefusesWhatTheStartWouldRefuse) {
   EXPECT_EQ(error_of("[agent]\nmax_sessions = 0\n"), "ripple.toml:2: agent.max_sessions: must be an integer in [1, 65536]");
   EXPECT_EQ(error_of("[agent]\nmax_queued_works = 1.5\n"),
             "ripple.toml:2: agent.max_queued_works: must be an integer in [1, 65536]");
-  auto r = parse("[agent]\nmax_sessions = 40\nhello_timeout_ms = 250\nmax_queued_works = 8\n", "ripple.toml");
+  EXPECT_EQ(error_of("[agent]\nmax_sessions_per_uid = 0\n"),
+            "ripple.toml:2: agent.max_sessions_per_uid: must be an integer in [1, 65536]");
+  EXPECT_EQ(error_of("[agent]\nmax_sessions_per_uid = 65537\n"),
+            "ripple.toml:2: agent.max_sessions_per_uid: must be an integer in [1, 65536]");
+  EXPECT_EQ(parse("", "ripple.toml")->agent.max_sessions_per_uid, 16);
+  auto r = parse("[agent]\nmax_sessions = 40\nmax_sessions_per_uid = 3\nhello_timeout_ms = 250\nmax_queued_works = 8\n",
+                 "ripple.toml");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->agent.max_sessions, 40);
+  EXPECT_EQ(r->agent.max_sessions_per_uid, 3);
   EXPECT_EQ(r->agent.hello_timeout, 250'000'000);
   EXPECT_EQ(r->agent.max_queued_works, 8);
   EXPECT_TRUE(is_log_level("warn"));

@@ -108,11 +108,13 @@ void print_status(const json& s) {
               static_cast<unsigned long long>(s["protocol_errors"].get<std::uint64_t>()),
               static_cast<unsigned long long>(s["sessions_refused"].get<std::uint64_t>()));
   if (const json& l = s.value("limits", json()); l.is_object())
-    std::printf("sessions: %llu of %llu; over the limit %llu, accept failures %llu, hello timeouts %llu, "
-                "works refused %llu\n",
+    std::printf("sessions: %llu of %llu (%llu a uid); over the limit %llu, over a uid's %llu, accept failures %llu, "
+                "hello timeouts %llu, works refused %llu\n",
                 static_cast<unsigned long long>(l["sessions"].get<std::uint64_t>()),
                 static_cast<unsigned long long>(l["max_sessions"].get<std::uint64_t>()),
+                static_cast<unsigned long long>(l.value("max_sessions_per_uid", std::uint64_t{0})),
                 static_cast<unsigned long long>(l["sessions_over_limit"].get<std::uint64_t>()),
+                static_cast<unsigned long long>(l.value("sessions_over_uid_limit", std::uint64_t{0})),
                 static_cast<unsigned long long>(l["accept_failures"].get<std::uint64_t>()),
                 static_cast<unsigned long long>(l["hello_timeouts"].get<std::uint64_t>()),
                 static_cast<unsigned long long>(l["works_refused"].get<std::uint64_t>()));
