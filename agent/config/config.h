@@ -64,7 +64,8 @@ struct AgentSection {
   // within microseconds, and a sleep costs a wake-up on each. Meant for a pinned core.
   admission::Nanos spin = 0;
   admission::Options admission;
-  // Engine plus control sessions open at once; more are refused (told why, counted).
+  // Engine sessions open at once (control sessions have their own few slots); more are
+  // refused (told why, counted).
   // The agent lowers it below its RLIMIT_NOFILE at start.
   int max_sessions = 512;
   // Engine sessions one peer uid may hold at once; more from that uid are refused (told
