@@ -21,26 +21,167 @@ std::uint64_t done_ns(float ms) {
 }
 }  // namespace
 
-CUevent Runtime::take_event() {
+// --- timing events, pooled per context ----------------------------------------------
+// An event belongs to the context it was created in, and the driver refuses to record it
+// on another context's stream: in a process that drives two GPUs, one pool shared by
+// every context handed the first GPU's events to the second's grants, which then
+// reported no GPU time. So each context has its own pool, its events are created in it
+// (made current for the call if it is not), and an event is recorded only on a stream of
+// its context. A pool ends with its context (cuCtxDestroy, a primary context's reset or
+// last release; runtime.cc hooks them): its events are the driver's to free then, and
+// one still in a grant is dropped when given back (the pool's generation differs), never
+// recorded or destroyed again. Bounded: kPoolEvents free events a context (more are
+// destroyed), kPools contexts (past it the oldest pool is forgotten).
+
+CUcontext Runtime::stream_context(CUstream s) {
+  CUcontext c = nullptr;
+  if (drv_.stream_ctx && drv_.stream_ctx(s, &c) == CUDA_SUCCESS && c) return c;
+  // No cuStreamGetCtx (older than 9.2): the current context, right for default streams
+  // and for an application that keeps its stream's context current.
+  if (s != nullptr && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && drv_.stream_ctx) return nullptr;
+  if (drv_.ctx_get && drv_.ctx_get(&c) == CUDA_SUCCESS) return c;
+  return nullptr;
+}
+
+Event Runtime::take_event(CUcontext ctx) {
+  if (!ctx) return {};
   {
     std::lock_guard<std::mutex> l(wm_);
-    if (!free_events_.empty()) {
-      CUevent e = free_events_.back();
-      free_events_.pop_back();
+    auto it = pools_.find(ctx);
+    if (it != pools_.end() && !it->second.free.empty()) {
+      Event e{it->second.free.back(), ctx, it->second.gen};
+      it->second.free.pop_back();
       return e;
     }
   }
-  CUevent e = nullptr;
-  if (!drv_.event_create || drv_.event_create(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS) return nullptr;
-  return e;
+  if (!drv_.event_create) return {};
+  CUcontext cur = nullptr;
+  const bool swap = drv_.ctx_get && drv_.ctx_set && drv_.ctx_get(&cur) == CUDA_SUCCESS && cur != ctx;
+  if (swap && drv_.ctx_set(ctx) != CUDA_SUCCESS) return {};
+  CUevent ev = nullptr;
+  const bool made = drv_.event_create(&ev, CU_EVENT_DEFAULT) == CUDA_SUCCESS && ev;
+  CUdevice dev = -1;
+  if (made && drv_.ctx_get_device) drv_.ctx_get_device(&dev);
+  if (swap) drv_.ctx_set(cur);
+  if (!made) return {};
+  std::lock_guard<std::mutex> l(wm_);
+  auto [it, fresh] = pools_.try_emplace(ctx);
+  if (fresh) {
+    it->second.gen = ++pool_gen_;
+    it->second.device = dev;
+    if (pools_.size() > kPools) {
+      // Contexts that ended where the hook did not see it (a path it does not wrap):
+      // the oldest pool is forgotten (its events are not destroyed: they may be gone).
+      auto oldest = pools_.begin();
+      for (auto p = pools_.begin(); p != pools_.end(); ++p)
+        if (p->second.gen < oldest->second.gen) oldest = p;
+      drop_pool_wm_locked(oldest);
+    }
+    g_c.event_pools.store(pools_.size(), std::memory_order_relaxed);
+  }
+  return Event{ev, ctx, it->second.gen};
 }
 
-// An event the hook holds no longer (never recorded, or its grant dropped): the pool's
-// again. Events are never destroyed (a context may be gone); one not given back is lost.
-void Runtime::give_back_event(CUevent e) {
+void Runtime::drop_pool_wm_locked(std::unordered_map<CUcontext, EventPool>::iterator it) {
+  pools_.erase(it);
+  g_c.event_pools.store(pools_.size(), std::memory_order_relaxed);
+}
+
+// An event the hook holds no longer (its grant reported or dropped, or never recorded):
+// its pool's again, unless the pool ended since (then the event went with its context).
+void Runtime::give_back_event(Event e) {
   if (!e) return;
+  {
+    std::lock_guard<std::mutex> l(wm_);
+    auto it = pools_.find(e.ctx);
+    if (it == pools_.end() || it->second.gen != e.pool) return;
+    if (it->second.free.size() < kPoolEvents) {
+      it->second.free.push_back(e.ev);
+      return;
+    }
+  }
+  if (drv_.event_destroy) drv_.event_destroy(e.ev);  // its context lives: the pool does
+}
+
+bool Runtime::record_event(Event& e, CUstream s) {
+  if (!e || !drv_.event_record) return false;
+  // A default stream is the current context's; a created stream is its own context's
+  // whatever is current, but the call is made in the event's context either way.
+  CUcontext cur = nullptr;
+  const bool swap = drv_.ctx_get && drv_.ctx_set && drv_.ctx_get(&cur) == CUDA_SUCCESS && cur != e.ctx &&
+                    drv_.ctx_set(e.ctx) == CUDA_SUCCESS;
+  const CUresult r = drv_.event_record(e.ev, s);
+  if (swap) drv_.ctx_set(cur);
+  if (r == CUDA_SUCCESS) return true;
+  g_c.event_record_failures.fetch_add(1, std::memory_order_relaxed);
+  if (r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_INVALID_CONTEXT || r == CUDA_ERROR_CONTEXT_IS_DESTROYED) {
+    // The event (or its context) is gone, e.g. a context that ended where the hook did
+    // not see it, its handle a new context's since: that pool's events are all suspect.
+    std::lock_guard<std::mutex> l(wm_);
+    auto it = pools_.find(e.ctx);
+    if (it != pools_.end() && it->second.gen == e.pool) drop_pool_wm_locked(it);
+  } else {
+    give_back_event(e);  // a refusal of this record only: the event is still good
+  }
+  e = {};
+  return false;
+}
+
+void Runtime::context_ends(CUcontext c) {
   std::lock_guard<std::mutex> l(wm_);
-  free_events_.push_back(e);
+  if (auto it = pools_.find(c); it != pools_.end()) drop_pool_wm_locked(it);
+}
+
+void Runtime::device_contexts_end(CUdevice d, bool released) {
+  if (released) {
+    // Released: it ended only if it is no longer active (the last retain released).
+    unsigned int flags = 0;
+    int active = 1;
+    load_driver();
+    if (!drv_.primary_state || drv_.primary_state(d, &flags, &active) != CUDA_SUCCESS || active) return;
+  }
+  // Which pool is the primary context's is not known: every pool of the device goes (a
+  // context of its own there keeps its events, lost to the hook: at most kPoolEvents).
+  std::lock_guard<std::mutex> l(wm_);
+  for (auto it = pools_.begin(); it != pools_.end();) {
+    auto next = std::next(it);
+    if (it->second.device == d) drop_pool_wm_locked(it);
+    it = next;
+  }
+}
+
+// A stream is destroyed: a grant whose last covered work ran on it takes its end event
+// there now (afterwards the handle is no stream, or another one); the start's stream is
+// no longer one to fall back on.
+void Runtime::stream_ends(CUstream s) {
+  {
+    std::lock_guard<std::mutex> l(comm_m_);
+    if (comm_streams_.erase(s)) has_comm_.store(!comm_streams_.empty());
+  }
+  if (t_state.last_stream == s) t_state.last_stream = nullptr;
+  if (s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) return;
+  // The common case takes no lock: a stream the open grant never ran on.
+  if (last_stream_.load() != s && start_stream_.load() != s) return;
+  load_driver();
+  std::lock_guard<std::mutex> l(gm_);
+  CUstream expect = s;
+  if (last_stream_.compare_exchange_strong(expect, no_stream())) {
+    give_back_event(std::exchange(end_ev_, {}));
+    if (grant_ && start_ev_ && !pending_start_.load() && stream_context(s) == start_ev_.ctx) {
+      end_ev_ = take_event(start_ev_.ctx);
+      record_event(end_ev_, s);
+    }
+  }
+  expect = s;
+  start_stream_.compare_exchange_strong(expect, no_stream());
+}
+
+Event Runtime::end_event_locked(CUstream s) {
+  if (s == no_stream() || stream_context(s) != start_ev_.ctx) s = start_stream_.load();
+  if (s == no_stream()) return {};
+  Event e = take_event(start_ev_.ctx);
+  record_event(e, s);
+  return e;
 }
 
 void Runtime::set_grant_label_locked(std::string label) {
@@ -49,7 +190,8 @@ void Runtime::set_grant_label_locked(std::string label) {
 }
 
 void Runtime::drop_grant_locked() {
-  give_back_event(std::exchange(start_ev_, nullptr));
+  give_back_event(std::exchange(start_ev_, {}));
+  give_back_event(std::exchange(end_ev_, {}));
   pending_start_.store(false);
   grant_.reset();
   grant_end_ = 0;
@@ -64,13 +206,25 @@ void Runtime::close_grant_locked() {
   t.gen = gen_.load();
   t.unit = grant_label_;
   t.single = grant_single_;
+  Event early = std::exchange(end_ev_, {});  // recorded when its stream was destroyed
   if (!pending_start_.load() && start_ev_) {
     t.start = start_ev_;
-    t.ctx = start_ctx_;
-    t.end = take_event();
-    if (t.end && drv_.event_record(t.end, last_stream_.load(std::memory_order_relaxed)) != CUDA_SUCCESS) give_back_event(std::exchange(t.end, nullptr));
+    t.ctx = start_ev_.ctx;
+    const CUstream last = last_stream_.load(std::memory_order_relaxed);
+    if (last == no_stream() && early) {
+      t.end = std::exchange(early, {});
+    } else {
+      t.end = end_event_locked(last);
+    }
   }
-  start_ev_ = nullptr;
+  give_back_event(std::exchange(early, {}));
+  // A start that was never timed goes back (a start left while pending_start_ is set).
+  if (!t.start) give_back_event(start_ev_);
+  start_ev_ = {};
+  // No stream is the next grant's until its first operation: a stream destroyed between
+  // grants takes no lock (stream_ends).
+  start_stream_.store(no_stream());
+  last_stream_.store(no_stream());
   pending_start_.store(false);
   grant_.reset();
   grant_end_ = 0;
@@ -109,8 +263,7 @@ void Runtime::watcher_loop() {
     CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
     drv_.exchange_capture_mode(&m);
   }
-  CUevent prev_end = nullptr;  // the last reported grant's end event, kept for the next gap
-  CUcontext prev_ctx = nullptr;
+  Event prev_end;  // the last reported grant's end event, kept for the next gap
   for (;;) {
     std::deque<Timed> batch;
     {
@@ -121,14 +274,21 @@ void Runtime::watcher_loop() {
     while (!batch.empty()) {
       Timed& t = batch.front();
       std::uint64_t ns = 0;
+      bool live = false;  // its context has not ended (its pool is the one it came from)
       if (t.start && t.end) {
+        std::lock_guard<std::mutex> l(wm_);
+        auto it = pools_.find(t.ctx);
+        live = it != pools_.end() && it->second.gen == t.start.pool;
+      }
+      if (live) {
         if (t.ctx && drv_.ctx_set) drv_.ctx_set(t.ctx);
-        const CUresult q = drv_.event_query(t.end);
+        const CUresult q = drv_.event_query(t.end.ev);
         if (q == CUDA_ERROR_NOT_READY) break;  // it and every later grant wait, in order
         float ms = 0;
-        if (q == CUDA_SUCCESS && drv_.elapsed(&ms, t.start, t.end) == CUDA_SUCCESS && ms > 0) ns = done_ns(ms);
+        if (q == CUDA_SUCCESS && drv_.elapsed(&ms, t.start.ev, t.end.ev) == CUDA_SUCCESS && ms > 0) ns = done_ns(ms);
         float gap = 0;
-        if (q == CUDA_SUCCESS && prev_end && prev_ctx == t.ctx && drv_.elapsed(&gap, prev_end, t.start) == CUDA_SUCCESS) {
+        if (q == CUDA_SUCCESS && prev_end && prev_end.ctx == t.ctx && prev_end.pool == t.start.pool &&
+            drv_.elapsed(&gap, prev_end.ev, t.start.ev) == CUDA_SUCCESS) {
           g_c.boundary_gaps.fetch_add(1, std::memory_order_relaxed);
           // Negative where the later grant's first work began on another stream first.
           if (gap > 0) g_c.boundary_gap_ns.fetch_add(done_ns(gap), std::memory_order_relaxed);
@@ -147,17 +307,13 @@ void Runtime::watcher_loop() {
         if (client_ && t.gen == gen_.load() && client_->done(t.grant, ns).ok())
           g_c.done_reported.fetch_add(1, std::memory_order_relaxed);
       }
-      {
-        std::lock_guard<std::mutex> l(wm_);
-        if (t.start) free_events_.push_back(t.start);
-        // The end event stays until the next grant's gap is read (a grant without an event
-        // pair breaks the chain: no gap is read across it).
-        if (prev_end) free_events_.push_back(prev_end);
-        prev_end = t.start ? t.end : nullptr;
-        prev_ctx = t.ctx;
-        if (!t.start && t.end) free_events_.push_back(t.end);
-        inflight_.fetch_sub(1);
-      }
+      give_back_event(t.start);
+      // The end event stays until the next grant's gap is read (a grant without an event
+      // pair breaks the chain: no gap is read across it).
+      give_back_event(std::exchange(prev_end, {}));
+      if (t.start) prev_end = t.end;
+      else give_back_event(t.end);
+      inflight_.fetch_sub(1);
       batch.pop_front();
     }
     if (!batch.empty()) {

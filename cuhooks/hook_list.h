@@ -15,7 +15,8 @@
  *   ptds     1 for the per-thread-default-stream variant (_ptsz/_ptds)
  *   minver,  the cudaVersion range [minver, maxver) for which cuGetProcAddress(base)
  *   maxver   returns this ABI; other versions are passed through untouched (counted)
- *   kind     RH_KERNEL, RH_GRAPH, RH_COPY, RH_SET, RH_PREFETCH, RH_HOSTFN
+ *   kind     RH_KERNEL, RH_GRAPH, RH_COPY, RH_SET, RH_PREFETCH, RH_HOSTFN, RH_END (a stream
+ *            or context ends: no operation, one handle as the only parameter)
  *   params, args   the C parameter list and the argument names
  *   stream   the CUstream the operation runs on (RH_STREAM maps 0 to the per-thread
  *            stream in ptds variants; sync copies run on the default stream)
@@ -245,4 +246,20 @@
   RH_SET2D_ASYNC(X, cuMemsetD2D32Async, "cuMemsetD2D32Async", 0, 3020, unsigned int, 4)               \
   RH_SET2D_ASYNC(X, cuMemsetD2D32Async_ptsz, "cuMemsetD2D32Async", 1, 7000, unsigned int, 4)
 
-#define RIPPLE_CU_HOOKS(X) RIPPLE_CU_HOOK_LAUNCHES(X) RIPPLE_CU_HOOK_COPIES(X) RIPPLE_CU_HOOK_SETS(X)
+/* Ends of what the interposer keeps state about: a stream (its communication mark, the
+ * grant's start or end stream) and a context (its pool of timing events). A primary
+ * context ends at its last release or at a reset. Only the _v2 ABIs (what cuda.h has
+ * named since CUDA 4.0, and 11.0 for the primary context's): an older one asked of
+ * cuGetProcAddress passes through (counted), as an old cuMemcpyHtoD does. */
+#define RIPPLE_CU_HOOK_ENDS(X)                                                                         \
+  X(cuStreamDestroy_v2, "cuStreamDestroy", 0, 4000, RH_MAXVER, RH_END, (CUstream hStream), (hStream),  \
+    RH_STREAM(0, hStream), 0, RH_DIR_NONE, RH_NOFUNC, RH_NOPARAMS)                                     \
+  X(cuCtxDestroy_v2, "cuCtxDestroy", 0, 4000, RH_MAXVER, RH_END, (CUcontext ctx), (ctx),               \
+    RH_STREAM(0, 0), 0, RH_DIR_NONE, RH_NOFUNC, RH_NOPARAMS)                                           \
+  X(cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease", 0, 11000, RH_MAXVER, RH_END,           \
+    (CUdevice dev), (dev), RH_STREAM(0, 0), 0, RH_DIR_NONE, RH_NOFUNC, RH_NOPARAMS)                    \
+  X(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", 0, 11000, RH_MAXVER, RH_END,               \
+    (CUdevice dev), (dev), RH_STREAM(0, 0), 0, RH_DIR_NONE, RH_NOFUNC, RH_NOPARAMS)
+
+#define RIPPLE_CU_HOOKS(X) \
+  RIPPLE_CU_HOOK_LAUNCHES(X) RIPPLE_CU_HOOK_COPIES(X) RIPPLE_CU_HOOK_SETS(X) RIPPLE_CU_HOOK_ENDS(X)

@@ -223,6 +223,15 @@ template <> struct Chunking<CUresult(CUDAAPI*)(const CUDA_MEMCPY3D*, CUstream)> 
 // points Chunking knows.
 template <class Fn, class... A>
 CUresult run(Op& op, void* real, A... a) {
+  // A stream or context ends (RH_END): its one handle picks the overload.
+  if constexpr (requires { ends_before(op, a...); }) {
+    if (op.kind == RH_END) {
+      ends_before(op, a...);
+      const CUresult r = reinterpret_cast<Fn>(real)(a...);
+      ends_after(op, a..., r);
+      return r;
+    }
+  }
   if constexpr (Chunking<Fn>::kOk) {
     if (op.kind == RH_COPY) {
       const typename Chunking<Fn>::Tuple t(a...);

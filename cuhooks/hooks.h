@@ -76,6 +76,15 @@ struct Op {
 // boundary; after() sees the driver's result.
 void before(Op& op);
 void after(const Op& op, CUresult r);
+// A stream or context ends (RH_END; cuhooks/runtime.cc): what the runtime keeps about it
+// goes. Before the driver call, whose freed handle another thread may be handed at once;
+// a primary context's release after it (whether the context ended is asked then).
+void ends_before(const Op& op, CUstream s);
+void ends_before(const Op& op, CUcontext c);
+void ends_before(const Op& op, CUdevice d);
+void ends_after(const Op& op, CUstream s, CUresult r);
+void ends_after(const Op& op, CUcontext c, CUresult r);
+void ends_after(const Op& op, CUdevice d, CUresult r);
 void count_passthrough();
 void count_unwrapped(const char* symbol);
 

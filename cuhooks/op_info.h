@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-enum { RH_KERNEL = 0, RH_GRAPH = 1, RH_COPY = 2, RH_SET = 3, RH_PREFETCH = 4, RH_HOSTFN = 5 };
+enum { RH_KERNEL = 0, RH_GRAPH = 1, RH_COPY = 2, RH_SET = 3, RH_PREFETCH = 4, RH_HOSTFN = 5, RH_END = 6 };
 enum { RH_DIR_NONE = 0, RH_DIR_H2D = 1, RH_DIR_D2H = 2, RH_DIR_D2D = 3, RH_DIR_H2H = 4, RH_DIR_UNKNOWN = 5 };
 
 /* A direction that asks the driver (cuhooks/hook_list.h, column dir). The interposer

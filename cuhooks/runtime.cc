@@ -260,9 +260,10 @@ void Runtime::mark_start(CUstream s) {
   if (pending_start_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> l(gm_);
     if (pending_start_.load() && drv_.event_record && !capturing(stream)) {
-      start_ev_ = take_event();
-      if (start_ev_ && drv_.event_record(start_ev_, stream) != CUDA_SUCCESS) give_back_event(std::exchange(start_ev_, nullptr));
-      if (drv_.ctx_get) drv_.ctx_get(&start_ctx_);
+      // An event of the stream's own context (grant_timer.cc, "pooled per context").
+      start_ev_ = take_event(stream_context(stream));
+      record_event(start_ev_, stream);
+      start_stream_.store(stream);
       pending_start_.store(false);
     }
     last_stream_.store(stream, std::memory_order_relaxed);
@@ -381,7 +382,12 @@ void Runtime::fork_child() {
   grant_end_ = 0;
   ahead_.reset();  // the parent's session's
   pending_start_.store(false);
-  start_ev_ = nullptr;
+  start_ev_ = end_ev_ = {};
+  start_stream_.store(no_stream());
+  last_stream_.store(no_stream());
+  // The parent's events are not the child's (its contexts are not).
+  pools_.clear();
+  g_c.event_pools.store(0, std::memory_order_relaxed);
   open_unit_ = false;
   next_connect_ns_ = unmanaged_until_ns_ = 0;
   warned_unmanaged_ = false;
@@ -479,6 +485,38 @@ Runtime& rt() {
 
 void before(Op& op) { rt().before(op); }
 void after(const Op& op, CUresult r) { rt().after(op, r); }
+
+// A stream or context ends (cuhooks/hooks.h). Counted as any call; before the runtime
+// exists nothing is kept about any stream or context, so none is made for it (these
+// run from cudart's teardown at exit too).
+namespace {
+void count_end(const Op& op) {
+  g_c.calls[static_cast<int>(op.hook)].fetch_add(1, std::memory_order_relaxed);
+  if (op.slot > 0) g_c.via_procaddr.fetch_add(1, std::memory_order_relaxed);
+}
+void count_end_result(CUresult r) {
+  if (r != CUDA_SUCCESS) g_c.errors.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+void ends_before(const Op& op, CUstream s) {
+  count_end(op);
+  if (g_rt) g_rt->stream_ends(s);
+}
+void ends_before(const Op& op, CUcontext c) {
+  count_end(op);
+  if (g_rt) g_rt->context_ends(c);
+}
+void ends_before(const Op& op, CUdevice d) {
+  count_end(op);
+  // A reset ends the primary context in the call; a release only perhaps (after it).
+  if (g_rt && op.hook == Hook::cuDevicePrimaryCtxReset_v2) g_rt->device_contexts_end(d, false);
+}
+void ends_after(const Op&, CUstream, CUresult r) { count_end_result(r); }
+void ends_after(const Op&, CUcontext, CUresult r) { count_end_result(r); }
+void ends_after(const Op& op, CUdevice d, CUresult r) {
+  count_end_result(r);
+  if (g_rt && r == CUDA_SUCCESS && op.hook == Hook::cuDevicePrimaryCtxRelease_v2) g_rt->device_contexts_end(d, true);
+}
 void count_passthrough() { g_c.passthrough.fetch_add(1, std::memory_order_relaxed); }
 void count_unwrapped(const char* symbol) {
   if (g_c.unwrapped.fetch_add(1) == 0)

@@ -40,6 +40,7 @@ namespace ripple::cuhook {
 // Driver functions the runtime itself uses.
 struct Driver {
   CUresult(CUDAAPI* event_create)(CUevent*, unsigned int) = nullptr;
+  CUresult(CUDAAPI* event_destroy)(CUevent) = nullptr;
   CUresult(CUDAAPI* event_record)(CUevent, CUstream) = nullptr;
   CUresult(CUDAAPI* event_query)(CUevent) = nullptr;
   CUresult(CUDAAPI* elapsed)(float*, CUevent, CUevent) = nullptr;
@@ -50,12 +51,15 @@ struct Driver {
   CUresult(CUDAAPI* exchange_capture_mode)(CUstreamCaptureMode*) = nullptr;
   CUresult(CUDAAPI* ctx_get_device)(CUdevice*) = nullptr;
   CUresult(CUDAAPI* device_attribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+  CUresult(CUDAAPI* stream_ctx)(CUstream, CUcontext*) = nullptr;
+  CUresult(CUDAAPI* primary_state)(CUdevice, unsigned int*, int*) = nullptr;
   void load() {
     auto sym = [](const char* a, const char* b = nullptr) {
       void* p = driver_symbol(a);
       return p || !b ? p : driver_symbol(b);
     };
     event_create = reinterpret_cast<decltype(event_create)>(sym("cuEventCreate"));
+    event_destroy = reinterpret_cast<decltype(event_destroy)>(sym("cuEventDestroy_v2", "cuEventDestroy"));
     event_record = reinterpret_cast<decltype(event_record)>(sym("cuEventRecord"));
     event_query = reinterpret_cast<decltype(event_query)>(sym("cuEventQuery"));
     elapsed = reinterpret_cast<decltype(elapsed)>(sym("cuEventElapsedTime_v2", "cuEventElapsedTime"));
@@ -66,14 +70,26 @@ struct Driver {
     exchange_capture_mode = reinterpret_cast<decltype(exchange_capture_mode)>(sym("cuThreadExchangeStreamCaptureMode"));
     ctx_get_device = reinterpret_cast<decltype(ctx_get_device)>(sym("cuCtxGetDevice"));
     device_attribute = reinterpret_cast<decltype(device_attribute)>(sym("cuDeviceGetAttribute"));
+    stream_ctx = reinterpret_cast<decltype(stream_ctx)>(sym("cuStreamGetCtx"));
+    primary_state = reinterpret_cast<decltype(primary_state)>(sym("cuDevicePrimaryCtxGetState"));
   }
+};
+
+// A timing event and the context it was created in (its pool's: an event is only ever
+// recorded on a stream of that context; grant_timer.cc). `pool`: the generation of that
+// pool when the event was taken, so one given back after its context ended is dropped.
+struct Event {
+  CUevent ev = nullptr;
+  CUcontext ctx = nullptr;
+  std::uint64_t pool = 0;
+  explicit operator bool() const { return ev != nullptr; }
 };
 
 // A grant handed to the watcher once closed.
 struct Timed {
   engine::GrantMsg grant;
   std::uint64_t gen;
-  CUevent start = nullptr, end = nullptr;
+  Event start, end;  // one context's (the start's)
   CUcontext ctx = nullptr;
   std::string unit;  // the unit's label (record mode; a one-boundary grant when learning)
   bool single = false;  // the grant covered one boundary's units: its time is that label's
@@ -110,6 +126,15 @@ class Runtime {
     comm_streams_.insert(s);
     has_comm_.store(true);
   }
+  // A stream is destroyed (before the driver frees its handle, which may be handed out
+  // again at once): its communication mark goes, and a grant whose work ran last on it
+  // takes its end event there now (grant_timer.cc).
+  void stream_ends(CUstream s);
+  // A context ends (cuCtxDestroy, before the call): its event pool goes with it. A
+  // device's primary context: at a reset (before), or at a release after which the
+  // driver says it is no longer active; every pool of that device goes (grant_timer.cc).
+  void context_ends(CUcontext c);
+  void device_contexts_end(CUdevice d, bool released);
   void fork_child();
   // False when it could not (said in one line).
   // at_exit: the last write; the periodic writer writes nothing after it (a write it began
@@ -231,10 +256,22 @@ class Runtime {
   // back to the pool (left set, the next grant's start overwrote it: one event lost).
   void drop_grant_locked();
   void set_grant_label_locked(std::string label);
-  void give_back_event(CUevent e);
+  // Timing events, pooled per context (grant_timer.cc): taken from the pool of `ctx` or
+  // created in it; given back to it (at most kPoolEvents kept, the rest destroyed), or
+  // dropped when the context ended since.
+  Event take_event(CUcontext ctx);
+  void give_back_event(Event e);
+  // Records e on stream s (a stream of e's context; a default stream is the current
+  // context's, so that context is made current for the call). A failure is counted, and
+  // one that says the event or its context is gone drops that context's pool.
+  bool record_event(Event& e, CUstream s);
+  // The context a stream belongs to (a default stream: the calling thread's current).
+  CUcontext stream_context(CUstream s);
+  // The grant's end event: on `s`, or on its start's stream when `s` is another
+  // context's (an event pair times one context).
+  Event end_event_locked(CUstream s);
   void start_watcher_locked();
   void watcher_loop();
-  CUevent take_event();
   void record_line(const std::string& line);
   // Record mode: a unit line ({"u":...} opens, {"e":1} closes) and whether copies are
   // traced, both under rec_m_, so a copy line lies between its unit's lines.
@@ -355,12 +392,18 @@ class Runtime {
   // (release/acquire); one racing the entry on another thread was never ordered with it.
   std::atomic<bool> subunits_open_{false};
   std::atomic<bool> pending_start_{false};
-  CUevent start_ev_ = nullptr;
-  CUcontext start_ctx_ = nullptr;
+  Event start_ev_;
+  // No stream (0 is the legacy default stream): between grants, or one destroyed.
+  static CUstream no_stream() { return reinterpret_cast<CUstream>(~std::uintptr_t{0}); }
+  // The stream the start event went on (written under gm_; no_stream() between grants
+  // and once destroyed).
+  std::atomic<CUstream> start_stream_{no_stream()};
   // The stream of the grant's last covered operation, where its end event goes: written
   // without gm_ by any thread that runs covered work (the latest wins; any of the grant's
-  // streams serves), read under gm_ when the grant closes.
-  std::atomic<CUstream> last_stream_{nullptr};
+  // streams serves), read under gm_ when the grant closes. no_stream(): between grants,
+  // or it was destroyed, and end_ev_ (if set) was recorded on it then.
+  std::atomic<CUstream> last_stream_{no_stream()};
+  Event end_ev_;  // under gm_
   std::string grant_label_;  // under gm_; set_grant_label_locked keeps grant_labelled_
   std::atomic<bool> grant_labelled_{false};  // !grant_label_.empty(), for readers without gm_
   bool grant_single_ = false;  // the grant in hand covers exactly one boundary's units
@@ -374,7 +417,19 @@ class Runtime {
   std::mutex wm_;
   std::condition_variable wcv_;
   std::deque<Timed> wq_;
-  std::vector<CUevent> free_events_;
+  // Timing events, one pool per context (under wm_; grant_timer.cc). A pool's generation
+  // is new each time a context's pool is made, so an event of an ended context (its
+  // handle perhaps a new context's since) never goes back into a pool.
+  struct EventPool {
+    std::vector<CUevent> free;
+    std::uint64_t gen = 0;
+    CUdevice device = -1;
+  };
+  static constexpr std::size_t kPoolEvents = 64;  // kept per context; more are destroyed
+  static constexpr std::size_t kPools = 64;       // contexts; past it the oldest pool goes
+  std::unordered_map<CUcontext, EventPool> pools_;
+  std::uint64_t pool_gen_ = 0;
+  void drop_pool_wm_locked(std::unordered_map<CUcontext, EventPool>::iterator it);
   bool watcher_started_ = false;
   std::atomic<int> inflight_{0};  // grants closed but not yet reported
 

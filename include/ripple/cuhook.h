@@ -85,7 +85,10 @@ extern "C" {
   /* v9: */                                                                                     \
   X(passes_recalled, "bare passes learned again that were stable before: stable at once")     \
   /* v10: */                                                                                    \
-  X(nvtx_uncached, "NVTX range names matched again: past the 4096 names the hook keeps")
+  X(nvtx_uncached, "NVTX range names matched again: past the 4096 names the hook keeps")       \
+  /* v11: */                                                                                    \
+  X(event_record_failures, "grant timing events the driver refused to record (no GPU time)")   \
+  X(event_pools, "contexts whose timing events the hook pools (a gauge; each ends with its context)")
 
 /* Counters of the interposer (a snapshot), one field per RIPPLE_CUHOOK_COUNTERS entry. */
 struct ripple_cuhook_stats {

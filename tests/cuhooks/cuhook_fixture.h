@@ -9,7 +9,7 @@
 // cuhook_gating_test.cc (gating, safety), cuhook_works_test.cc (works of learned graph
 // passes, grants ahead), cuhook_chunking_test.cc (sub-layer grants),
 // cuhook_learning_test.cc (learned NVTX and copy passes) and cuhook_timing_test.cc (grant
-// timing: the reported GPU time, the event pool).
+// timing: the reported GPU time, the event pools per context).
 #pragma once
 
 #include <sys/wait.h>

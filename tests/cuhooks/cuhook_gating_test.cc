@@ -119,6 +119,28 @@ TEST_F(CuhookTest, NeverBlocksCopiesOrGraphsOnACommunicationStream) {
   EXPECT_LT(r.seconds, 5.0);
 }
 
+// Tests that a destroyed communication stream's mark goes with it: the next stream created
+// gets its handle back, and its copies are gated (the mark stayed: they passed ungated,
+// an engine's copies never granted), whichever way the app took cuStreamDestroy.
+TEST_F(CuhookTest, DestroyedCommunicationStreamsHandleIsGatedWhenReused) {
+  for (const std::vector<std::string>& path :
+       {std::vector<std::string>{"direct"}, {"dlsym"}, {"procaddr", "13000", "0"}}) {
+    SCOPED_TRACE(path[0]);
+    clear_outputs();
+    GrantServer srv(sock_);
+    ASSERT_TRUE(srv.start());
+    std::vector<std::string> args = path;
+    for (const char* a : {"commreuse", "3", "4194304"}) args.push_back(a);
+    Outcome r = run(args);
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    json st = stats_of(r);
+    EXPECT_EQ(st["calls"]["cuStreamDestroy_v2"][0].get<int>(), 2) << st.dump();
+    EXPECT_EQ(st["comm_skips"].get<int>(), 1) << st.dump();
+    EXPECT_EQ(st["units_copy"].get<int>(), 3) << st.dump();
+    EXPECT_GE(st["grants"].get<int>(), 3) << st.dump();
+  }
+}
+
 // Tests that an nccl kernel on the default stream does not mark it: compute shares that
 // stream, and the copies on it after the collective are gated as before (marking it left
 // the engine ungated for good).

@@ -63,6 +63,23 @@
  *         commcopy ON N BYTES    an "nccl" kernel launched on ON (stream: the app's stream;
  *                                default: stream 0), then N host-to-device copies of BYTES
  *                                and a graph launch on that same stream
+ *         twoctx ON N BYTES      two GPUs in one process: each device's primary context
+ *                                and a stream on it; N host-to-device copies of BYTES,
+ *                                copy i on device i % 2 (its context made current), on
+ *                                ON: stream (its stream), default (stream 0), or unit: N
+ *                                NVTX ranges "model.layers.K", each with a copy on
+ *                                device 0's stream, then one on device 1's
+ *         ctxend HOW N BYTES     N contexts that end, each after a stream on it ran a
+ *                                host-to-device copy of BYTES and was destroyed; HOW:
+ *                                destroy (cuCtxCreate on device 0, cuCtxDestroy), release
+ *                                (device 1's primary context retained and released) or
+ *                                reset (retained, reset, released); the ends through PATH
+ *         commreuse N BYTES      an "nccl" kernel on a new stream, that stream destroyed
+ *                                (cuStreamDestroy through PATH), a new stream that must
+ *                                get the same handle back (exit 6 if not), then N
+ *                                host-to-device copies of BYTES on it
+ *         streamend N            N NVTX ranges "model.layers.0", each with a kernel on a
+ *                                new stream that is destroyed before the range is popped
  *         stats                  ripple_cuhook_get_stats with the full size and with the size
  *                                before passes_learned was added (the rest must stay
  *                                untouched); prints "stats: passes_learned=N relearns=M
@@ -111,6 +128,9 @@ typedef CUresult (*set8_t)(CUdeviceptr, unsigned char, size_t);
 typedef CUresult (*set32_async_t)(CUdeviceptr, unsigned int, size_t, CUstream);
 typedef CUresult (*copy2d_t)(const CUDA_MEMCPY2D*);
 typedef CUresult (*batch_t)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*, size_t*, size_t, CUstream);
+typedef CUresult (*stream_destroy_t)(CUstream);
+typedef CUresult (*ctx_destroy_t)(CUcontext);
+typedef CUresult (*primary_end_t)(CUdevice);
 typedef CUresult (*pa2_t)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
 typedef CUresult (*pa1_t)(const char*, void**, int, cuuint64_t);
 
@@ -130,6 +150,9 @@ struct api {
   set32_async_t set32_async;
   copy2d_t copy2d;
   batch_t batch;
+  stream_destroy_t stream_destroy;
+  ctx_destroy_t ctx_destroy;
+  primary_end_t primary_release, primary_reset;
 };
 static struct api A;
 
@@ -149,6 +172,10 @@ static void from_symbols(void) {
   A.set32_async = cuMemsetD32Async;
   A.copy2d = cuMemcpy2D;
   A.batch = cuMemcpyBatchAsync;
+  A.stream_destroy = cuStreamDestroy;
+  A.ctx_destroy = cuCtxDestroy;
+  A.primary_release = cuDevicePrimaryCtxRelease;
+  A.primary_reset = cuDevicePrimaryCtxReset;
 }
 
 /* The exported names the header maps each call to (legacy or per-thread). */
@@ -177,6 +204,10 @@ static void from_dlsym(void) {
   A.set32_async = (set32_async_t)must_dlsym(h, NAME_OF(cuMemsetD32Async));
   A.copy2d = (copy2d_t)must_dlsym(h, NAME_OF(cuMemcpy2D));
   A.batch = (batch_t)must_dlsym(h, NAME_OF(cuMemcpyBatchAsync));
+  A.stream_destroy = (stream_destroy_t)must_dlsym(h, NAME_OF(cuStreamDestroy));
+  A.ctx_destroy = (ctx_destroy_t)must_dlsym(h, NAME_OF(cuCtxDestroy));
+  A.primary_release = (primary_end_t)must_dlsym(h, NAME_OF(cuDevicePrimaryCtxRelease));
+  A.primary_reset = (primary_end_t)must_dlsym(h, NAME_OF(cuDevicePrimaryCtxReset));
 }
 
 static pa2_t g_pa2;
@@ -208,6 +239,10 @@ static void from_procaddr(int v1, int ver, cuuint64_t flags) {
   A.set32_async = (set32_async_t)by_procaddr("cuMemsetD32Async", ver, flags);
   A.copy2d = (copy2d_t)by_procaddr("cuMemcpy2D", ver, flags);
   A.batch = (batch_t)by_procaddr("cuMemcpyBatchAsync", ver, flags);
+  A.stream_destroy = (stream_destroy_t)by_procaddr("cuStreamDestroy", ver, flags);
+  A.ctx_destroy = (ctx_destroy_t)by_procaddr("cuCtxDestroy", ver, flags);
+  A.primary_release = (primary_end_t)by_procaddr("cuDevicePrimaryCtxRelease", ver, flags);
+  A.primary_reset = (primary_end_t)by_procaddr("cuDevicePrimaryCtxReset", ver, flags);
 }
 
 static CUmodule g_mod;
@@ -535,6 +570,118 @@ static void nvtxcapture(int other, CUcontext ctx) {
   CHECK(cuMemFree(d));
 }
 
+/* twoctx: one process driving two GPUs, each through its primary context (cudaSetDevice
+ * makes it current); `main_ctx` is current again at the end. */
+static void twoctx(const char* on, int n, unsigned long long bytes, CUcontext main_ctx) {
+  CUcontext c[2];
+  CUstream st[2];
+  CUdeviceptr d[2];
+  char* h = calloc(1, bytes);
+  for (int k = 0; k < 2; ++k) {
+    CUdevice dev;
+    CHECK(cuDeviceGet(&dev, k));
+    CHECK(cuDevicePrimaryCtxRetain(&c[k], dev));
+    CHECK(cuCtxSetCurrent(c[k]));
+    CHECK(cuStreamCreate(&st[k], 0));
+    CHECK(cuMemAlloc(&d[k], bytes));
+  }
+  const int unit = !strcmp(on, "unit"), dflt = !strcmp(on, "default");
+  if (!unit && !dflt && strcmp(on, "stream") != 0) { fprintf(stderr, "driver_app: twoctx: unknown ON '%s'\n", on); exit(2); }
+  for (int i = 0; i < n; ++i) {
+    if (unit) {
+      char rn[64];
+      snprintf(rn, sizeof rn, "model.layers.%d", i);
+      nvtxRangePushA(rn);
+      for (int k = 0; k < 2; ++k) {
+        CHECK(cuCtxSetCurrent(c[k]));
+        CHECK(A.htod_async(d[k], h, bytes, st[k]));
+      }
+      nvtxRangePop();
+    } else {
+      const int k = i % 2;
+      CHECK(cuCtxSetCurrent(c[k]));
+      CHECK(A.htod_async(d[k], h, bytes, dflt ? (CUstream)0 : st[k]));
+    }
+    nap();
+  }
+  for (int k = 0; k < 2; ++k) {
+    CHECK(cuCtxSetCurrent(c[k]));
+    CHECK(cuStreamSynchronize(st[k]));
+    CHECK(cuMemFree(d[k]));
+  }
+  CHECK(cuCtxSetCurrent(main_ctx));
+  free(h);
+}
+
+/* ctxend: contexts that end after their work, their handles given out again. */
+static void ctxend(const char* how, int n, unsigned long long bytes, CUcontext main_ctx) {
+  const int destroy = !strcmp(how, "destroy"), reset = !strcmp(how, "reset");
+  if (!destroy && !reset && strcmp(how, "release") != 0) { fprintf(stderr, "driver_app: ctxend: unknown HOW '%s'\n", how); exit(2); }
+  char* h = calloc(1, bytes);
+  CUdevice dev;
+  CHECK(cuDeviceGet(&dev, destroy ? 0 : 1));
+  for (int i = 0; i < n; ++i) {
+    CUcontext c;
+    if (destroy) CHECK(cuCtxCreate(&c, NULL, 0, dev));
+    else CHECK(cuDevicePrimaryCtxRetain(&c, dev));
+    CHECK(cuCtxSetCurrent(c));
+    CUstream s;
+    CUdeviceptr d;
+    CHECK(cuStreamCreate(&s, 0));
+    CHECK(cuMemAlloc(&d, bytes));
+    CHECK(A.htod_async(d, h, bytes, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemFree(d));
+    CHECK(A.stream_destroy(s));
+    if (destroy) {
+      CHECK(A.ctx_destroy(c));
+    } else {
+      if (reset) CHECK(A.primary_reset(dev));
+      CHECK(A.primary_release(dev));
+    }
+    CHECK(cuCtxSetCurrent(main_ctx));
+    nap();
+  }
+  free(h);
+}
+
+/* commreuse: a communication stream destroyed, its handle another stream's. */
+static void commreuse(int n, unsigned long long bytes) {
+  CUstream s1, s2;
+  CHECK(cuStreamCreate(&s1, 0));
+  unsigned long long k = 1024;
+  void* params[] = {&k};
+  CHECK(A.launch(func("ncclAllReduce_k"), 1, 1, 1, 32, 1, 1, 0, s1, params, NULL));
+  CHECK(cuStreamSynchronize(s1));
+  CHECK(A.stream_destroy(s1));
+  CHECK(cuStreamCreate(&s2, 0));
+  if (s2 != s1) { fprintf(stderr, "driver_app: commreuse: the destroyed stream's handle was not reused\n"); exit(6); }
+  CUdeviceptr d;
+  CHECK(cuMemAlloc(&d, bytes));
+  char* h = calloc(1, bytes);
+  for (int i = 0; i < n; ++i) CHECK(A.htod_async(d, h, bytes, s2));
+  CHECK(cuStreamSynchronize(s2));
+  CHECK(A.stream_destroy(s2));
+  free(h);
+  CHECK(cuMemFree(d));
+}
+
+/* streamend: a unit's work ran last on a stream destroyed before the unit ends. */
+static void streamend(int n) {
+  CUfunction f = func("stream_kernel");
+  for (int i = 0; i < n; ++i) {
+    nvtxRangePushA("model.layers.0");
+    CUstream s;
+    CHECK(cuStreamCreate(&s, 0));
+    unsigned long long bytes = 4096;
+    void* params[] = {&bytes};
+    CHECK(A.launch(f, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+    CHECK(A.stream_destroy(s));
+    nvtxRangePop();
+    nap();
+  }
+}
+
 /* llama.cpp's decode loop with CUDA graphs (ggml-cuda: capture, instantiate or update,
  * launch), on several streams; launches and copies go through the chosen PATH. */
 static void llama(int steps, int nstreams, int k) {
@@ -687,6 +834,14 @@ int main(int argc, char** argv) {
       }
       i += 1;
     }
+    else if (!strcmp(m, "twoctx") || !strcmp(m, "ctxend")) {
+      if (i + 3 >= argc) { fprintf(stderr, "driver_app: %s needs 3 arguments\n", m); return 2; }
+      if (!strcmp(m, "twoctx")) twoctx(argv[i + 1], b, strtoull(argv[i + 3], NULL, 0), ctx);
+      else ctxend(argv[i + 1], b, strtoull(argv[i + 3], NULL, 0), ctx);
+      i += 3;
+    }
+    else if (!strcmp(m, "commreuse")) commreuse(a, strtoull(argv[i + 2], NULL, 0)), i += 2;
+    else if (!strcmp(m, "streamend")) streamend(a), i += 1;
     else if (!strcmp(m, "commcopy")) {
       if (i + 3 >= argc) { fprintf(stderr, "driver_app: commcopy needs ON N BYTES\n"); return 2; }
       CUstream on = !strcmp(argv[i + 1], "stream") ? g_stream : (CUstream)0;

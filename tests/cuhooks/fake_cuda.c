@@ -38,6 +38,19 @@
  *   FAKE_CUDA_FAIL_EVENT_RECORD=N  every N-th cuEventRecord fails (1: all); cuEventCreate
  *                             calls are counted ("query cuEventCreate N")
  *   FAKE_CUDA_ELAPSED_MS=X    cuEventElapsedTime answers X ms for every pair
+ *
+ * Contexts, streams and events, as the real driver keeps them apart: two devices, each
+ * with a primary context (retained, released: it ends at its last release; reset: it
+ * ends, and the next retain starts it again) and contexts of cuCtxCreate (a per-thread
+ * stack; cuCtxDestroy ends one). A stream belongs to the context current at its
+ * creation, a default stream to the calling thread's current one; an event to the
+ * context current at its creation. cuEventRecord refuses (CUDA_ERROR_INVALID_HANDLE, the
+ * runtime's "invalid resource handle") an event of another context than the stream's,
+ * one whose context ended, and a destroyed stream; cuEventElapsedTime refuses a pair of
+ * two contexts. These refusals are counted ("query cuEventRecord-refused N"). Handles
+ * come back as an allocator hands out freed memory: cuStreamCreate and cuCtxCreate
+ * return the handle destroyed last, so a destroyed stream's or context's handle is soon
+ * another one's (what an interposer keying state on handles must survive).
  */
 #define _GNU_SOURCE
 #define __CUDA_API_VERSION_INTERNAL 1
@@ -68,9 +81,9 @@ static pthread_mutex_t fk_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long fk_calls[FK_COUNT], fk_bytes[FK_COUNT], fk_via_sym[FK_COUNT], fk_via_pa[FK_COUNT];
 static unsigned long long fk_launches;
 /* Queries (not in the hook list): counted atomically, written as "query" lines. */
-enum { FQ_POINTER_ATTR, FQ_FUNC_NAME, FQ_IS_CAPTURING, FQ_DEVICE_ATTR, FQ_EVENT_CREATE, FQ_COUNT };
+enum { FQ_POINTER_ATTR, FQ_FUNC_NAME, FQ_IS_CAPTURING, FQ_DEVICE_ATTR, FQ_EVENT_CREATE, FQ_EVENT_REFUSED, FQ_COUNT };
 static const char* const fq_names[FQ_COUNT] = {"cuPointerGetAttribute", "cuFuncGetName", "cuStreamIsCapturing",
-                                               "cuDeviceGetAttribute", "cuEventCreate"};
+                                               "cuDeviceGetAttribute", "cuEventCreate", "cuEventRecord-refused"};
 static unsigned long long fq_calls[FQ_COUNT];
 #define FQ_COUNT_CALL(q) __atomic_fetch_add(&fq_calls[q], 1, __ATOMIC_RELAXED)
 static int fk_capturing, fk_fail_launch, fk_no_func_name;
@@ -166,16 +179,48 @@ static void fk_free(void* p) {
 
 /* --- objects ------------------------------------------------------------------ */
 struct CUfunc_st { char name[128]; };
-struct CUevent_st { unsigned long long ns; int recorded; };
+/* A context that ended keeps its memory; its generation moves on (a handle that comes
+ * back is a new context: the old one's events and streams are refused). */
+struct CUctx_st { int device, alive, refs, primary; unsigned gen; };
+struct CUevent_st { unsigned long long ns; int recorded; CUcontext ctx; unsigned gen; };
 struct CUgraphExec_st { unsigned long long bytes; }; /* what its graph captured */
 struct CUgraph_st { unsigned long long bytes; };
-struct CUctx_st { int dummy; };
 struct CUmod_st { int dummy; };
-struct CUstream_st { int capturing; unsigned long long captured; };
+struct CUstream_st {
+  int capturing;
+  unsigned long long captured;
+  CUcontext ctx;
+  unsigned gen;  /* its context's when created */
+  int alive;
+  struct CUstream_st* next_free;
+};
 /* A stream made by cuStreamCreate (not NULL, CU_STREAM_LEGACY or CU_STREAM_PER_THREAD). */
 #define FK_REAL_STREAM(s) ((uintptr_t)(s) > 2)
-static struct CUctx_st fk_ctx;
-static __thread CUcontext fk_current;
+enum { FK_DEVICES = 2, FK_CREATED = 16, FK_STACK = 8 };
+static struct CUctx_st fk_primary[FK_DEVICES];
+static struct CUctx_st fk_created[FK_CREATED];
+static struct CUctx_st* fk_free_ctx[FK_CREATED];
+static int fk_ncreated, fk_nfree_ctx;
+static struct CUstream_st* fk_free_streams;
+/* The calling thread's context stack (its top is current). */
+static __thread CUcontext fk_stack[FK_STACK];
+static __thread int fk_depth;
+#define fk_current (fk_depth ? fk_stack[fk_depth - 1] : (CUcontext)NULL)
+
+static int fk_ctx_live(CUcontext c) { return c && c->alive; }
+static int fk_event_live(CUevent e) { return e && fk_ctx_live(e->ctx) && e->gen == e->ctx->gen; }
+/* The context of a stream: its own, or for a default stream the current one (NULL: a
+ * destroyed stream, or one whose context ended). */
+static CUcontext fk_stream_ctx(CUstream s) {
+  if (!FK_REAL_STREAM(s)) return fk_ctx_live(fk_current) ? fk_current : NULL;
+  return s->alive && fk_ctx_live(s->ctx) && s->gen == s->ctx->gen ? s->ctx : NULL;
+}
+/* A context ends: its generation moves on; popped if it is this thread's current one. */
+static void fk_ctx_end(CUcontext c) {
+  c->alive = 0;
+  c->gen++;
+  if (fk_depth && fk_stack[fk_depth - 1] == c) fk_depth--;
+}
 
 /* --- the generic operation ----------------------------------------------------- */
 static CUresult fk_op(int id, int via_pa, int kind, unsigned long long bytes, CUfunction f, void** kparams, void* stream) {
@@ -300,6 +345,41 @@ FK_NOOP(cuMemcpy3DBatchAsync_v2_ptsz, 0, 0, 0, 0, 0, (size_t n, CUDA_MEMCPY3D_BA
 FK_NOOP(cuMemPrefetchAsync_v2, 0, 0, 0, 0, 0, (CUdeviceptr p, size_t n, CUmemLocation l, unsigned int f, CUstream s), 0)
 FK_NOOP(cuMemPrefetchAsync_v2_ptsz, 0, 0, 0, 0, 0, (CUdeviceptr p, size_t n, CUmemLocation l, unsigned int f, CUstream s), 0)
 
+/* Ends of streams and contexts (RH_END in the hook list). */
+static CUresult fk_impl_cuStreamDestroy_v2(CUstream s) {
+  if (!FK_REAL_STREAM(s)) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&fk_lock);
+  CUresult r = CUDA_ERROR_INVALID_HANDLE;
+  if (s->alive) {
+    s->alive = 0;
+    s->next_free = fk_free_streams;
+    fk_free_streams = s;
+    r = CUDA_SUCCESS;
+  }
+  pthread_mutex_unlock(&fk_lock);
+  return r;
+}
+static CUresult fk_impl_cuCtxDestroy_v2(CUcontext c) {
+  if (!fk_ctx_live(c) || c->primary) return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&fk_lock);
+  fk_ctx_end(c);
+  fk_free_ctx[fk_nfree_ctx++] = c;
+  pthread_mutex_unlock(&fk_lock);
+  return CUDA_SUCCESS;
+}
+static CUresult fk_impl_cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+  if (d < 0 || d >= FK_DEVICES) return CUDA_ERROR_INVALID_DEVICE;
+  struct CUctx_st* p = &fk_primary[d];
+  if (p->refs <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (--p->refs == 0 && p->alive) fk_ctx_end(p);
+  return CUDA_SUCCESS;
+}
+static CUresult fk_impl_cuDevicePrimaryCtxReset_v2(CUdevice d) {
+  if (d < 0 || d >= FK_DEVICES) return CUDA_ERROR_INVALID_DEVICE;
+  if (fk_primary[d].alive) fk_ctx_end(&fk_primary[d]);
+  return CUDA_SUCCESS;
+}
+
 /* The CUDA 3.0 ABI of cuMemcpyHtoD (32-bit sizes): what cuGetProcAddress returns for
  * cudaVersion < 3020. The hook must pass it through untouched. */
 #undef cuMemcpyHtoD
@@ -316,18 +396,55 @@ EXPORT CUresult CUDAAPI cuMemcpyHtoD(unsigned int dst, const void* src, unsigned
 /* --- the rest of the driver the tests and the hook use ---------------------------- */
 EXPORT CUresult CUDAAPI cuInit(unsigned int flags) { (void)flags; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuDriverGetVersion(int* v) { *v = 13000; return CUDA_SUCCESS; }
-EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice* d, int ordinal) { *d = ordinal; return ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; }
-EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) { (void)d; *c = &fk_ctx; return CUDA_SUCCESS; }
-EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext c) { fk_current = c; return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice* d, int ordinal) {
+  *d = ordinal;
+  return ordinal >= 0 && ordinal < FK_DEVICES ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
+  if (d < 0 || d >= FK_DEVICES) return CUDA_ERROR_INVALID_DEVICE;
+  struct CUctx_st* p = &fk_primary[d];
+  p->device = d, p->primary = 1, p->alive = 1; /* started again after its end */
+  p->refs++;
+  *c = p;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice d, unsigned int* flags, int* active) {
+  if (d < 0 || d >= FK_DEVICES) return CUDA_ERROR_INVALID_DEVICE;
+  *flags = 0;
+  *active = fk_primary[d].alive && fk_primary[d].refs > 0;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext* c, CUctxCreateParams* params, unsigned int flags, CUdevice d) {
+  (void)params, (void)flags;
+  if (d < 0 || d >= FK_DEVICES || fk_depth == FK_STACK) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fk_lock);
+  struct CUctx_st* n = fk_nfree_ctx ? fk_free_ctx[--fk_nfree_ctx] : fk_ncreated < FK_CREATED ? &fk_created[fk_ncreated++] : NULL;
+  pthread_mutex_unlock(&fk_lock);
+  if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
+  n->device = d, n->alive = 1, n->primary = 0;
+  fk_stack[fk_depth++] = n;
+  *c = n;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext c) {
+  if (!c) { if (fk_depth) fk_depth--; }
+  else if (fk_depth) fk_stack[fk_depth - 1] = c;
+  else fk_stack[fk_depth++] = c;
+  return CUDA_SUCCESS;
+}
 EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext* c) { *c = fk_current; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice* d) {
-  if (!fk_current) return CUDA_ERROR_INVALID_CONTEXT;
-  *d = 0;
+  if (!fk_ctx_live(fk_current)) return CUDA_ERROR_INVALID_CONTEXT;
+  *d = fk_current->device;
   return CUDA_SUCCESS;
+}
+EXPORT CUresult CUDAAPI cuStreamGetCtx(CUstream s, CUcontext* c) {
+  *c = fk_stream_ctx(s);
+  return *c ? CUDA_SUCCESS : FK_REAL_STREAM(s) ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_CONTEXT;
 }
 EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice d) {
   FQ_COUNT_CALL(FQ_DEVICE_ATTR);
-  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (d < 0 || d >= FK_DEVICES) return CUDA_ERROR_INVALID_DEVICE;
   if (a != CU_DEVICE_ATTRIBUTE_INTEGRATED || fk_integrated < 0) return CUDA_ERROR_INVALID_VALUE;
   *v = fk_integrated;
   return CUDA_SUCCESS;
@@ -346,7 +463,20 @@ EXPORT CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction f) {
   *name = f ? f->name : NULL;
   return f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
-EXPORT CUresult CUDAAPI cuStreamCreate(CUstream* s, unsigned int flags) { (void)flags; *s = calloc(1, sizeof(struct CUstream_st)); return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuStreamCreate(CUstream* s, unsigned int flags) {
+  (void)flags;
+  CUcontext c = fk_current;
+  if (!fk_ctx_live(c)) return CUDA_ERROR_INVALID_CONTEXT;
+  pthread_mutex_lock(&fk_lock);
+  struct CUstream_st* n = fk_free_streams; /* the handle destroyed last comes back first */
+  if (n) fk_free_streams = n->next_free;
+  pthread_mutex_unlock(&fk_lock);
+  if (!n) n = malloc(sizeof *n);
+  memset(n, 0, sizeof *n);
+  n->ctx = c, n->gen = c->gen, n->alive = 1;
+  *s = n;
+  return CUDA_SUCCESS;
+}
 EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) { (void)s; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) { (void)s; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
@@ -377,7 +507,9 @@ EXPORT CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* m
 EXPORT CUresult CUDAAPI cuEventCreate(CUevent* e, unsigned int flags) {
   (void)flags;
   FQ_COUNT_CALL(FQ_EVENT_CREATE);
+  if (!fk_ctx_live(fk_current)) return CUDA_ERROR_INVALID_CONTEXT;
   *e = calloc(1, sizeof(struct CUevent_st));
+  (*e)->ctx = fk_current, (*e)->gen = fk_current->gen;
   return CUDA_SUCCESS;
 }
 EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent e) { free(e); return CUDA_SUCCESS; }
@@ -386,18 +518,24 @@ EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
   static unsigned long records;
   if (fk_fail_event_record > 0 && __atomic_add_fetch(&records, 1, __ATOMIC_RELAXED) % (unsigned long)fk_fail_event_record == 0)
     return CUDA_ERROR_INVALID_VALUE;
+  if (!fk_event_live(e) || fk_stream_ctx(s) != e->ctx) {
+    FQ_COUNT_CALL(FQ_EVENT_REFUSED);
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
   e->ns = now_ns();
   e->recorded = 1;
   return CUDA_SUCCESS;
 }
 EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) { return cuEventRecord(e, s); }
 EXPORT CUresult CUDAAPI cuEventQuery(CUevent e) {
+  if (!fk_event_live(e)) return CUDA_ERROR_INVALID_HANDLE;
   if (!e->recorded) return CUDA_SUCCESS;
   return now_ns() >= e->ns + (unsigned long long)fk_event_delay_ns ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent e) { (void)e; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuEventElapsedTime_v2(float* ms, CUevent a, CUevent b) {
   if (!a->recorded || !b->recorded) return CUDA_ERROR_INVALID_HANDLE;
+  if (!fk_event_live(a) || !fk_event_live(b) || a->ctx != b->ctx) return CUDA_ERROR_INVALID_HANDLE;
   if (fk_elapsed_ms >= 0) {
     *ms = (float)fk_elapsed_ms;
     return CUDA_SUCCESS;
@@ -439,6 +577,9 @@ static const struct fk_plain fk_plain[] = {
     {"cuCtxSetCurrent", (void*)cuCtxSetCurrent, 4000},
     {"cuCtxGetCurrent", (void*)cuCtxGetCurrent, 4000},
     {"cuCtxGetDevice", (void*)cuCtxGetDevice, 2000},
+    {"cuCtxCreate", (void*)cuCtxCreate_v4, 12050},
+    {"cuDevicePrimaryCtxGetState", (void*)cuDevicePrimaryCtxGetState, 7000},
+    {"cuStreamGetCtx", (void*)cuStreamGetCtx, 9020},
     {"cuDeviceGetAttribute", (void*)cuDeviceGetAttribute, 2000},
     {"cuModuleLoadData", (void*)cuModuleLoadData, 2000},
     {"cuModuleGetFunction", (void*)cuModuleGetFunction, 2000},
