@@ -49,7 +49,7 @@ struct Options {
   // (copy-in of the next unit overlapping the last one's copy-out) finishes a queued unit
   // sooner than a lone one, and its event pairs span the overlap. Off: the paper's single
   // measured/profiled scale. On by default since the fourteenth session's GPU A/B
-  // (Documentation/results/e2e.md §0: +9 % and +12 % tokens/s at k = 1.5 and 1.1).
+  // (Documentation/results/e2e-archive.md: +9 % and +12 % tokens/s at k = 1.5 and 1.1).
   bool queued_durations = true;
   // When a grant is done, a grant the engine already started (issued ahead while this one
   // ran, queued behind it on the GPU) is predicted to end its planned duration after this
@@ -57,10 +57,10 @@ struct Options {
   // that issues ahead starts its successor long before the GPU reaches it, so that
   // prediction (the one before's predicted end + its duration) keeps every earlier end of
   // the one before; the next successor's slot then lies past the real end by as much (H200,
-  // results/e2e.md §0, thirteenth session: 8-13 ms at the median) and a successor that
+  // results/e2e-archive.md, thirteenth session: 8-13 ms at the median) and a successor that
   // would fit before a CPU release from the real end waits for the Done. Off: a late end
   // carries to the successors, an early one does not (the slot only ever moves out). On by
-  // default since the GPU A/B of the twentieth session (results/e2e.md §0: three H200 calls
+  // default since the GPU A/B of the twentieth session (results/e2e-archive.md: three H200 calls
   // at k = 1.5, 9 runs a variant): a second grant queued behind the running one for a
   // median 83 % of the time against 71 %, +3 % tokens/s.
   bool early_end_carries = true;
@@ -84,7 +84,7 @@ struct Options {
   // beside another's; solo until one has). Why: on the H200 the hold cost the LLM 16-22 %
   // of its time beside a host-byte VLM, and with the link off the VLM's copies took
   // 1.06-1.54x (median 1.39) as long beside the LLM's while the LLM's were not slowed
-  // (results/e2e.md §0, twenty-third session). Off: its GPU A/B (twenty-fourth session,
+  // (results/e2e-archive.md, twenty-third session). Off: its GPU A/B (twenty-fourth session,
   // before the beside factor) gave +12 % tokens/s at k = 1.5 and 2.0, but at k = 1.1 the
   // VLM's grants, run beside the LLM's at solo-speed predictions, ended late 3-6x as often
   // and one run lost 4 of its 5 frames; with the factor (twenty-fifth session) +33 % at

@@ -19,7 +19,7 @@ inline constexpr double kDefaultSlopeHoldZ = 2.0;    // held slope moves at >= 2
 // kappa^u. App. C's hold rule alone moves the held slope only up to a significant positive
 // estimate, so an early estimate from a few charged jobs (a baseline shift between the solo
 // profile and the run, read as slope) can hold for the rest of a run: seen on the GPU
-// (results/e2e.md §0, twelfth session: sgm's held slope 13.5 ms/GB for 42 s against
+// (results/e2e-archive.md, twelfth session: sgm's held slope 13.5 ms/GB for 42 s against
 // 0.5-0.7 in the other runs, its allowance ~0). Pricing still uses s >= kappa^u, the
 // paper's own pessimistic slope; false is App. C's rule. Only on a fit of at least
 // kSlopeReleaseSamples effective samples: a standard error from fewer (n_eff - 2 degrees
@@ -47,8 +47,9 @@ inline constexpr Nanos kDefaultContractWindow = 100 * kNsPerSec;  // L
 inline constexpr double kDefaultMinWindowTarget = 1e-6;           // eps' floor
 inline constexpr double kDefaultMissTolerance = 0.02;             // eps (§5.1)
 // Rank endpoint beyond the retained residuals. App. C: an unbounded margin (q = D_i, the
-// task's allowance decays to zero). Ours, the default since the GPU A/B runs (results/e2e.md
-// §0: more tokens at k = 1.1 and 1.5, no miss): the largest retained residual.
+// task's allowance decays to zero). Ours, the default since the GPU A/B runs
+// (results/e2e-archive.md, sixth session: more tokens at k = 1.1 and 1.5, no miss): the
+// largest retained residual.
 // With eta = 0.01 and eps' ~ 1.1 %, one above-line job lowers the level by 0.0099, below
 // 1/(W_q + 1); the margin stays unbounded for ~37 jobs (Documentation/estimator.md).
 inline constexpr bool kDefaultMarginClip = true;
@@ -59,7 +60,7 @@ inline constexpr bool kDefaultMarginClip = true;
 // back ~k x 91 jobs (eta eps' = 0.000109 a job) before the margin leaves the largest
 // residual; with the floor, ~46 whatever k (Documentation/estimator.md). A level already
 // below the floor (a window still filling) is left where it is. On by default since the
-// ninth session's GPU A/B (results/e2e.md §0): as many tokens or more at every k, every
+// ninth session's GPU A/B (results/e2e-archive.md): as many tokens or more at every k, every
 // target kept; false restores App. C's integrator.
 inline constexpr bool kDefaultMarginAntiwindup = true;
 

@@ -446,7 +446,7 @@ TEST(PricingEstimator, TinyChargesDoNotFitASlope) {
 }
 
 // Tests the held slope's release (params.h, kDefaultSlopeRelease), on the pattern of the
-// GPU run that held sgm at 13.5 ms/GB (results/e2e.md §0, twelfth session): a solo profile
+// GPU run that held sgm at 13.5 ms/GB (results/e2e-archive.md, twelfth session): a solo profile
 // at 14.7 ms (its p50 there), then the run's first charged jobs (134 MB each, 15.6-17.3
 // ms, copied from its trace) ~2 ms slower while the engines started, which the fit reads
 // as a slope of >10 ms/GB; then 600 jobs back on the profile's baseline, one in five

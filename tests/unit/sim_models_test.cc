@@ -57,7 +57,7 @@ TEST(SimPlatform, EnginesShareThePeak) {
 // beside a VLM of 60 GB/s all host-to-device, each direction 60 GB/s. Host-to-device is
 // shared max-min fairly: the LLM asks for less than half and gets its 20, the VLM the
 // other 40 (2/3 of its rate); device-to-host carries the LLM's 60 alone. The LLM is not
-// slowed, the VLM is (the H200's, results/e2e.md §0, twenty-third session). Without the
+// slowed, the VLM is (the H200's, results/e2e-archive.md, twenty-third session). Without the
 // directions both are scaled by the shared peak; a link with one direction is refused.
 TEST(SimPlatform, ADirectedLinkSharesEachDirectionMaxMinFairly) {
   Platform p;

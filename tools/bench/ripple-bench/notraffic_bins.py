@@ -7,8 +7,8 @@ release, the near bins would miss more often than the far ones; a host's own noi
 alike in every bin (and under sigamma, whose traffic stays away from the jobs). The last
 two columns compare the durations (release to completion, p50 / p90 ms) of the jobs no grant
 reached with those some grant reached: if the first are slower under one policy than under
-another in the same call, its runs carry load that the grants do not show (results/e2e.md
-§0, twenty-fifth session). The column "host misses" counts the misses no grant reached as a
+another in the same call, its runs carry load that the grants do not show (results/e2e-archive.md,
+twenty-fifth session). The column "host misses" counts the misses no grant reached as a
 share of all the task's jobs in the run. Where it is above ε, those misses alone broke ε,
 and the lines after the table name the run. They are the host's own drift unless the near
 bins miss more often than the far ones (an after-effect of the traffic). A closing profile

@@ -35,7 +35,7 @@ grant before the gap; and how many grants it had in hand: the share of the windo
 none, one, and two or more of its grants started and not yet done (from the start record
 to the done record, both the agent's clock), with the GB/s of the grants done in it. A
 pipelined engine keeps its copies flowing only with a second grant queued behind the
-running one (results/e2e.md §0, twentieth session). And where it held none: its share of
+running one (results/e2e-archive.md, twentieth session). And where it held none: its share of
 the time inside the CPU jobs, and in the first 5 ms, the middle and the last 5 ms of the
 gaps of 20 ms or more between them (an allowance that stops it inside the jobs, or gaps it
 does not fill). And its host-byte grants (>= 1 MiB) by how much of their GPU interval another
@@ -202,7 +202,7 @@ def quantile(xs: list[float], q: float) -> float:
 AHEAD_BINS = ((128e6, "< 128 MB"), (512e6, "128-512 MB"), (math.inf, ">= 512 MB"))
 # A successor queued behind its predecessor starts on the GPU at the predecessor's Done; read
 # back as Done - measured it lands within +-0.2 ms of it (p10-p50 on the H200:
-# results/e2e.md §0, twenty-fifth session). A gap shorter than this is that noise, not idle.
+# results/e2e-archive.md, twenty-fifth session). A gap shorter than this is that noise, not idle.
 QUEUE_JITTER_NS = 200_000
 
 
@@ -332,7 +332,7 @@ def beside(by_engine: dict[str, list[Grant]], lo: float, hi: float) -> dict:
     (< 5 %), partly (< 50 %), mostly; per bin the grants and the quantiles of actual over
     predicted duration (done interval over the grant's predicted one). The two engines' copies
     share the host link: what running beside another costs them, against the agent's own
-    predictions (agent.shared_link; results/e2e.md §0, twenty-third session)."""
+    predictions (agent.shared_link; results/e2e-archive.md, twenty-third session)."""
     def runs(g: Grant) -> bool:
         return g.bytes >= LINK_MIN_BYTES and g.a_to > g.a_from
 

@@ -21,7 +21,7 @@
 // and an engine runs at the smallest share it got of its demand in either direction; then
 // peak_gbps caps the sum as above. On the H200 an offloaded LLM (27 % H2D) beside a VLM
 // streaming its weights (all H2D) slowed the VLM's copies 1.06-1.54x (median 1.39) and not the LLM's
-// (results/e2e.md §0, twenty-third session): one shared rate would slow both.
+// (results/e2e-archive.md, twenty-third session): one shared rate would slow both.
 #pragma once
 
 #include <string>

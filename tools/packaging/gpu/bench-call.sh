@@ -49,7 +49,7 @@ for name, (t0, t1) in sorted(json.loads((d / "windows.json").read_text()).items(
     (d / name.replace(".jsonl.gz", ".report.txt")).write_text(r.stdout + r.stderr)
 PY
   # Every job no grant reached, by the time since the last grant ended, and its misses: the
-  # host's own noise against an after-effect of the traffic (results/e2e.md §0, fifteenth session).
+  # host's own noise against an after-effect of the traffic (results/e2e-archive.md, fifteenth session).
   python3 tools/bench/ripple-bench/notraffic_bins.py "$B" > "$B/traces/notraffic_bins.md"
   tar czf "$OUT/$TAG-traces.tgz" -C "$B" traces
 fi

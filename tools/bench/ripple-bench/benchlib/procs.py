@@ -167,9 +167,9 @@ class HostSampler:
     /proc/cpuinfo's "cpu MHz"; None with neither; "mhz_from" says which), and the share of
     it that was stolen (/proc/stat's steal: a VM's vCPU waiting while the hypervisor ran
     something else; counted in busy too). A host that slows every task by a few percent for
-    whole runs with no GPU byte in their jobs (results/e2e.md §0, twenty-fifth to
-    twenty-seventh sessions) is clocked lower (more busy cores, less turbo), has its vCPUs
-    taken by another tenant (steal), or is slowed where no counter of the guest shows (a
+    whole runs with no GPU byte in their jobs (results/e2e-archive.md, twenty-fifth session,
+    and e2e.md §0, twenty-seventh) is clocked lower (more busy cores, less turbo), has its
+    vCPUs taken by another tenant (steal), or is slowed where no counter of the guest shows (a
     neighbour's memory traffic): this tells which. `root`: where proc/ and sys/ are (tests
     give a fake one)."""
 

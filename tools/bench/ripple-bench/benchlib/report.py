@@ -140,7 +140,7 @@ def bound_notes(points: list[dict], bounds: dict[str, float]) -> dict[str, str]:
     every target above it (2 % of slack), or it reaches the tokens/s of an unmanaged run that
     missed (the bound streams at the peak rate only where every task keeps eps). On the GPU
     the bound uses the agent's learned kappa; where a task's slowdown is not linear in its
-    job's bytes, that is no bound (results/e2e.md §0, call 4)."""
+    job's bytes, that is no bound (results/e2e-archive.md, ninth session, call 4)."""
     out = {}
     for key, bound in bounds.items():
         if bound is None or not math.isfinite(bound):
