@@ -120,6 +120,19 @@ std::string render(const json& s) {
            "Engine or control connections refused (peer not allowed or not identified, engine not its "
            "configured uid/exe, or unconfigured under agent.unconfigured_engines = refuse).",
            none, at(s, "sessions_refused"));
+  // Each limit's hits (Documentation/agent.md, "Limits"): a flood of connections, one uid's
+  // share of them, descriptors, silent peers and queued works are each told apart.
+  const json& lim = at(s, "limits");
+  e.add_if("ripple_engine_sessions", gauge, "Engine sessions open now.", none, at(lim, "sessions"));
+  for (const auto& [key, label] : {std::pair{"sessions_over_limit", "max_sessions"},
+                                   {"sessions_over_uid_limit", "max_sessions_per_uid"},
+                                   {"accept_failures", "accept_failures"},
+                                   {"hello_timeouts", "hello_timeout"},
+                                   {"works_refused", "max_queued_works"}})
+    e.add_if("ripple_limit_hits_total", counter,
+             "Connections refused at agent.max_sessions or agent.max_sessions_per_uid, accepts that failed "
+             "(descriptors), sessions closed for no Hello in time, works refused past agent.max_queued_works.",
+             {{"limit", label}}, at(lim, key));
 
   const json& tr = at(s, "tracer");
   e.add_if("ripple_tracer_attached", gauge, "1 if the BPF job tracer is loaded and attached.", none,

@@ -147,6 +147,9 @@ json status_with(const std::string& task_name) {
     "decision_latency_us": {"p50": 21.0, "p99": 80.5, "max": 120.0, "count": 345},
     "tracer": {"attached": true, "drops": 2, "events": 1000, "jobs_aborted": 1, "jobs_reaped": 0},
     "grants_sent": 345, "protocol_errors": 0, "sessions_refused": 3,
+    "limits": {"sessions": 2, "control_sessions": 1, "max_sessions": 512, "sessions_over_limit": 0,
+               "max_sessions_per_uid": 16, "sessions_over_uid_limit": 5, "accept_failures": 0,
+               "hello_timeouts": 1, "max_queued_works": 256, "works_refused": 0},
     "tasks": [{"name": "TASK", "deadline_ms": 70.0, "period_ms": 100.0, "miss_tolerance": 0.02,
                "releases": 121, "jobs": 120, "misses": 3, "unfinished": 1, "dmr": 0.025,
                "untouched_jobs": 70, "untouched_misses": 2,
@@ -258,6 +261,12 @@ TEST(MetricsTest, ValuesAndUnits) {
   EXPECT_DOUBLE_EQ(s->value, 80.5e-6);
   ASSERT_NE(s = find(p, "ripple_sessions_refused_total"), nullptr);
   EXPECT_EQ(s->value, 3);
+  ASSERT_NE(s = find(p, "ripple_limit_hits_total", {{"limit", "max_sessions_per_uid"}}), nullptr);
+  EXPECT_EQ(s->value, 5);
+  ASSERT_NE(s = find(p, "ripple_limit_hits_total", {{"limit", "hello_timeout"}}), nullptr);
+  EXPECT_EQ(s->value, 1);
+  ASSERT_NE(s = find(p, "ripple_engine_sessions"), nullptr);
+  EXPECT_EQ(s->value, 2);
 }
 
 // Tests that an engine listed twice (a renewed session and the gone one before it) is
@@ -344,7 +353,8 @@ TEST(MetricsTest, RendersARealAgentsStatus) {
   for (const char* name : {"ripple_agent_info", "ripple_agent_uptime_seconds", "ripple_budget_bytes",
                            "ripple_decisions_total", "ripple_grants_sent_total", "ripple_protocol_errors_total",
                            "ripple_sessions_refused_total", "ripple_tracer_attached", "ripple_tracer_events_total",
-                           "ripple_tracer_drops_total", "ripple_tracer_jobs_aborted_total"})
+                           "ripple_tracer_drops_total", "ripple_tracer_jobs_aborted_total", "ripple_engine_sessions",
+                           "ripple_limit_hits_total"})
     EXPECT_NE(find(p, name), nullptr) << name;
   const Sample* info = find(p, "ripple_agent_info");
   ASSERT_NE(info, nullptr);
