@@ -326,6 +326,8 @@ void Runtime::exit_unit() {
     }
     clear_work_locked();
   }
+  // Still open: its end goes on this thread's per-thread stream if that ran its last work.
+  end_on_thread_stream_locked();
 }
 
 }  // namespace ripple::cuhook

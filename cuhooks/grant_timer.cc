@@ -167,6 +167,7 @@ void Runtime::stream_ends(CUstream s) {
   CUstream expect = s;
   if (last_stream_.compare_exchange_strong(expect, no_stream())) {
     give_back_event(std::exchange(end_ev_, {}));
+    end_thread_ = 0;
     if (grant_ && start_ev_ && !pending_start_.load() && stream_context(s) == start_ev_.ctx) {
       end_ev_ = take_event(start_ev_.ctx);
       record_event(end_ev_, s);
@@ -184,6 +185,30 @@ Event Runtime::end_event_locked(CUstream s) {
   return e;
 }
 
+// With the per-thread default stream the handle CU_STREAM_PER_THREAD names the calling
+// thread's stream, and no handle names another thread's: a grant closed on thread B
+// whose last covered work ran on thread A's per-thread stream recorded its end on B's,
+// which may have run nothing of the grant, and reported a short time or 0 (the agent then
+// learns a wrong scale). The legacy stream is no way out: a record there waits for every
+// blocking stream of the context, and orders their later work behind it. Only A can
+// record on its stream, and it knows its work is submitted when one of its units ends:
+// then, the grant still open, A records the end event on its own per-thread stream (the
+// same event again at each of its units: one record a unit, none per launch), and a
+// close on another thread takes that event (close_grant_locked). A close on A records
+// afresh, as before. Left: work A submits there after its last unit ended (outside any
+// unit of its own, inside another thread's) is not covered by that event, and a grant
+// whose per-thread work ran on a thread that ends no unit is still ended on the closer's.
+void Runtime::end_on_thread_stream_locked() {
+  if (!grant_ || pending_start_.load() || !start_ev_) return;
+  if (last_stream_.load(std::memory_order_relaxed) != CU_STREAM_PER_THREAD ||
+      last_thread_.load(std::memory_order_relaxed) != t_state.id)
+    return;  // the common case: a created stream, or another thread's work came last
+  // Another context current here: the close ends the grant on its start's stream.
+  if (stream_context(CU_STREAM_PER_THREAD) != start_ev_.ctx) return;
+  if (!end_ev_) end_ev_ = take_event(start_ev_.ctx);
+  end_thread_ = record_event(end_ev_, CU_STREAM_PER_THREAD) ? t_state.id : 0;
+}
+
 void Runtime::set_grant_label_locked(std::string label) {
   grant_label_ = std::move(label);
   grant_labelled_.store(!grant_label_.empty(), std::memory_order_relaxed);
@@ -192,6 +217,7 @@ void Runtime::set_grant_label_locked(std::string label) {
 void Runtime::drop_grant_locked() {
   give_back_event(std::exchange(start_ev_, {}));
   give_back_event(std::exchange(end_ev_, {}));
+  end_thread_ = 0;
   pending_start_.store(false);
   grant_.reset();
   grant_end_ = 0;
@@ -206,12 +232,20 @@ void Runtime::close_grant_locked() {
   t.gen = gen_.load();
   t.unit = grant_label_;
   t.single = grant_single_;
-  Event early = std::exchange(end_ev_, {});  // recorded when its stream was destroyed
+  // Recorded when its stream was destroyed, or on a thread's per-thread stream as a unit
+  // of that thread ended (end_on_thread_stream_locked).
+  Event early = std::exchange(end_ev_, {});
+  const std::uint64_t early_thread = std::exchange(end_thread_, 0);
   if (!pending_start_.load() && start_ev_) {
     t.start = start_ev_;
     t.ctx = start_ev_.ctx;
     const CUstream last = last_stream_.load(std::memory_order_relaxed);
     if (last == no_stream() && early) {
+      t.end = std::exchange(early, {});
+    } else if (last == CU_STREAM_PER_THREAD && early && early_thread != 0 &&
+               early_thread == last_thread_.load(std::memory_order_relaxed) && early_thread != t_state.id) {
+      // The last work ran on another thread's per-thread stream, which this thread's
+      // CU_STREAM_PER_THREAD does not name: that thread's own record ends the grant.
       t.end = std::exchange(early, {});
     } else {
       t.end = end_event_locked(last);
@@ -225,6 +259,7 @@ void Runtime::close_grant_locked() {
   // grants takes no lock (stream_ends).
   start_stream_.store(no_stream());
   last_stream_.store(no_stream());
+  last_thread_.store(0, std::memory_order_relaxed);
   pending_start_.store(false);
   grant_.reset();
   grant_end_ = 0;

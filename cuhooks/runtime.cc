@@ -21,6 +21,11 @@ namespace ripple::cuhook {
 
 thread_local ThreadState t_state;
 
+std::uint64_t new_thread_id() {
+  static std::atomic<std::uint64_t> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 Runtime::Runtime() : cfg_(read_config()) {
   if (cfg_.off) return;
   if (auto re = NvtxPattern::compile(cfg_.nvtx_pattern)) {
@@ -257,6 +262,12 @@ void Runtime::before(Op& op) {
 void Runtime::mark_start(CUstream s) {
   // The grant's start event goes on the first operation it covers.
   const CUstream stream = s;
+  // The handle CU_STREAM_PER_THREAD names the calling thread's stream: whose it is goes
+  // beside it (a store, as last_stream_'s; nothing more per launch).
+  const auto note_last = [&] {
+    if (stream == CU_STREAM_PER_THREAD) last_thread_.store(t_state.id, std::memory_order_relaxed);
+    last_stream_.store(stream, std::memory_order_relaxed);
+  };
   if (pending_start_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> l(gm_);
     if (pending_start_.load() && drv_.event_record && !capturing(stream)) {
@@ -266,9 +277,9 @@ void Runtime::mark_start(CUstream s) {
       start_stream_.store(stream);
       pending_start_.store(false);
     }
-    last_stream_.store(stream, std::memory_order_relaxed);
+    note_last();
   } else if (grant_labelled_.load(std::memory_order_relaxed)) {
-    last_stream_.store(stream, std::memory_order_relaxed);
+    note_last();
   }
 }
 
@@ -383,8 +394,10 @@ void Runtime::fork_child() {
   ahead_.reset();  // the parent's session's
   pending_start_.store(false);
   start_ev_ = end_ev_ = {};
+  end_thread_ = 0;
   start_stream_.store(no_stream());
   last_stream_.store(no_stream());
+  last_thread_.store(0);
   // The parent's events are not the child's (its contexts are not).
   pools_.clear();
   g_c.event_pools.store(0, std::memory_order_relaxed);

@@ -95,7 +95,13 @@ struct Timed {
   bool single = false;  // the grant covered one boundary's units: its time is that label's
 };
 
+// A thread's own id in the hook (from 1, never reused in a process): CU_STREAM_PER_THREAD
+// names the calling thread's default stream, so the hook keeps whose it was
+// (Runtime::last_thread_, grant_timer.cc).
+std::uint64_t new_thread_id();
+
 struct ThreadState {
+  std::uint64_t id = new_thread_id();
   std::vector<char> nvtx_stack;  // per pushed range: 1 when it began a unit
   CUstream last_stream = nullptr;
   int api_depth = 0;
@@ -270,6 +276,10 @@ class Runtime {
   // The grant's end event: on `s`, or on its start's stream when `s` is another
   // context's (an event pair times one context).
   Event end_event_locked(CUstream s);
+  // A unit ends on this thread and the grant stays open: where its last covered work ran
+  // on this thread's per-thread default stream, the end event is recorded there now, the
+  // one thread that can name that stream (a close on another thread uses it).
+  void end_on_thread_stream_locked();
   void start_watcher_locked();
   void watcher_loop();
   void record_line(const std::string& line);
@@ -403,7 +413,16 @@ class Runtime {
   // streams serves), read under gm_ when the grant closes. no_stream(): between grants,
   // or it was destroyed, and end_ev_ (if set) was recorded on it then.
   std::atomic<CUstream> last_stream_{no_stream()};
+  // Whose per-thread default stream last_stream_ is when it is CU_STREAM_PER_THREAD (a
+  // ThreadState::id): stored beside it by a thread submitting there. Two threads storing
+  // at once may pair one's stream with the other's id only when both are per-thread
+  // streams, both of them the grant's.
+  std::atomic<std::uint64_t> last_thread_{0};
   Event end_ev_;  // under gm_
+  // The thread on whose per-thread default stream end_ev_ was recorded as a unit of it
+  // ended (end_on_thread_stream_locked); 0: end_ev_ is a destroyed stream's (or none).
+  // Under gm_.
+  std::uint64_t end_thread_ = 0;
   std::string grant_label_;  // under gm_; set_grant_label_locked keeps grant_labelled_
   std::atomic<bool> grant_labelled_{false};  // !grant_label_.empty(), for readers without gm_
   bool grant_single_ = false;  // the grant in hand covers exactly one boundary's units

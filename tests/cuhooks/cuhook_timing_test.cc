@@ -2,6 +2,7 @@
 // the watcher reports for a grant's GPU time and the event pairs it times grants with,
 // per context (two GPUs, contexts that end, streams destroyed inside a grant).
 #include <cstdint>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -125,6 +126,41 @@ TEST_F(CuhookTest, GrantEndsOnItsStreamWhenTheStreamIsDestroyedFirst) {
   EXPECT_EQ(st.value("event_record_failures", -1), 0) << st.dump();
   ASSERT_EQ(seen.dones.size(), 5u);
   for (const auto& d : seen.dones) EXPECT_EQ(d.measured_ns, 2'000'000u);
+}
+
+// Tests that a grant whose work ran on one thread's per-thread default stream, closed on
+// another thread, is timed over that work, with CU_STREAM_PER_THREAD and with stream 0 of
+// the per-thread entry points. The fake's GPU runs behind the host here (each kernel
+// keeps its stream busy 30 ms), and the closing thread ran nothing of the grant: the end
+// event recorded at the close, with the handle that names the closer's own per-thread
+// stream, was reached at once and the grant reported a few microseconds, or 0.
+TEST_F(CuhookTest, GrantClosedOnAnotherThreadIsTimedOnThePerThreadStreamThatRanIt) {
+  // One work of two units: the worker's layers.0, then the main thread's layers.1, whose
+  // end closes the grant.
+  json p = {{"format", "ripple-unit-catalog/1"}, {"model", "test"}, {"units", json::array()}};
+  p["units"].push_back({{"name", "layers.0"}, {"bytes", 196608}, {"kernels", {"attn_k"}}});
+  p["units"].push_back({{"name", "layers.1"}, {"bytes", 196608}, {"kernels", {"mlp_k"}}});
+  std::ofstream(tmp_ + "/pts.json") << p.dump();
+  const std::uint64_t n = 3, k = 2, kernel_us = 30000;
+  for (const bool ptds : {false, true}) {
+    SCOPED_TRACE(ptds ? "stream 0, _ptsz" : "CU_STREAM_PER_THREAD");
+    clear_outputs();
+    GrantServer srv(sock_);
+    ASSERT_TRUE(srv.start());
+    Outcome r = run({"direct", "ptsclose", ptds ? "0" : "pt", std::to_string(n), std::to_string(k)},
+                    {{"RIPPLE_PROFILE", tmp_ + "/pts.json"},
+                     {"RIPPLE_LEARN", "off"},
+                     {"FAKE_CUDA_KERNEL_US", std::to_string(kernel_us)}},
+                    ptds);
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    const GrantServer::Seen seen = srv.seen();
+    json st = stats_of(r);
+    EXPECT_EQ(fake_queries(r)["cuEventRecord-refused"], 0u);
+    EXPECT_EQ(st.value("event_record_failures", -1), 0) << st.dump();
+    EXPECT_EQ(seen.grants.size(), n) << st.dump();
+    ASSERT_EQ(seen.dones.size(), n) << st.dump();
+    for (const auto& d : seen.dones) EXPECT_GE(d.measured_ns, k * kernel_us * 1000);
+  }
 }
 
 }  // namespace

@@ -80,6 +80,14 @@
  *                                host-to-device copies of BYTES on it
  *         streamend N            N NVTX ranges "model.layers.0", each with a kernel on a
  *                                new stream that is destroyed before the range is popped
+ *         ptsclose ON N K        N times: a worker thread opens the NVTX range
+ *                                "model.layers.0", launches K kernels "attn_k" on its
+ *                                per-thread default stream (ON: pt, CU_STREAM_PER_THREAD;
+ *                                0, stream 0, the per-thread stream in the _ptds build) and
+ *                                pops it; then the main thread pushes and pops
+ *                                "model.layers.1" with no GPU work (with a profile of those
+ *                                two units, it ends the grant); only then does the worker
+ *                                synchronise its stream
  *         stats                  ripple_cuhook_get_stats with the full size and with the size
  *                                before passes_learned was added (the rest must stay
  *                                untouched); prints "stats: passes_learned=N relearns=M
@@ -682,6 +690,46 @@ static void streamend(int n) {
   }
 }
 
+/* ptsclose: a grant's work on one thread's per-thread default stream, the grant closed on
+ * another thread (which names its own per-thread stream with the same handle). */
+static pthread_barrier_t g_pc_bar;
+static CUcontext g_pc_ctx;
+static CUstream g_pc_on;
+static CUfunction g_pc_f;
+static int g_pc_n, g_pc_k;
+static void* ptsclose_worker(void* arg) {
+  (void)arg;
+  CHECK(cuCtxSetCurrent(g_pc_ctx));
+  for (int i = 0; i < g_pc_n; ++i) {
+    nvtxRangePushA("model.layers.0");
+    unsigned long long bytes = 4096;
+    void* params[] = {&bytes};
+    for (int k = 0; k < g_pc_k; ++k) CHECK(A.launch(g_pc_f, 1, 1, 1, 32, 1, 1, 0, g_pc_on, params, NULL));
+    nvtxRangePop();
+    pthread_barrier_wait(&g_pc_bar); /* submitted */
+    pthread_barrier_wait(&g_pc_bar); /* the other thread closed the grant */
+    CHECK(cuStreamSynchronize(g_pc_on));
+  }
+  return NULL;
+}
+static void ptsclose(const char* on, int n, int k, CUcontext ctx) {
+  if (strcmp(on, "pt") != 0 && strcmp(on, "0") != 0) { fprintf(stderr, "driver_app: ptsclose: unknown ON '%s'\n", on); exit(2); }
+  g_pc_on = !strcmp(on, "pt") ? CU_STREAM_PER_THREAD : (CUstream)0;
+  g_pc_ctx = ctx, g_pc_n = n, g_pc_k = k, g_pc_f = func("attn_k");
+  pthread_barrier_init(&g_pc_bar, NULL, 2);
+  pthread_t t;
+  pthread_create(&t, NULL, ptsclose_worker, NULL);
+  for (int i = 0; i < n; ++i) {
+    pthread_barrier_wait(&g_pc_bar);
+    nvtxRangePushA("model.layers.1");
+    nvtxRangePop();
+    pthread_barrier_wait(&g_pc_bar);
+    nap();
+  }
+  pthread_join(t, NULL);
+  pthread_barrier_destroy(&g_pc_bar);
+}
+
 /* llama.cpp's decode loop with CUDA graphs (ggml-cuda: capture, instantiate or update,
  * launch), on several streams; launches and copies go through the chosen PATH. */
 static void llama(int steps, int nstreams, int k) {
@@ -842,6 +890,10 @@ int main(int argc, char** argv) {
     }
     else if (!strcmp(m, "commreuse")) commreuse(a, strtoull(argv[i + 2], NULL, 0)), i += 2;
     else if (!strcmp(m, "streamend")) streamend(a), i += 1;
+    else if (!strcmp(m, "ptsclose")) {
+      if (i + 3 >= argc) { fprintf(stderr, "driver_app: ptsclose needs ON N K\n"); return 2; }
+      ptsclose(argv[i + 1], b, c, ctx), i += 3;
+    }
     else if (!strcmp(m, "commcopy")) {
       if (i + 3 >= argc) { fprintf(stderr, "driver_app: commcopy needs ON N BYTES\n"); return 2; }
       CUstream on = !strcmp(argv[i + 1], "stream") ? g_stream : (CUstream)0;

@@ -38,6 +38,15 @@
  *   FAKE_CUDA_FAIL_EVENT_RECORD=N  every N-th cuEventRecord fails (1: all); cuEventCreate
  *                             calls are counted ("query cuEventCreate N")
  *   FAKE_CUDA_ELAPSED_MS=X    cuEventElapsedTime answers X ms for every pair
+ *   FAKE_CUDA_KERNEL_US=N     the GPU runs behind the host: a kernel still executes at its
+ *                             launch, but keeps its stream busy N us past the later of its
+ *                             launch and the stream's earlier work; an event recorded on a
+ *                             stream is reached (its time, its completion) once that
+ *                             stream's earlier work is done, and cuStreamSynchronize waits
+ *                             for it. Each thread's per-thread default stream
+ *                             (CU_STREAM_PER_THREAD, or 0 through a _ptsz/_ptds entry point)
+ *                             is its own; the legacy stream is one more (its implicit
+ *                             ordering with the other blocking streams is not modelled)
  *
  * Contexts, streams and events, as the real driver keeps them apart: two devices, each
  * with a primary context (retained, released: it ends at its last release; reset: it
@@ -94,6 +103,7 @@ static long fk_fail_event_record;
 /* What the hook reports for a grant that stayed open for hours. */
 static double fk_elapsed_ms = -1;
 static unsigned long long fk_graph_bytes;
+static unsigned long long fk_kernel_ns; /* FAKE_CUDA_KERNEL_US */
 static FILE* fk_trace;
 static volatile unsigned long long fk_sink;
 static unsigned char* fk_scratch;
@@ -113,6 +123,7 @@ __attribute__((constructor)) static void fk_init(void) {
   fk_fail_event_record = (v = getenv("FAKE_CUDA_FAIL_EVENT_RECORD")) ? atol(v) : 0;
   fk_elapsed_ms = (v = getenv("FAKE_CUDA_ELAPSED_MS")) ? strtod(v, NULL) : -1;
   fk_graph_bytes = (v = getenv("FAKE_CUDA_GRAPH_BYTES")) ? strtoull(v, NULL, 0) : 0;
+  fk_kernel_ns = (v = getenv("FAKE_CUDA_KERNEL_US")) ? strtoull(v, NULL, 0) * 1000 : 0;
   fk_no_func_name = (v = getenv("FAKE_CUDA_NO_FUNC_NAME")) && atoi(v) != 0;
   fk_integrated = (v = getenv("FAKE_CUDA_INTEGRATED")) ? (strcmp(v, "fail") == 0 ? -1 : atoi(v) != 0) : 0;
   if ((v = getenv("FAKE_CUDA_TRACE")) && *v) fk_trace = fopen(v, "a");
@@ -189,6 +200,7 @@ struct CUmod_st { int dummy; };
 struct CUstream_st {
   int capturing;
   unsigned long long captured;
+  unsigned long long busy_until; /* FAKE_CUDA_KERNEL_US: when its work is done (under fk_lock) */
   CUcontext ctx;
   unsigned gen;  /* its context's when created */
   int alive;
@@ -222,8 +234,36 @@ static void fk_ctx_end(CUcontext c) {
   if (fk_depth && fk_stack[fk_depth - 1] == c) fk_depth--;
 }
 
+/* --- streams' timelines (FAKE_CUDA_KERNEL_US) ----------------------------------- */
+/* When each stream's work is done, under fk_lock: a created stream's own, the calling
+ * thread's per-thread default stream (CU_STREAM_PER_THREAD names it, and 0 does through
+ * a per-thread entry point), the legacy stream. */
+static unsigned long long fk_legacy_busy;
+static __thread unsigned long long fk_thread_busy;
+static unsigned long long* fk_timeline(CUstream s, int ptds) {
+  if (s == CU_STREAM_PER_THREAD || (s == NULL && ptds)) return &fk_thread_busy;
+  return FK_REAL_STREAM(s) ? &s->busy_until : &fk_legacy_busy;
+}
+/* When a mark put on the stream now is reached: once its earlier work is done. */
+static unsigned long long fk_reached(CUstream s, int ptds) {
+  const unsigned long long now = now_ns();
+  if (!fk_kernel_ns) return now;
+  pthread_mutex_lock(&fk_lock);
+  const unsigned long long busy = *fk_timeline(s, ptds);
+  pthread_mutex_unlock(&fk_lock);
+  return busy > now ? busy : now;
+}
+static void fk_wait_stream(CUstream s, int ptds) {
+  const unsigned long long until = fk_reached(s, ptds);
+  for (unsigned long long now = now_ns(); now < until; now = now_ns()) {
+    struct timespec ts = {0, (long)(until - now)};
+    nanosleep(&ts, NULL);
+  }
+}
+
 /* --- the generic operation ----------------------------------------------------- */
-static CUresult fk_op(int id, int via_pa, int kind, unsigned long long bytes, CUfunction f, void** kparams, void* stream) {
+static CUresult fk_op(int id, int via_pa, int kind, unsigned long long bytes, CUfunction f, void** kparams, void* stream,
+                     int ptds) {
   CUresult r = CUDA_SUCCESS;
   if (kind == RH_KERNEL) {
     bytes = kparams && kparams[0] ? *(const unsigned long long*)kparams[0] : 0;
@@ -246,6 +286,11 @@ static CUresult fk_op(int id, int via_pa, int kind, unsigned long long bytes, CU
   }
   if (kind == RH_KERNEL || kind == RH_GRAPH) fk_stream(bytes);
   pthread_mutex_lock(&fk_lock);
+  if (kind == RH_KERNEL && fk_kernel_ns) {
+    unsigned long long* busy = fk_timeline((CUstream)stream, ptds);
+    const unsigned long long now = now_ns();
+    *busy = (*busy > now ? *busy : now) + fk_kernel_ns;
+  }
   fk_calls[id]++;
   fk_bytes[id] += bytes;
   if (via_pa) fk_via_pa[id]++; else fk_via_sym[id]++;
@@ -263,11 +308,11 @@ static void fk_copy(CUdeviceptr dst, const void* src, size_t n) { if (dst && src
   static CUresult fk_impl_##name params;                                                               \
   EXPORT CUresult CUDAAPI name params {                                                                \
     (void)(dir);                                                                                       \
-    CUresult r = fk_op(FK_##name, 0, kind, bytes, func, kparams, (void*)(stream));                     \
+    CUresult r = fk_op(FK_##name, 0, kind, bytes, func, kparams, (void*)(stream), ptds);               \
     return r == CUDA_SUCCESS ? fk_impl_##name args : r;                                                \
   }                                                                                                    \
   static CUresult CUDAAPI fk_pa_##name params {                                                        \
-    CUresult r = fk_op(FK_##name, 1, kind, bytes, func, kparams, (void*)(stream));                     \
+    CUresult r = fk_op(FK_##name, 1, kind, bytes, func, kparams, (void*)(stream), ptds);               \
     return r == CUDA_SUCCESS ? fk_impl_##name args : r;                                                \
   }
 RIPPLE_CU_HOOKS(FK_DEFINE)
@@ -477,8 +522,8 @@ EXPORT CUresult CUDAAPI cuStreamCreate(CUstream* s, unsigned int flags) {
   *s = n;
   return CUDA_SUCCESS;
 }
-EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) { (void)s; return CUDA_SUCCESS; }
-EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) { (void)s; return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) { fk_wait_stream(s, 0); return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s) { fk_wait_stream(s, 1); return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) {
   FQ_COUNT_CALL(FQ_IS_CAPTURING);
   const int cap = fk_capturing || (FK_REAL_STREAM(s) && s->capturing);
@@ -513,8 +558,7 @@ EXPORT CUresult CUDAAPI cuEventCreate(CUevent* e, unsigned int flags) {
   return CUDA_SUCCESS;
 }
 EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent e) { free(e); return CUDA_SUCCESS; }
-EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
-  (void)s;
+static CUresult fk_event_record(CUevent e, CUstream s, int ptds) {
   static unsigned long records;
   if (fk_fail_event_record > 0 && __atomic_add_fetch(&records, 1, __ATOMIC_RELAXED) % (unsigned long)fk_fail_event_record == 0)
     return CUDA_ERROR_INVALID_VALUE;
@@ -522,11 +566,12 @@ EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
     FQ_COUNT_CALL(FQ_EVENT_REFUSED);
     return CUDA_ERROR_INVALID_HANDLE;
   }
-  e->ns = now_ns();
+  e->ns = fk_reached(s, ptds);
   e->recorded = 1;
   return CUDA_SUCCESS;
 }
-EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) { return cuEventRecord(e, s); }
+EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) { return fk_event_record(e, s, 0); }
+EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) { return fk_event_record(e, s, 1); }
 EXPORT CUresult CUDAAPI cuEventQuery(CUevent e) {
   if (!fk_event_live(e)) return CUDA_ERROR_INVALID_HANDLE;
   if (!e->recorded) return CUDA_SUCCESS;
@@ -540,7 +585,7 @@ EXPORT CUresult CUDAAPI cuEventElapsedTime_v2(float* ms, CUevent a, CUevent b) {
     *ms = (float)fk_elapsed_ms;
     return CUDA_SUCCESS;
   }
-  *ms = (float)((double)(b->ns - a->ns) / 1e6);
+  *ms = (float)((double)(long long)(b->ns - a->ns) / 1e6); /* negative: b was reached first */
   return CUDA_SUCCESS;
 }
 EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* p, size_t n) { *p = (CUdeviceptr)fk_alloc(n, 1); return CUDA_SUCCESS; }
