@@ -470,29 +470,40 @@ void Runtime::start_stats_thread() {
 
 // --- the singleton -----------------------------------------------------------------
 namespace {
-Runtime* g_rt = nullptr;
+// Published once with release order and read with acquire: a thread whose first hook call
+// races the one that builds the runtime either sees it whole or waits in pthread_once
+// (a plain pointer was a data race, and on aarch64 could show the runtime half built).
+std::atomic<Runtime*> g_rt{nullptr};
 pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+Runtime* built() { return g_rt.load(std::memory_order_acquire); }
+
 void on_fork_child() {
-  if (g_rt) g_rt->fork_child();
+  if (Runtime* r = built()) r->fork_child();
 }
 void at_exit() {
-  if (!g_rt) return;
-  g_rt->flush();
-  g_rt->write_stats(true);
+  Runtime* r = built();
+  if (!r) return;
+  r->flush();
+  r->write_stats(true);
 }
 
 void init_once() {
   // Never destroyed: hooks may run from other libraries' destructors after ours.
-  g_rt = new Runtime();
-  g_rt->start_stats_thread();
+  auto* r = new Runtime();
+  g_rt.store(r, std::memory_order_release);
+  r->start_stats_thread();
   pthread_atfork(nullptr, nullptr, on_fork_child);
   atexit(at_exit);
 }
 
 Runtime& rt() {
-  if (__builtin_expect(g_rt == nullptr, 0)) pthread_once(&g_once, init_once);
-  return *g_rt;
+  Runtime* r = built();
+  if (__builtin_expect(r == nullptr, 0)) {
+    pthread_once(&g_once, init_once);
+    r = built();
+  }
+  return *r;
 }
 }  // namespace
 
@@ -513,22 +524,23 @@ void count_end_result(CUresult r) {
 }  // namespace
 void ends_before(const Op& op, CUstream s) {
   count_end(op);
-  if (g_rt) g_rt->stream_ends(s);
+  if (Runtime* r = built()) r->stream_ends(s);
 }
 void ends_before(const Op& op, CUcontext c) {
   count_end(op);
-  if (g_rt) g_rt->context_ends(c);
+  if (Runtime* r = built()) r->context_ends(c);
 }
 void ends_before(const Op& op, CUdevice d) {
   count_end(op);
   // A reset ends the primary context in the call; a release only perhaps (after it).
-  if (g_rt && op.hook == Hook::cuDevicePrimaryCtxReset_v2) g_rt->device_contexts_end(d, false);
+  if (Runtime* rtp = built(); rtp && op.hook == Hook::cuDevicePrimaryCtxReset_v2) rtp->device_contexts_end(d, false);
 }
 void ends_after(const Op&, CUstream, CUresult r) { count_end_result(r); }
 void ends_after(const Op&, CUcontext, CUresult r) { count_end_result(r); }
 void ends_after(const Op& op, CUdevice d, CUresult r) {
   count_end_result(r);
-  if (g_rt && r == CUDA_SUCCESS && op.hook == Hook::cuDevicePrimaryCtxRelease_v2) g_rt->device_contexts_end(d, true);
+  if (Runtime* rtp = built(); rtp && r == CUDA_SUCCESS && op.hook == Hook::cuDevicePrimaryCtxRelease_v2)
+    rtp->device_contexts_end(d, true);
 }
 void count_passthrough() { g_c.passthrough.fetch_add(1, std::memory_order_relaxed); }
 void count_unwrapped(const char* symbol) {
