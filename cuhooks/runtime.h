@@ -140,7 +140,11 @@ class Runtime {
   // device's primary context: at a reset (before), or at a release after which the
   // driver says it is no longer active; every pool of that device goes (grant_timer.cc).
   void context_ends(CUcontext c);
-  void device_contexts_end(CUdevice d, bool released);
+  void device_contexts_end(CUdevice d);
+  // A device's primary context is released (before the call; after it, ok: the call
+  // succeeded): its pools are marked ending across the call, and go if it ended.
+  void device_release_begins(CUdevice d);
+  void device_release_ends(CUdevice d, bool ok);
   void fork_child();
   // False when it could not (said in one line).
   // at_exit: the last write; the periodic writer writes nothing after it (a write it began
@@ -271,6 +275,9 @@ class Runtime {
   // context's, so that context is made current for the call). A failure is counted, and
   // one that says the event or its context is gone drops that context's pool.
   bool record_event(Event& e, CUstream s);
+  // Whether e's context has not ended since e was taken (its pool is the one it came
+  // from): an event of an ended context is never recorded or queried again.
+  bool event_live(const Event& e);
   // The context a stream belongs to (a default stream: the calling thread's current).
   CUcontext stream_context(CUstream s);
   // The grant's end event: on `s`, or on its start's stream when `s` is another
@@ -443,12 +450,14 @@ class Runtime {
     std::vector<CUevent> free;
     std::uint64_t gen = 0;
     CUdevice device = -1;
+    int ending = 0;  // releases of its device's primary context under way
   };
   static constexpr std::size_t kPoolEvents = 64;  // kept per context; more are destroyed
   static constexpr std::size_t kPools = 64;       // contexts; past it the oldest pool goes
   std::unordered_map<CUcontext, EventPool> pools_;
   std::uint64_t pool_gen_ = 0;
   void drop_pool_wm_locked(std::unordered_map<CUcontext, EventPool>::iterator it);
+  void drop_device_pools_wm_locked(CUdevice d);
   bool watcher_started_ = false;
   std::atomic<int> inflight_{0};  // grants closed but not yet reported
 

@@ -74,12 +74,21 @@
  *                                destroy (cuCtxCreate on device 0, cuCtxDestroy), release
  *                                (device 1's primary context retained and released) or
  *                                reset (retained, reset, released); the ends through PATH
+ *         endwait MS             ctxend waits MS after each context's work before it ends it
  *         commreuse N BYTES      an "nccl" kernel on a new stream, that stream destroyed
  *                                (cuStreamDestroy through PATH), a new stream that must
  *                                get the same handle back (exit 6 if not), then N
  *                                host-to-device copies of BYTES on it
  *         streamend N            N NVTX ranges "model.layers.0", each with a kernel on a
  *                                new stream that is destroyed before the range is popped
+ *         ctxmid HOW N           N times, one grant over three NVTX ranges "model.layers.0..2"
+ *                                (with a profile of those units), each with a kernel on the
+ *                                per-thread default stream (CU_STREAM_PER_THREAD) of a
+ *                                context that ends after layers.0 and whose handle is given
+ *                                out again at once: HOW destroy (cuCtxCreate on device 0,
+ *                                cuCtxDestroy, cuCtxCreate) or reset (device 1's primary
+ *                                context retained, reset, retained again; both released at
+ *                                the end); the ends through PATH
  *         ptsclose ON N K        N times: a worker thread opens the NVTX range
  *                                "model.layers.0", launches K kernels "attn_k" on its
  *                                per-thread default stream (ON: pt, CU_STREAM_PER_THREAD;
@@ -622,6 +631,7 @@ static void twoctx(const char* on, int n, unsigned long long bytes, CUcontext ma
 }
 
 /* ctxend: contexts that end after their work, their handles given out again. */
+static int g_end_wait_ms; /* endwait MS */
 static void ctxend(const char* how, int n, unsigned long long bytes, CUcontext main_ctx) {
   const int destroy = !strcmp(how, "destroy"), reset = !strcmp(how, "reset");
   if (!destroy && !reset && strcmp(how, "release") != 0) { fprintf(stderr, "driver_app: ctxend: unknown HOW '%s'\n", how); exit(2); }
@@ -640,6 +650,10 @@ static void ctxend(const char* how, int n, unsigned long long bytes, CUcontext m
     CHECK(A.htod_async(d, h, bytes, s));
     CHECK(cuStreamSynchronize(s));
     CHECK(cuMemFree(d));
+    if (g_end_wait_ms > 0) {
+      struct timespec ts = {g_end_wait_ms / 1000, (long)(g_end_wait_ms % 1000) * 1000000L};
+      nanosleep(&ts, NULL);
+    }
     CHECK(A.stream_destroy(s));
     if (destroy) {
       CHECK(A.ctx_destroy(c));
@@ -686,6 +700,50 @@ static void streamend(int n) {
     CHECK(A.launch(f, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
     CHECK(A.stream_destroy(s));
     nvtxRangePop();
+    nap();
+  }
+}
+
+/* ctxmid: a context ends inside a grant (its handle at once another context's), the grant's
+ * units before and after it on the per-thread default stream. */
+static void ctxmid(const char* how, int n, CUcontext main_ctx) {
+  const int destroy = !strcmp(how, "destroy");
+  if (!destroy && strcmp(how, "reset") != 0) { fprintf(stderr, "driver_app: ctxmid: unknown HOW '%s'\n", how); exit(2); }
+  CUfunction f = func("attn_k");
+  CUdevice dev;
+  CHECK(cuDeviceGet(&dev, destroy ? 0 : 1));
+  for (int i = 0; i < n; ++i) {
+    CUcontext c, again;
+    if (destroy) CHECK(cuCtxCreate(&c, NULL, 0, dev));
+    else CHECK(cuDevicePrimaryCtxRetain(&c, dev));
+    for (int u = 0; u < 3; ++u) {
+      if (u == 1) {
+        if (destroy) {
+          CHECK(A.ctx_destroy(c));
+          CHECK(cuCtxCreate(&again, NULL, 0, dev));
+        } else {
+          CHECK(A.primary_reset(dev));
+          CHECK(cuDevicePrimaryCtxRetain(&again, dev));
+        }
+        if (again != c) { fprintf(stderr, "driver_app: ctxmid: the ended context's handle was not reused\n"); exit(6); }
+      }
+      CHECK(cuCtxSetCurrent(c));
+      char rn[32];
+      snprintf(rn, sizeof rn, "model.layers.%d", u);
+      nvtxRangePushA(rn);
+      unsigned long long bytes = 4096;
+      void* params[] = {&bytes};
+      CHECK(A.launch(f, 1, 1, 1, 32, 1, 1, 0, CU_STREAM_PER_THREAD, params, NULL));
+      nvtxRangePop();
+    }
+    CHECK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+    if (destroy) {
+      CHECK(A.ctx_destroy(c));
+    } else {
+      CHECK(A.primary_release(dev));
+      CHECK(A.primary_release(dev));
+    }
+    CHECK(cuCtxSetCurrent(main_ctx));
     nap();
   }
 }
@@ -858,6 +916,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(m, "graph")) { for (int k = 0; k < a; ++k) { CHECK(A.graph(g_graph, g_stream)); nap(); } i += 1; }
     else if (!strcmp(m, "llama")) llama(a, b, c), i += 3;
     else if (!strcmp(m, "sleep")) g_sleep_ms = a, i += 1;
+    else if (!strcmp(m, "endwait")) g_end_wait_ms = a, i += 1;
     else if (!strcmp(m, "stats")) {
       struct ripple_cuhook_stats full, old;
       memset(&full, 0, sizeof full);
@@ -890,6 +949,10 @@ int main(int argc, char** argv) {
     }
     else if (!strcmp(m, "commreuse")) commreuse(a, strtoull(argv[i + 2], NULL, 0)), i += 2;
     else if (!strcmp(m, "streamend")) streamend(a), i += 1;
+    else if (!strcmp(m, "ctxmid")) {
+      if (i + 2 >= argc) { fprintf(stderr, "driver_app: ctxmid needs HOW N\n"); return 2; }
+      ctxmid(argv[i + 1], b, ctx), i += 2;
+    }
     else if (!strcmp(m, "ptsclose")) {
       if (i + 3 >= argc) { fprintf(stderr, "driver_app: ptsclose needs ON N K\n"); return 2; }
       ptsclose(argv[i + 1], b, c, ctx), i += 3;

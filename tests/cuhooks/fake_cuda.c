@@ -32,6 +32,11 @@
  * FAKE_CUDA_GRAPH_BYTES whatever it holds.
  *   FAKE_CUDA_FAIL_LAUNCH=N   the N-th kernel launch (1-based) fails with LAUNCH_FAILED
  *   FAKE_CUDA_EVENT_DELAY_US  an event completes only this long after its record
+ *   FAKE_CUDA_QUERY_DELAY_US  cuEventQuery takes this long before it looks at the event (a
+ *                             context that ends meanwhile, on another thread, ended it);
+ *                             a query, elapsed time or destroy of an event whose context
+ *                             ended (the real driver freed it with its context: a use
+ *                             after free) is counted ("query cuEvent-of-ended-context N")
  *   FAKE_CUDA_NO_FUNC_NAME=1  cuFuncGetName is not supported (old drivers)
  *   FAKE_CUDA_INTEGRATED=1    the device reports CU_DEVICE_ATTRIBUTE_INTEGRATED = 1 (a
  *                             Jetson or GB10: unified memory); =fail: the query fails
@@ -90,14 +95,16 @@ static pthread_mutex_t fk_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long fk_calls[FK_COUNT], fk_bytes[FK_COUNT], fk_via_sym[FK_COUNT], fk_via_pa[FK_COUNT];
 static unsigned long long fk_launches;
 /* Queries (not in the hook list): counted atomically, written as "query" lines. */
-enum { FQ_POINTER_ATTR, FQ_FUNC_NAME, FQ_IS_CAPTURING, FQ_DEVICE_ATTR, FQ_EVENT_CREATE, FQ_EVENT_REFUSED, FQ_COUNT };
+enum { FQ_POINTER_ATTR, FQ_FUNC_NAME, FQ_IS_CAPTURING, FQ_DEVICE_ATTR, FQ_EVENT_CREATE, FQ_EVENT_REFUSED, FQ_EVENT_ENDED, FQ_COUNT };
 static const char* const fq_names[FQ_COUNT] = {"cuPointerGetAttribute", "cuFuncGetName", "cuStreamIsCapturing",
-                                               "cuDeviceGetAttribute", "cuEventCreate", "cuEventRecord-refused"};
+                                               "cuDeviceGetAttribute", "cuEventCreate", "cuEventRecord-refused",
+                                               "cuEvent-of-ended-context"};
 static unsigned long long fq_calls[FQ_COUNT];
 #define FQ_COUNT_CALL(q) __atomic_fetch_add(&fq_calls[q], 1, __ATOMIC_RELAXED)
 static int fk_capturing, fk_fail_launch, fk_no_func_name;
 static int fk_integrated;  /* -1: the attribute query fails */
 static long fk_event_delay_ns;
+static long fk_query_delay_ns; /* FAKE_CUDA_QUERY_DELAY_US */
 /* Whether the hook keeps the events it could not record (cuEventCreate is counted). */
 static long fk_fail_event_record;
 /* What the hook reports for a grant that stayed open for hours. */
@@ -120,6 +127,7 @@ __attribute__((constructor)) static void fk_init(void) {
   fk_capturing = (v = getenv("FAKE_CUDA_CAPTURING")) && atoi(v) != 0;
   fk_fail_launch = (v = getenv("FAKE_CUDA_FAIL_LAUNCH")) ? atoi(v) : 0;
   fk_event_delay_ns = (v = getenv("FAKE_CUDA_EVENT_DELAY_US")) ? atol(v) * 1000 : 0;
+  fk_query_delay_ns = (v = getenv("FAKE_CUDA_QUERY_DELAY_US")) ? atol(v) * 1000 : 0;
   fk_fail_event_record = (v = getenv("FAKE_CUDA_FAIL_EVENT_RECORD")) ? atol(v) : 0;
   fk_elapsed_ms = (v = getenv("FAKE_CUDA_ELAPSED_MS")) ? strtod(v, NULL) : -1;
   fk_graph_bytes = (v = getenv("FAKE_CUDA_GRAPH_BYTES")) ? strtoull(v, NULL, 0) : 0;
@@ -557,7 +565,11 @@ EXPORT CUresult CUDAAPI cuEventCreate(CUevent* e, unsigned int flags) {
   (*e)->ctx = fk_current, (*e)->gen = fk_current->gen;
   return CUDA_SUCCESS;
 }
-EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent e) { free(e); return CUDA_SUCCESS; }
+EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent e) {
+  if (!fk_event_live(e)) FQ_COUNT_CALL(FQ_EVENT_ENDED); /* kept: the test double never reuses it */
+  else free(e);
+  return CUDA_SUCCESS;
+}
 static CUresult fk_event_record(CUevent e, CUstream s, int ptds) {
   static unsigned long records;
   if (fk_fail_event_record > 0 && __atomic_add_fetch(&records, 1, __ATOMIC_RELAXED) % (unsigned long)fk_fail_event_record == 0)
@@ -573,14 +585,25 @@ static CUresult fk_event_record(CUevent e, CUstream s, int ptds) {
 EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) { return fk_event_record(e, s, 0); }
 EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) { return fk_event_record(e, s, 1); }
 EXPORT CUresult CUDAAPI cuEventQuery(CUevent e) {
-  if (!fk_event_live(e)) return CUDA_ERROR_INVALID_HANDLE;
+  if (fk_query_delay_ns) {
+    struct timespec ts = {fk_query_delay_ns / 1000000000L, fk_query_delay_ns % 1000000000L};
+    nanosleep(&ts, NULL);
+  }
+  if (!fk_event_live(e)) {
+    FQ_COUNT_CALL(FQ_EVENT_ENDED);
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
   if (!e->recorded) return CUDA_SUCCESS;
   return now_ns() >= e->ns + (unsigned long long)fk_event_delay_ns ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent e) { (void)e; return CUDA_SUCCESS; }
 EXPORT CUresult CUDAAPI cuEventElapsedTime_v2(float* ms, CUevent a, CUevent b) {
   if (!a->recorded || !b->recorded) return CUDA_ERROR_INVALID_HANDLE;
-  if (!fk_event_live(a) || !fk_event_live(b) || a->ctx != b->ctx) return CUDA_ERROR_INVALID_HANDLE;
+  if (!fk_event_live(a) || !fk_event_live(b)) {
+    FQ_COUNT_CALL(FQ_EVENT_ENDED);
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  if (a->ctx != b->ctx) return CUDA_ERROR_INVALID_HANDLE;
   if (fk_elapsed_ms >= 0) {
     *ms = (float)fk_elapsed_ms;
     return CUDA_SUCCESS;
