@@ -99,10 +99,14 @@ def hook_counters_over_a_window():
     """Tests the interposer's boundary counters over a window: differences of one process's
     two snapshots, a key an older interposer lacks left out, {} for another process or a
     missing snapshot; and that a point sums them over its runs (llm_hook)."""
-    h0 = {"pid": 7, "grants": 10, "grants_in_hand": 4, "chunk_changes": 1, "agent_connects": 2}
-    h1 = {"pid": 7, "grants": 110, "grants_in_hand": 64, "chunk_changes": 3, "agent_connects": 4}
+    h0 = {"pid": 7, "grants": 10, "grants_in_hand": 4, "chunk_changes": 1, "agent_connects": 2,
+          "event_record_failures": 0, "event_pools": 1}
+    h1 = {"pid": 7, "grants": 110, "grants_in_hand": 64, "chunk_changes": 3, "agent_connects": 4,
+          "event_record_failures": 3, "event_pools": 2}
     c = metrics.hook_counters(h0, h1)
-    assert c == {"grants": 100, "grants_in_hand": 60, "chunk_changes": 2, "agent_connects": 2}, c
+    # event_pools is a gauge (pools held now), not a count over the window: left out.
+    assert c == {"grants": 100, "grants_in_hand": 60, "chunk_changes": 2, "agent_connects": 2,
+                 "event_record_failures": 3}, c
     assert metrics.hook_counters(h0, dict(h1, pid=8)) == {}, "another process"
     assert metrics.hook_counters(None, h1) == {} and metrics.hook_counters(h0, None) == {}
     import types
@@ -116,7 +120,8 @@ def hook_counters_over_a_window():
                               layout="l", gpu=None, profile={"a": [job(0, 0, 0, 10)]}, bound=lambda k: 2.0,
                               results=[run(0, c), run(1, {"grants": 50})])
     p = report.summarize(b, True)["points"][0]
-    assert p["llm_hook"] == {"grants": 150, "grants_in_hand": 60, "chunk_changes": 2, "agent_connects": 2}, p["llm_hook"]
+    assert p["llm_hook"] == {"grants": 150, "grants_in_hand": 60, "chunk_changes": 2, "agent_connects": 2,
+                             "event_record_failures": 3}, p["llm_hook"]
 
 
 @case

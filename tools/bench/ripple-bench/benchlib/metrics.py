@@ -227,11 +227,13 @@ def hook_waits(h0: dict | None, h1: dict | None) -> dict[str, float]:
 # stats file's keys, include/ripple/cuhook.h): how many acquires found their grant already
 # in hand, how many sessions the engine opened (each chunk-size change is one), works
 # announced ahead and drained, grant timeouts, units run unmanaged, and the GPU time
-# between consecutive grants (boundary_gap_ns over boundary_gaps).
+# between consecutive grants (boundary_gap_ns over boundary_gaps), and the timing events'
+# records the driver refused (event_record_failures: such a grant's Done carries no GPU time).
 HOOK_COUNTERS = ("grants", "grant_waits", "grants_in_hand", "chunk_waits", "chunks", "chunk_gates",
                  "chunk_changes", "agent_connects", "agent_losses", "grant_timeouts", "unmanaged_units",
                  "works_ahead", "ahead_drained", "work_start_waits", "work_starts_in_hand",
-                 "boundary_gaps", "boundary_gap_ns", "connect_failures", "passes_recalled")
+                 "boundary_gaps", "boundary_gap_ns", "connect_failures", "passes_recalled",
+                 "event_record_failures")
 
 
 def hook_counters(h0: dict | None, h1: dict | None) -> dict[str, int]:
