@@ -195,7 +195,8 @@ void Runtime::stream_ends(CUstream s) {
   if (last_stream_.compare_exchange_strong(expect, no_stream())) {
     give_back_event(std::exchange(end_ev_, {}));
     end_thread_ = 0;
-    if (grant_ && !pending_start_.load() && event_live(start_ev_) && stream_context(s) == start_ev_.ctx) {
+    if (grant_ && !pending_start_.load() && event_live(start_ev_) && stream_context(s) == start_ev_.ctx &&
+        !capturing(s)) {
       end_ev_ = take_event(start_ev_.ctx);
       record_event(end_ev_, s);
     }
@@ -204,9 +205,14 @@ void Runtime::stream_ends(CUstream s) {
   start_stream_.compare_exchange_strong(expect, no_stream());
 }
 
+// Never on a stream that is capturing: the driver would not record the event but put a
+// node recording it into the application's graph, run at each launch of that graph (the
+// event the pool's again by then, another grant's). The last work of a grant is noted on
+// such a stream too; its start's stream is the fallback (its start was recorded there,
+// outside a capture), and with that one capturing now the grant reports no GPU time.
 Event Runtime::end_event_locked(CUstream s) {
-  if (s == no_stream() || stream_context(s) != start_ev_.ctx) s = start_stream_.load();
-  if (s == no_stream()) return {};
+  if (s == no_stream() || stream_context(s) != start_ev_.ctx || capturing(s)) s = start_stream_.load();
+  if (s == no_stream() || capturing(s)) return {};
   Event e = take_event(start_ev_.ctx);
   record_event(e, s);
   return e;
@@ -239,7 +245,7 @@ void Runtime::end_on_thread_stream_locked() {
     return;
   }
   // Another context current here: the close ends the grant on its start's stream.
-  if (stream_context(CU_STREAM_PER_THREAD) != start_ev_.ctx) return;
+  if (stream_context(CU_STREAM_PER_THREAD) != start_ev_.ctx || capturing(CU_STREAM_PER_THREAD)) return;
   if (!end_ev_) end_ev_ = take_event(start_ev_.ctx);
   end_thread_ = record_event(end_ev_, CU_STREAM_PER_THREAD) ? t_state.id : 0;
 }

@@ -183,6 +183,24 @@ TEST_F(CuhookTest, GrantEndsOnItsStreamWhenTheStreamIsDestroyedFirst) {
   for (const auto& d : seen.dones) EXPECT_EQ(d.measured_ns, 2'000'000u);
 }
 
+// Tests that a grant's end event is never recorded on a stream that is capturing: the
+// grant's last work was captured on a second stream (a graph capture begun inside the
+// unit), and its close came before the capture ended. Recorded there, the driver put it
+// into the application's graph as a node (the fake counts such records and leaves the
+// event unrecorded) and the grant reported no GPU time; it is timed on its start's stream.
+TEST_F(CuhookTest, GrantEndIsNeverRecordedIntoACapture) {
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "capclose", "4"}, {{"RIPPLE_LEARN", "off"}, {"FAKE_CUDA_ELAPSED_MS", "2"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  const GrantServer::Seen seen = srv.seen();
+  json st = stats_of(r);
+  EXPECT_EQ(fake_queries(r)["cuEventRecord-captured"], 0u);
+  EXPECT_EQ(st.value("event_record_failures", -1), 0) << st.dump();
+  ASSERT_EQ(seen.dones.size(), 4u) << st.dump();
+  for (const auto& d : seen.dones) EXPECT_EQ(d.measured_ns, 2'000'000u);
+}
+
 // Tests that a grant whose work ran on one thread's per-thread default stream, closed on
 // another thread, is timed over that work, with CU_STREAM_PER_THREAD and with stream 0 of
 // the per-thread entry points. The fake's GPU runs behind the host here (each kernel

@@ -81,6 +81,10 @@
  *                                host-to-device copies of BYTES on it
  *         streamend N            N NVTX ranges "model.layers.0", each with a kernel on a
  *                                new stream that is destroyed before the range is popped
+ *         capclose N             N NVTX ranges "model.layers.0", each with a kernel on the
+ *                                app's stream, then a kernel captured on a second stream
+ *                                (relaxed capture begun inside the range), the range popped
+ *                                before the capture ends
  *         ctxmid HOW N           N times, one grant over three NVTX ranges "model.layers.0..2"
  *                                (with a profile of those units), each with a kernel on the
  *                                per-thread default stream (CU_STREAM_PER_THREAD) of a
@@ -587,6 +591,29 @@ static void nvtxcapture(int other, CUcontext ctx) {
   CHECK(cuMemFree(d));
 }
 
+/* capclose: N times, a unit whose first work runs on the app's stream and whose last is
+ * captured on a second stream (cudaStreamBeginCapture inside the unit, as a graph capture
+ * of a decode step), the unit closed while that stream still captures. */
+static void capclose(int n) {
+  CUfunction f = func("attn_k");
+  CUstream s;
+  CHECK(cuStreamCreate(&s, 0));
+  unsigned long long bytes = 4096;
+  void* params[] = {&bytes};
+  for (int i = 0; i < n; ++i) {
+    nvtxRangePushA("model.layers.0");
+    CHECK(A.launch(f, 1, 1, 1, 32, 1, 1, 0, g_stream, params, NULL));
+    CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK(A.launch(f, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+    nvtxRangePop();
+    CUgraph g;
+    CHECK(cuStreamEndCapture(s, &g));
+    CHECK(cuStreamSynchronize(g_stream));
+    nap();
+  }
+  CHECK(A.stream_destroy(s));
+}
+
 /* twoctx: one process driving two GPUs, each through its primary context (cudaSetDevice
  * makes it current); `main_ctx` is current again at the end. */
 static void twoctx(const char* on, int n, unsigned long long bytes, CUcontext main_ctx) {
@@ -949,6 +976,7 @@ int main(int argc, char** argv) {
     }
     else if (!strcmp(m, "commreuse")) commreuse(a, strtoull(argv[i + 2], NULL, 0)), i += 2;
     else if (!strcmp(m, "streamend")) streamend(a), i += 1;
+    else if (!strcmp(m, "capclose")) capclose(a), i += 1;
     else if (!strcmp(m, "ctxmid")) {
       if (i + 2 >= argc) { fprintf(stderr, "driver_app: ctxmid needs HOW N\n"); return 2; }
       ctxmid(argv[i + 1], b, ctx), i += 2;

@@ -95,10 +95,11 @@ static pthread_mutex_t fk_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long fk_calls[FK_COUNT], fk_bytes[FK_COUNT], fk_via_sym[FK_COUNT], fk_via_pa[FK_COUNT];
 static unsigned long long fk_launches;
 /* Queries (not in the hook list): counted atomically, written as "query" lines. */
-enum { FQ_POINTER_ATTR, FQ_FUNC_NAME, FQ_IS_CAPTURING, FQ_DEVICE_ATTR, FQ_EVENT_CREATE, FQ_EVENT_REFUSED, FQ_EVENT_ENDED, FQ_COUNT };
+enum { FQ_POINTER_ATTR, FQ_FUNC_NAME, FQ_IS_CAPTURING, FQ_DEVICE_ATTR, FQ_EVENT_CREATE, FQ_EVENT_REFUSED, FQ_EVENT_ENDED,
+       FQ_EVENT_CAPTURED, FQ_COUNT };
 static const char* const fq_names[FQ_COUNT] = {"cuPointerGetAttribute", "cuFuncGetName", "cuStreamIsCapturing",
                                                "cuDeviceGetAttribute", "cuEventCreate", "cuEventRecord-refused",
-                                               "cuEvent-of-ended-context"};
+                                               "cuEvent-of-ended-context", "cuEventRecord-captured"};
 static unsigned long long fq_calls[FQ_COUNT];
 #define FQ_COUNT_CALL(q) __atomic_fetch_add(&fq_calls[q], 1, __ATOMIC_RELAXED)
 static int fk_capturing, fk_fail_launch, fk_no_func_name;
@@ -577,6 +578,13 @@ static CUresult fk_event_record(CUevent e, CUstream s, int ptds) {
   if (!fk_event_live(e) || fk_stream_ctx(s) != e->ctx) {
     FQ_COUNT_CALL(FQ_EVENT_REFUSED);
     return CUDA_ERROR_INVALID_HANDLE;
+  }
+  if (FK_REAL_STREAM(s) && s->capturing) {
+    /* The real driver captures the record into the stream's graph (an event-record node,
+     * run at each launch of the graph): the event is not recorded now. Counted: the hook
+     * must never put a node of its own into the application's graph. */
+    FQ_COUNT_CALL(FQ_EVENT_CAPTURED);
+    return CUDA_SUCCESS;
   }
   e->ns = fk_reached(s, ptds);
   e->recorded = 1;
