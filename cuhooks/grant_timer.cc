@@ -91,18 +91,16 @@ void Runtime::drop_pool_wm_locked(std::unordered_map<CUcontext, EventPool>::iter
 // its pool's again, unless the pool ended since (then the event went with its context).
 void Runtime::give_back_event(Event e) {
   if (!e) return;
-  std::lock_guard<std::mutex> l(wm_);
-  auto it = pools_.find(e.ctx);
-  if (it == pools_.end() || it->second.gen != e.pool) return;
-  // Kept while a release of its context is under way (it may be the last: then the
-  // driver frees it).
-  if (it->second.free.size() < kPoolEvents || it->second.ending) {
-    it->second.free.push_back(e.ev);
-    return;
+  {
+    std::lock_guard<std::mutex> l(wm_);
+    auto it = pools_.find(e.ctx);
+    if (it == pools_.end() || it->second.gen != e.pool) return;
+    if (it->second.free.size() < kPoolEvents) {
+      it->second.free.push_back(e.ev);
+      return;
+    }
   }
-  // Its context lives: the pool does, and ends only under wm_ (before the driver ends
-  // the context, or while a release is marked), so it cannot end during the call.
-  if (drv_.event_destroy) drv_.event_destroy(e.ev);
+  if (drv_.event_destroy) drv_.event_destroy(e.ev);  // its context lives: the pool does
 }
 
 bool Runtime::record_event(Event& e, CUstream s) {
@@ -141,28 +139,14 @@ void Runtime::context_ends(CUcontext c) {
   if (auto it = pools_.find(c); it != pools_.end()) drop_pool_wm_locked(it);
 }
 
-// A primary context's release is about to be made, and may end it (the driver frees its
-// events in the call, before the hook can tell): until device_release_ends, the watcher
-// leaves the device's events alone and none is destroyed.
-void Runtime::device_release_begins(CUdevice d) {
-  std::lock_guard<std::mutex> l(wm_);
-  for (auto& [c, p] : pools_)
-    if (p.device == d) ++p.ending;
-}
-
-void Runtime::device_release_ends(CUdevice d, bool ok) {
-  // Released: it ended only if it is no longer active (the last retain released).
-  unsigned int flags = 0;
-  int active = 1;
-  load_driver();
-  const bool ended = ok && drv_.primary_state && drv_.primary_state(d, &flags, &active) == CUDA_SUCCESS && !active;
-  std::lock_guard<std::mutex> l(wm_);
-  for (auto& [c, p] : pools_)
-    if (p.device == d && p.ending) --p.ending;
-  if (ended) drop_device_pools_wm_locked(d);
-}
-
-void Runtime::device_contexts_end(CUdevice d) {
+void Runtime::device_contexts_end(CUdevice d, bool released) {
+  if (released) {
+    // Released: it ended only if it is no longer active (the last retain released).
+    unsigned int flags = 0;
+    int active = 1;
+    load_driver();
+    if (!drv_.primary_state || drv_.primary_state(d, &flags, &active) != CUDA_SUCCESS || active) return;
+  }
   std::lock_guard<std::mutex> l(wm_);
   drop_device_pools_wm_locked(d);
 }
@@ -353,29 +337,24 @@ void Runtime::watcher_loop() {
     while (!batch.empty()) {
       Timed& t = batch.front();
       std::uint64_t ns = 0;
+      bool live = false;  // its context has not ended (its pool is the one it came from)
       if (t.start && t.end) {
-        // Under wm_ from the look at its pool to the last driver call on its events: a
-        // context's pool ends under wm_ before the driver ends it (a release: marked
-        // ending first), so no event is used after its context freed it. (Checked, then
-        // queried without the lock, a context destroyed in between had its freed event
-        // queried and timed.)
         std::lock_guard<std::mutex> l(wm_);
         auto it = pools_.find(t.ctx);
-        const bool live = it != pools_.end() && it->second.gen == t.start.pool;  // its context has not ended
-        if (live && it->second.ending) break;  // a release under way: looked at again, in order
-        if (live) {
-          if (t.ctx && drv_.ctx_set) drv_.ctx_set(t.ctx);
-          const CUresult q = drv_.event_query(t.end.ev);
-          if (q == CUDA_ERROR_NOT_READY) break;  // it and every later grant wait, in order
-          float ms = 0;
-          if (q == CUDA_SUCCESS && drv_.elapsed(&ms, t.start.ev, t.end.ev) == CUDA_SUCCESS && ms > 0) ns = done_ns(ms);
-          float gap = 0;
-          if (q == CUDA_SUCCESS && prev_end && prev_end.ctx == t.ctx && prev_end.pool == t.start.pool &&
-              drv_.elapsed(&gap, prev_end.ev, t.start.ev) == CUDA_SUCCESS) {
-            g_c.boundary_gaps.fetch_add(1, std::memory_order_relaxed);
-            // Negative where the later grant's first work began on another stream first.
-            if (gap > 0) g_c.boundary_gap_ns.fetch_add(done_ns(gap), std::memory_order_relaxed);
-          }
+        live = it != pools_.end() && it->second.gen == t.start.pool;
+      }
+      if (live) {
+        if (t.ctx && drv_.ctx_set) drv_.ctx_set(t.ctx);
+        const CUresult q = drv_.event_query(t.end.ev);
+        if (q == CUDA_ERROR_NOT_READY) break;  // it and every later grant wait, in order
+        float ms = 0;
+        if (q == CUDA_SUCCESS && drv_.elapsed(&ms, t.start.ev, t.end.ev) == CUDA_SUCCESS && ms > 0) ns = done_ns(ms);
+        float gap = 0;
+        if (q == CUDA_SUCCESS && prev_end && prev_end.ctx == t.ctx && prev_end.pool == t.start.pool &&
+            drv_.elapsed(&gap, prev_end.ev, t.start.ev) == CUDA_SUCCESS) {
+          g_c.boundary_gaps.fetch_add(1, std::memory_order_relaxed);
+          // Negative where the later grant's first work began on another stream first.
+          if (gap > 0) g_c.boundary_gap_ns.fetch_add(done_ns(gap), std::memory_order_relaxed);
         }
       }
       if (rec_) {

@@ -532,19 +532,15 @@ void ends_before(const Op& op, CUcontext c) {
 }
 void ends_before(const Op& op, CUdevice d) {
   count_end(op);
-  // A reset ends the primary context in the call; a release only perhaps (told after it,
-  // its pools marked ending meanwhile).
-  Runtime* rtp = built();
-  if (!rtp) return;
-  if (op.hook == Hook::cuDevicePrimaryCtxReset_v2) rtp->device_contexts_end(d);
-  else if (op.hook == Hook::cuDevicePrimaryCtxRelease_v2) rtp->device_release_begins(d);
+  // A reset ends the primary context in the call; a release only perhaps (after it).
+  if (Runtime* rtp = built(); rtp && op.hook == Hook::cuDevicePrimaryCtxReset_v2) rtp->device_contexts_end(d, false);
 }
 void ends_after(const Op&, CUstream, CUresult r) { count_end_result(r); }
 void ends_after(const Op&, CUcontext, CUresult r) { count_end_result(r); }
 void ends_after(const Op& op, CUdevice d, CUresult r) {
   count_end_result(r);
-  if (Runtime* rtp = built(); rtp && op.hook == Hook::cuDevicePrimaryCtxRelease_v2)
-    rtp->device_release_ends(d, r == CUDA_SUCCESS);
+  if (Runtime* rtp = built(); rtp && r == CUDA_SUCCESS && op.hook == Hook::cuDevicePrimaryCtxRelease_v2)
+    rtp->device_contexts_end(d, true);
 }
 void count_passthrough() { g_c.passthrough.fetch_add(1, std::memory_order_relaxed); }
 void count_unwrapped(const char* symbol) {

@@ -140,11 +140,7 @@ class Runtime {
   // device's primary context: at a reset (before), or at a release after which the
   // driver says it is no longer active; every pool of that device goes (grant_timer.cc).
   void context_ends(CUcontext c);
-  void device_contexts_end(CUdevice d);
-  // A device's primary context is released (before the call; after it, ok: the call
-  // succeeded): its pools are marked ending across the call, and go if it ended.
-  void device_release_begins(CUdevice d);
-  void device_release_ends(CUdevice d, bool ok);
+  void device_contexts_end(CUdevice d, bool released);
   void fork_child();
   // False when it could not (said in one line).
   // at_exit: the last write; the periodic writer writes nothing after it (a write it began
@@ -450,7 +446,6 @@ class Runtime {
     std::vector<CUevent> free;
     std::uint64_t gen = 0;
     CUdevice device = -1;
-    int ending = 0;  // releases of its device's primary context under way
   };
   static constexpr std::size_t kPoolEvents = 64;  // kept per context; more are destroyed
   static constexpr std::size_t kPools = 64;       // contexts; past it the oldest pool goes
