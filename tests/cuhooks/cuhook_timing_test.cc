@@ -112,13 +112,41 @@ TEST_F(CuhookTest, EndedContextsTakeTheirTimingEventsWithThem) {
   }
 }
 
+// The tests of a grant's end event: runs whose every event record the driver must accept.
+class CuhookEndTest : public CuhookTest {
+ protected:
+  // What the agent saw of a run that exited cleanly, no record refused or put into a
+  // capture, with n grants and n Dones; *st gets its stats.
+  GrantServer::Seen timed_run(GrantServer& srv, const Outcome& r, std::size_t n, json* st) {
+    EXPECT_TRUE(exited_ok(r)) << r.err;
+    *st = stats_of(r);
+    auto q = fake_queries(r);
+    EXPECT_EQ(q["cuEventRecord-refused"], 0u);
+    EXPECT_EQ(q["cuEventRecord-captured"], 0u);
+    EXPECT_EQ(st->value("event_record_failures", -1), 0) << st->dump();
+    GrantServer::Seen seen = srv.seen();
+    EXPECT_EQ(seen.grants.size(), n) << st->dump();
+    EXPECT_EQ(seen.dones.size(), n) << st->dump();
+    return seen;
+  }
+  // driver_app's `mode n` (RIPPLE_LEARN off, each event pair timed at 2 ms by the fake):
+  // every Done 2 ms.
+  void expect_every_grant_timed(const std::string& mode, std::size_t n) {
+    GrantServer srv(sock_);
+    ASSERT_TRUE(srv.start());
+    Outcome r = run({"direct", mode, std::to_string(n)}, {{"RIPPLE_LEARN", "off"}, {"FAKE_CUDA_ELAPSED_MS", "2"}});
+    json st;
+    for (const auto& d : timed_run(srv, r, n, &st).dones) EXPECT_EQ(d.measured_ns, 2'000'000u);
+  }
+};
+
 // Tests that no event of a context that ended inside a grant is recorded again: a grant
 // of three units on the per-thread default stream, its context destroyed (or its device's
 // primary context reset) after the first unit and its handle at once another context's.
 // The end event the first unit's end recorded on that stream was recorded again at the
 // second unit's end (the driver had freed it with its context); the grant still reports,
 // without a GPU time (its start is the ended context's).
-TEST_F(CuhookTest, EventsOfAContextThatEndedInsideAGrantAreNotRecordedAgain) {
+TEST_F(CuhookEndTest, EventsOfAContextThatEndedInsideAGrantAreNotRecordedAgain) {
   json p = {{"format", "ripple-unit-catalog/1"}, {"model", "test"}, {"units", json::array()}};
   for (int u = 0; u < 3; ++u)
     p["units"].push_back({{"name", "layers." + std::to_string(u)}, {"bytes", 4096}, {"kernels", {"attn_k"}}});
@@ -131,14 +159,8 @@ TEST_F(CuhookTest, EventsOfAContextThatEndedInsideAGrantAreNotRecordedAgain) {
     ASSERT_TRUE(srv.start());
     Outcome r = run({"direct", "ctxmid", how, std::to_string(n)},
                     {{"RIPPLE_PROFILE", tmp_ + "/mid.json"}, {"RIPPLE_LEARN", "off"}, {"FAKE_CUDA_ELAPSED_MS", "2"}});
-    ASSERT_TRUE(exited_ok(r)) << r.err;
-    const GrantServer::Seen seen = srv.seen();
-    json st = stats_of(r);
-    EXPECT_EQ(fake_queries(r)["cuEventRecord-refused"], 0u);
-    EXPECT_EQ(st.value("event_record_failures", -1), 0) << st.dump();
-    EXPECT_EQ(seen.grants.size(), n) << st.dump();
-    ASSERT_EQ(seen.dones.size(), n) << st.dump();
-    for (const auto& d : seen.dones) EXPECT_EQ(d.measured_ns, 0u);
+    json st;
+    for (const auto& d : timed_run(srv, r, n, &st).dones) EXPECT_EQ(d.measured_ns, 0u);
     EXPECT_EQ(st.value("event_pools", -1), 0) << st.dump();
   }
 }
@@ -146,36 +168,14 @@ TEST_F(CuhookTest, EventsOfAContextThatEndedInsideAGrantAreNotRecordedAgain) {
 // Tests that a grant whose work ran last on a stream destroyed before the grant closed
 // is timed: its end event goes on that stream when it is destroyed. Recorded at the
 // close, on the destroyed handle, it was refused and the grant reported no GPU time.
-TEST_F(CuhookTest, GrantEndsOnItsStreamWhenTheStreamIsDestroyedFirst) {
-  GrantServer srv(sock_);
-  ASSERT_TRUE(srv.start());
-  Outcome r = run({"direct", "streamend", "5"}, {{"RIPPLE_LEARN", "off"}, {"FAKE_CUDA_ELAPSED_MS", "2"}});
-  ASSERT_TRUE(exited_ok(r)) << r.err;
-  const GrantServer::Seen seen = srv.seen();
-  json st = stats_of(r);
-  EXPECT_EQ(fake_queries(r)["cuEventRecord-refused"], 0u);
-  EXPECT_EQ(st.value("event_record_failures", -1), 0) << st.dump();
-  ASSERT_EQ(seen.dones.size(), 5u);
-  for (const auto& d : seen.dones) EXPECT_EQ(d.measured_ns, 2'000'000u);
-}
+TEST_F(CuhookEndTest, GrantEndsOnItsStreamWhenTheStreamIsDestroyedFirst) { expect_every_grant_timed("streamend", 5); }
 
 // Tests that a grant's end event is never recorded on a stream that is capturing: the
 // grant's last work was captured on a second stream (a graph capture begun inside the
 // unit), and its close came before the capture ended. Recorded there, the driver put it
 // into the application's graph as a node (the fake counts such records and leaves the
 // event unrecorded) and the grant reported no GPU time; it is timed on its start's stream.
-TEST_F(CuhookTest, GrantEndIsNeverRecordedIntoACapture) {
-  GrantServer srv(sock_);
-  ASSERT_TRUE(srv.start());
-  Outcome r = run({"direct", "capclose", "4"}, {{"RIPPLE_LEARN", "off"}, {"FAKE_CUDA_ELAPSED_MS", "2"}});
-  ASSERT_TRUE(exited_ok(r)) << r.err;
-  const GrantServer::Seen seen = srv.seen();
-  json st = stats_of(r);
-  EXPECT_EQ(fake_queries(r)["cuEventRecord-captured"], 0u);
-  EXPECT_EQ(st.value("event_record_failures", -1), 0) << st.dump();
-  ASSERT_EQ(seen.dones.size(), 4u) << st.dump();
-  for (const auto& d : seen.dones) EXPECT_EQ(d.measured_ns, 2'000'000u);
-}
+TEST_F(CuhookEndTest, GrantEndIsNeverRecordedIntoACapture) { expect_every_grant_timed("capclose", 4); }
 
 // Tests that a grant whose work ran on one thread's per-thread default stream, closed on
 // another thread, is timed over that work, with CU_STREAM_PER_THREAD and with stream 0 of
@@ -183,7 +183,7 @@ TEST_F(CuhookTest, GrantEndIsNeverRecordedIntoACapture) {
 // keeps its stream busy 30 ms), and the closing thread ran nothing of the grant: the end
 // event recorded at the close, with the handle that names the closer's own per-thread
 // stream, was reached at once and the grant reported a few microseconds, or 0.
-TEST_F(CuhookTest, GrantClosedOnAnotherThreadIsTimedOnThePerThreadStreamThatRanIt) {
+TEST_F(CuhookEndTest, GrantClosedOnAnotherThreadIsTimedOnThePerThreadStreamThatRanIt) {
   // One work of two units: the worker's layers.0, then the main thread's layers.1, whose
   // end closes the grant.
   json p = {{"format", "ripple-unit-catalog/1"}, {"model", "test"}, {"units", json::array()}};
@@ -201,14 +201,8 @@ TEST_F(CuhookTest, GrantClosedOnAnotherThreadIsTimedOnThePerThreadStreamThatRanI
                      {"RIPPLE_LEARN", "off"},
                      {"FAKE_CUDA_KERNEL_US", std::to_string(kernel_us)}},
                     ptds);
-    ASSERT_TRUE(exited_ok(r)) << r.err;
-    const GrantServer::Seen seen = srv.seen();
-    json st = stats_of(r);
-    EXPECT_EQ(fake_queries(r)["cuEventRecord-refused"], 0u);
-    EXPECT_EQ(st.value("event_record_failures", -1), 0) << st.dump();
-    EXPECT_EQ(seen.grants.size(), n) << st.dump();
-    ASSERT_EQ(seen.dones.size(), n) << st.dump();
-    for (const auto& d : seen.dones) EXPECT_GE(d.measured_ns, k * kernel_us * 1000);
+    json st;
+    for (const auto& d : timed_run(srv, r, n, &st).dones) EXPECT_GE(d.measured_ns, k * kernel_us * 1000);
   }
 }
 
