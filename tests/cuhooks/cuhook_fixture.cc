@@ -89,7 +89,8 @@ Outcome CuhookTest::run(std::vector<std::string> args, std::map<std::string, std
 }
 
 Outcome CuhookTest::run_across_restart(std::vector<std::string> args, GrantServer::Seen* seen,
-                                       std::map<std::string, std::string> env, int down_ms) {
+                                       std::map<std::string, std::string> env, int down_ms,
+                                       std::function<bool(const GrantServer::Seen&)> stop_when) {
   auto first = std::make_unique<GrantServer>(sock_);
   EXPECT_TRUE(first->start());
   GrantServer second(sock_);
@@ -98,8 +99,13 @@ Outcome CuhookTest::run_across_restart(std::vector<std::string> args, GrantServe
     std::this_thread::sleep_for(std::chrono::milliseconds(down_ms));
     // The app must be running under the first agent before it goes (slow under
     // emulation or load: a fixed sleep could stop it before the first Hello).
-    for (int i = 0; i < 2000 && first->seen().works.size() < 2; ++i)
+    auto ready = [&] { return stop_when ? stop_when(first->seen()) : first->seen().works.size() >= 2; };
+    bool was_ready = false;
+    for (int i = 0; i < 2000 && !(was_ready = ready()); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (stop_when) {
+      EXPECT_TRUE(was_ready) << "the first agent never saw what the restart waits for";
+    }
     first->stop();
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     started = second.start();

@@ -59,10 +59,12 @@ class CuhookTest : public ::testing::Test {
   Outcome run(std::vector<std::string> args, std::map<std::string, std::string> env = {}, bool ptds = false,
           std::function<void()> meanwhile = nullptr);
 
-  // Runs driver_app across an agent restart: one grant server stops `down_ms` in and a
-  // second starts 150 ms later. *seen gets what the second one saw.
+  // Runs driver_app across an agent restart: one grant server stops `down_ms` in, once it
+  // has seen two works (or, with `stop_when`, once what it saw satisfies that: expected
+  // within 10 s), and a second starts 150 ms later. *seen gets what the second one saw.
   Outcome run_across_restart(std::vector<std::string> args, GrantServer::Seen* seen,
-                             std::map<std::string, std::string> env = {}, int down_ms = 200);
+                             std::map<std::string, std::string> env = {}, int down_ms = 200,
+                             std::function<bool(const GrantServer::Seen&)> stop_when = nullptr);
 
   // Removes the stats and fake-driver files of earlier runs (tests that run several times).
   void clear_outputs();
