@@ -104,7 +104,26 @@ def misses_and_idle_are_attributed():
     assert b["duration_count"] == {"< 5 ms": 1, "5-10 ms": 0, ">= 10 ms": 1}, b
     rc, out, err = on_lines(lines)
     assert rc == 0 and "| costmap | 4 | 3 | 75.00 | 1 | 1 | 1 |" in out, out
-    assert "| llm | 0 / 1 | 0.00 / 3.00 | 1.00 (1) / nan (0) / 1.20 (1) |" in out, out
+    assert "| llm | 0 / 1 | 0.00 / 3.00 | 1.00 (1) / nan (0) / 1.20 (1) | 0 / 0 |" in out, out
+
+
+@case
+def dones_without_time_and_short_grants_are_counted():
+    """Grant 1 is predicted 10 ms and its Done carries no GPU time (no event pair, or an
+    end read before its start); grant 2 is predicted 10 ms and timed 4: under half; grant 3
+    is predicted 10 ms and timed 9."""
+    ms = 1_000_000
+    lines = []
+    for gid, a0, ran in ((1, 0, 0), (2, 20, 4), (3, 40, 9)):
+        lines += [rec("grant", a0 * ms, 0, "llm", gid, 100 * ms, a0 * ms, (a0 + 10) * ms),
+                  rec("start", a0 * ms, 0, "llm", gid, 100 * ms, a0 * ms),
+                  rec("done", (a0 + 10) * ms, 0, "llm", gid, 100 * ms, a0 * ms, (a0 + 10) * ms, ran * ms)]
+    lines.append(rec("complete", 60 * ms, 0, "costmap", 1, 0, 0, 0, 5 * ms, 0))
+    b = json_of(lines)["engines"]["llm"]["late_ends_by"]
+    assert (b["untimed"], b["under_half"]) == (1, 1), b
+    assert b["duration_count"][">= 10 ms"] == 2, b
+    rc, out, err = on_lines(lines)
+    assert rc == 0 and "| 1 / 1 |" in out, out
 
 
 @case

@@ -446,7 +446,11 @@ def late_ends_by(scored: list[Grant], late_ms: float) -> dict:
     "ran_long" the others, with the p90 of each part over the late ones (ms). And, over every
     scored grant, the median of its GPU duration over its predicted one per class of the
     predicted duration: an engine whose grants each cost a fixed time beyond their units
-    runs over in the short class and under in the long one, whatever one scale it learns."""
+    runs over in the short class and under in the long one, whatever one scale it learns.
+    And the Dones that carried no GPU time ("untimed": the interposer had no event pair, or
+    read its end before its start) and the timed grants that ran under half their prediction
+    ("under_half"): a grant timed across two streams read short or negative (the thirty-first
+    session: a third of ripple-llm's grants that ended a layer)."""
     late = [(g.a_from - g.p_from, (g.a_to - g.a_from) - (g.p_to - g.p_from))
             for g in scored if g.a_to - g.p_to > late_ms * 1e6]
     ratio: dict[str, list[float]] = {label: [] for _, label in DURATION_BINS}
@@ -454,7 +458,10 @@ def late_ends_by(scored: list[Grant], late_ms: float) -> dict:
         pred = g.p_to - g.p_from
         if pred > 0 and g.a_to > g.a_from:
             ratio[next(label for top, label in DURATION_BINS if pred < top)].append((g.a_to - g.a_from) / pred)
+    timed = [r for v in ratio.values() for r in v]
     return {"started_late": sum(1 for d, x in late if d >= x), "ran_long": sum(1 for d, x in late if d < x),
+            "untimed": sum(1 for g in scored if g.done_at >= 0 and g.a_to <= g.a_from),
+            "under_half": sum(1 for r in timed if r < 0.5),
             "start_delay_ms_p90": quantile([d / 1e6 for d, _ in late], 0.9),
             "excess_ms_p90": quantile([x / 1e6 for _, x in late], 0.9),
             "duration_ratio_p50": {label: quantile(v, 0.5) for label, v in ratio.items()},
@@ -478,13 +485,14 @@ def markdown(r: dict) -> str:
                    f"{i['waiting_for_decision']:.0f} / {i['delivery']:.0f} / {i['other']:.0f} |")
     out += ["", f"| engine | late ends (> {r['late_ms']:g} ms): started late / ran long | p90 of their start delay / "
                 "run excess ms | GPU / predicted duration p50 (grants), predicted " +
-            " / ".join(label for _, label in DURATION_BINS) + " |", "|---|---|---|---|"]
+            " / ".join(label for _, label in DURATION_BINS) + " | Dones without GPU time / timed under half "
+            "their prediction |", "|---|---|---|---|---|"]
     for n, d in sorted(r["engines"].items()):
         b = d["late_ends_by"]
         out.append(f"| {n} | {b['started_late']} / {b['ran_long']} | {b['start_delay_ms_p90']:.2f} / "
                    f"{b['excess_ms_p90']:.2f} | " + " / ".join(
                        f"{b['duration_ratio_p50'][label]:.2f} ({b['duration_count'][label]})"
-                       for _, label in DURATION_BINS) + " |")
+                       for _, label in DURATION_BINS) + f" | {b['untimed']} / {b['under_half']} |")
     out += ["", "| engine | grant before the gap | successors sent before it ended | GPU gaps | idle ms |",
             "|---|---|---|---|---|"]
     for n, d in sorted(r["engines"].items()):
