@@ -1,6 +1,8 @@
 // Grant timing (cuhooks/runtime.h): a closed grant's event pair is handed to a watcher
 // thread, which reads the elapsed GPU time once the GPU has passed the end event and
 // reports it to the agent (Done), or to the record file in record mode.
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <thread>
 #include <utility>
@@ -172,9 +174,23 @@ void Runtime::stream_ends(CUstream s) {
   if (t_state.last_stream == s) t_state.last_stream = nullptr;
   if (s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) return;
   // The common case takes no lock: a stream the open grant never ran on.
-  if (last_stream_.load() != s && start_stream_.load() != s) return;
+  if (last_stream_.load() != s && start_stream_.load() != s && !lanes_open_.load(std::memory_order_acquire)) return;
   load_driver();
   std::lock_guard<std::mutex> l(gm_);
+  for (std::size_t i = 0; i < nlanes_; ++i) {
+    Lane& ln = lanes_[i];
+    if (ln.s != s) continue;
+    // A lane's stream: its end now. The grant's last work ran there perhaps: then the
+    // close ends the start's stream only (the lane ended here).
+    if (!ln.end && event_live(ln.start) && !capturing(s)) {
+      ln.end = take_event(ln.start.ctx);
+      record_event(ln.end, s);
+    }
+    ln.s = no_stream();
+    CUstream was = s;
+    last_stream_.compare_exchange_strong(was, start_stream_.load());
+    return;
+  }
   CUstream expect = s;
   if (last_stream_.compare_exchange_strong(expect, no_stream())) {
     give_back_event(std::exchange(end_ev_, {}));
@@ -234,6 +250,54 @@ void Runtime::end_on_thread_stream_locked() {
   end_thread_ = record_event(end_ev_, CU_STREAM_PER_THREAD) ? t_state.id : 0;
 }
 
+// Lanes. One start event and one end event time a grant on one stream, and it read the
+// pair across two when its work ran on several: an engine that copies on one stream and
+// computes (or copies back) on others, each waiting for the others on the GPU, had a
+// grant's start on one and its end on another, and the two are not ordered. A grant whose
+// first work was the tail of one layer's copy back (a stream that waits for that layer's
+// kernels) and whose last was the head of the next layer's copy in (a stream that waits
+// only for a buffer freed long before) had its end reached first: its time negative,
+// reported as none, its Done sent as the first half of the grant ended (ripple-llm's
+// offloaded passes: a third of the grants that ended a layer timed under half their
+// prediction, one in ten at 0: results/e2e.md). So each created stream of the start's
+// context the grant reaches gets a start event before the grant's first operation there
+// (a lane, at most kLanes beside the start's), every lane an end event at the close
+// (or at its stream's destroy), and the watcher reports the grant once every end is
+// reached, timed as the union of the streams' spans (overlap counted once). Found on a
+// switch of stream (mark_start): an engine on one stream pays nothing. Default streams
+// are no lanes (the per-thread one names the caller's; the legacy one is the last
+// stream's case, as before): their work is timed as before, against the start.
+void Runtime::note_lane(CUstream s) {
+  std::lock_guard<std::mutex> l(gm_);
+  if (!grant_ || pending_start_.load() || !start_ev_ || s == start_stream_.load()) return;
+  if (is_lane_locked(s) || nlanes_ == kLanes) return;
+  if (!event_live(start_ev_) || stream_context(s) != start_ev_.ctx || capturing(s)) return;
+  Lane& ln = lanes_[nlanes_];
+  ln = Lane{s, take_event(start_ev_.ctx), {}};
+  if (!record_event(ln.start, s)) {
+    ln = {};
+    return;
+  }
+  ++nlanes_;
+  lanes_open_.store(true, std::memory_order_release);
+}
+
+bool Runtime::is_lane_locked(CUstream s) const {
+  for (std::size_t i = 0; i < nlanes_; ++i)
+    if (lanes_[i].s == s) return true;
+  return false;
+}
+
+void Runtime::drop_lanes_locked() {
+  for (std::size_t i = 0; i < nlanes_; ++i) {
+    give_back_event(std::exchange(lanes_[i].start, {}));
+    give_back_event(std::exchange(lanes_[i].end, {}));
+  }
+  lanes_ = {};
+  nlanes_ = 0;
+  lanes_open_.store(false, std::memory_order_release);
+}
+
 void Runtime::set_grant_label_locked(std::string label) {
   grant_label_ = std::move(label);
   grant_labelled_.store(!grant_label_.empty(), std::memory_order_relaxed);
@@ -242,6 +306,7 @@ void Runtime::set_grant_label_locked(std::string label) {
 void Runtime::drop_grant_locked() {
   give_back_event(std::exchange(start_ev_, {}));
   give_back_event(std::exchange(end_ev_, {}));
+  drop_lanes_locked();
   end_thread_ = 0;
   pending_start_.store(false);
   grant_.reset();
@@ -268,6 +333,9 @@ void Runtime::close_grant_locked() {
     if (!event_live(start_ev_)) {
       // Its context ended inside the grant: no end event is taken for it (its handle may
       // be nothing, or another context's); the watcher reports the grant without a time.
+    } else if (nlanes_ > 0 && last != no_stream() && last != start_stream_.load() && is_lane_locked(last)) {
+      // The last work ran on a lane: it ends there (below), the start's span on its own.
+      t.end = end_event_locked(start_stream_.load());
     } else if (last == no_stream() && early) {
       t.end = std::exchange(early, {});
     } else if (last == CU_STREAM_PER_THREAD && early && early_thread != 0 &&
@@ -279,7 +347,17 @@ void Runtime::close_grant_locked() {
       t.end = end_event_locked(last);
     }
   }
+  // Every lane ends now (one destroyed first ended then), each span beside the start's.
+  for (std::size_t i = 0; t.start && i < nlanes_; ++i) {
+    Lane& ln = lanes_[i];
+    if (!ln.end && ln.s != no_stream() && !capturing(ln.s) && event_live(ln.start)) {
+      ln.end = take_event(ln.start.ctx);
+      record_event(ln.end, ln.s);
+    }
+    if (ln.start && ln.end) t.lanes[t.nlanes++] = std::exchange(ln, {});
+  }
   give_back_event(std::exchange(early, {}));
+  drop_lanes_locked();  // what was not handed on
   // A start that was never timed goes back (a start left while pending_start_ is set).
   if (!t.start) give_back_event(start_ev_);
   start_ev_ = {};
@@ -338,23 +416,60 @@ void Runtime::watcher_loop() {
       Timed& t = batch.front();
       std::uint64_t ns = 0;
       bool live = false;  // its context has not ended (its pool is the one it came from)
-      if (t.start && t.end) {
+      if (t.start && (t.end || t.nlanes)) {
         std::lock_guard<std::mutex> l(wm_);
         auto it = pools_.find(t.ctx);
         live = it != pools_.end() && it->second.gen == t.start.pool;
       }
+      Event first_start, last_end;  // where its GPU work began and ended, for the gaps
       if (live) {
         if (t.ctx && drv_.ctx_set) drv_.ctx_set(t.ctx);
-        const CUresult q = drv_.event_query(t.end.ev);
+        // Reported once every stream it ran on passed its end (lanes).
+        CUresult q = t.end ? drv_.event_query(t.end.ev) : CUDA_SUCCESS;
+        for (std::size_t i = 0; q == CUDA_SUCCESS && i < t.nlanes; ++i) q = drv_.event_query(t.lanes[i].end.ev);
         if (q == CUDA_ERROR_NOT_READY) break;  // it and every later grant wait, in order
-        float ms = 0;
-        if (q == CUDA_SUCCESS && drv_.elapsed(&ms, t.start.ev, t.end.ev) == CUDA_SUCCESS && ms > 0) ns = done_ns(ms);
-        float gap = 0;
-        if (q == CUDA_SUCCESS && prev_end && prev_end.ctx == t.ctx && prev_end.pool == t.start.pool &&
-            drv_.elapsed(&gap, prev_end.ev, t.start.ev) == CUDA_SUCCESS) {
-          g_c.boundary_gaps.fetch_add(1, std::memory_order_relaxed);
-          // Negative where the later grant's first work began on another stream first.
-          if (gap > 0) g_c.boundary_gap_ns.fetch_add(done_ns(gap), std::memory_order_relaxed);
+        if (q == CUDA_SUCCESS) {
+          // Each stream's span, in ms from the start event; the time is their union.
+          std::array<std::pair<float, float>, kLanes + 1> span;
+          std::size_t n = 0;
+          float lo = 0, hi = 0;
+          first_start = t.start;
+          float e = 0;
+          if (t.end && drv_.elapsed(&e, t.start.ev, t.end.ev) == CUDA_SUCCESS) {
+            span[n++] = {0.f, e};
+            hi = e, last_end = t.end;
+          }
+          for (std::size_t i = 0; i < t.nlanes; ++i) {
+            float a = 0, b = 0;
+            if (drv_.elapsed(&a, t.start.ev, t.lanes[i].start.ev) != CUDA_SUCCESS ||
+                drv_.elapsed(&b, t.start.ev, t.lanes[i].end.ev) != CUDA_SUCCESS)
+              continue;
+            span[n++] = {a, b};
+            if (a < lo) lo = a, first_start = t.lanes[i].start;
+            if (!last_end || b > hi) hi = b, last_end = t.lanes[i].end;
+          }
+          for (std::size_t i = 1; i < n; ++i)  // by start (at most kLanes + 1)
+            for (std::size_t j = i; j > 0 && span[j].first < span[j - 1].first; --j) std::swap(span[j], span[j - 1]);
+          double total = 0, cur_a = 0, cur_b = 0;
+          bool open = false;
+          for (std::size_t i = 0; i < n; ++i) {
+            if (span[i].second <= span[i].first) continue;  // reached in the wrong order: nothing
+            if (open && span[i].first <= cur_b) {
+              cur_b = std::max<double>(cur_b, span[i].second);
+            } else {
+              if (open) total += cur_b - cur_a;
+              cur_a = span[i].first, cur_b = span[i].second, open = true;
+            }
+          }
+          if (open) total += cur_b - cur_a;
+          if (total > 0) ns = done_ns(static_cast<float>(total));
+          float gap = 0;
+          if (prev_end && last_end && prev_end.ctx == t.ctx && prev_end.pool == t.start.pool &&
+              drv_.elapsed(&gap, prev_end.ev, first_start.ev) == CUDA_SUCCESS) {
+            g_c.boundary_gaps.fetch_add(1, std::memory_order_relaxed);
+            // Negative where the later grant's first work began on another stream first.
+            if (gap > 0) g_c.boundary_gap_ns.fetch_add(done_ns(gap), std::memory_order_relaxed);
+          }
         }
       }
       if (rec_) {
@@ -370,12 +485,18 @@ void Runtime::watcher_loop() {
         if (client_ && t.gen == gen_.load() && client_->done(t.grant, ns).ok())
           g_c.done_reported.fetch_add(1, std::memory_order_relaxed);
       }
-      give_back_event(t.start);
-      // The end event stays until the next grant's gap is read (a grant without an event
-      // pair breaks the chain: no gap is read across it).
+      // The event its work ended at stays until the next grant's gap is read (a grant
+      // without a time breaks the chain: no gap is read across it).
       give_back_event(std::exchange(prev_end, {}));
-      if (t.start) prev_end = t.end;
-      else give_back_event(t.end);
+      for (Event* e : {&t.start, &t.end}) {
+        if (*e && e->ev == last_end.ev) prev_end = std::exchange(*e, {});
+        give_back_event(std::exchange(*e, {}));
+      }
+      for (std::size_t i = 0; i < t.nlanes; ++i)
+        for (Event* e : {&t.lanes[i].start, &t.lanes[i].end}) {
+          if (*e && e->ev == last_end.ev) prev_end = std::exchange(*e, {});
+          give_back_event(std::exchange(*e, {}));
+        }
       inflight_.fetch_sub(1);
       batch.pop_front();
     }

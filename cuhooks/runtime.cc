@@ -279,6 +279,11 @@ void Runtime::mark_start(CUstream s) {
     }
     note_last();
   } else if (grant_labelled_.load(std::memory_order_relaxed)) {
+    // A switch of stream (rare beside the launches on one: a copy stream, a compute
+    // stream): one more lane if the grant has not run on it yet.
+    if (stream != last_stream_.load(std::memory_order_relaxed) && stream != nullptr && stream != CU_STREAM_LEGACY &&
+        stream != CU_STREAM_PER_THREAD)
+      note_lane(stream);
     note_last();
   }
 }
@@ -395,6 +400,9 @@ void Runtime::fork_child() {
   pending_start_.store(false);
   start_ev_ = end_ev_ = {};
   end_thread_ = 0;
+  lanes_ = {};
+  nlanes_ = 0;
+  lanes_open_.store(false);
   start_stream_.store(no_stream());
   last_stream_.store(no_stream());
   last_thread_.store(0);

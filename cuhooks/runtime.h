@@ -17,6 +17,7 @@
 // launch inside a granted unit takes no lock. Internal to libripple-cuhook.so.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -85,11 +86,23 @@ struct Event {
   explicit operator bool() const { return ev != nullptr; }
 };
 
+// One more created stream a grant ran on (beside its start's): an event recorded there
+// before the grant's first operation on it, one after its last (grant_timer.cc, "Lanes").
+struct Lane {
+  CUstream s = nullptr;
+  Event start, end;
+};
+// At most this many created streams beside the start's are timed a grant (more: their
+// work is timed only where it falls inside the others').
+inline constexpr std::size_t kLanes = 4;
+
 // A grant handed to the watcher once closed.
 struct Timed {
   engine::GrantMsg grant;
   std::uint64_t gen;
-  Event start, end;  // one context's (the start's)
+  Event start, end;  // one context's (the start's); end: on the start's stream (or the last's)
+  std::array<Lane, kLanes> lanes{};  // the other created streams it ran on, that context's
+  std::size_t nlanes = 0;
   CUcontext ctx = nullptr;
   std::string unit;  // the unit's label (record mode; a one-boundary grant when learning)
   bool single = false;  // the grant covered one boundary's units: its time is that label's
@@ -422,6 +435,17 @@ class Runtime {
   // streams, both of them the grant's.
   std::atomic<std::uint64_t> last_thread_{0};
   Event end_ev_;  // under gm_
+  // The created streams of the start's context the grant ran on besides the start's, in
+  // the order it reached them (their start events recorded there; an end recorded when
+  // one is destroyed first): the close ends each (grant_timer.cc, "Lanes"). Under gm_.
+  std::array<Lane, kLanes> lanes_{};
+  std::size_t nlanes_ = 0;
+  // nlanes_ > 0, for stream_ends' look without gm_ (a destroyed lane's end goes on it first).
+  std::atomic<bool> lanes_open_{false};
+  // A created stream the open grant reaches for the first time (mark_start): a lane.
+  void note_lane(CUstream s);
+  bool is_lane_locked(CUstream s) const;
+  void drop_lanes_locked();
   // The thread on whose per-thread default stream end_ev_ was recorded as a unit of it
   // ended (end_on_thread_stream_locked); 0: end_ev_ is a destroyed stream's (or none).
   // Under gm_.

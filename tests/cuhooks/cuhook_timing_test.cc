@@ -206,5 +206,28 @@ TEST_F(CuhookEndTest, GrantClosedOnAnotherThreadIsTimedOnThePerThreadStreamThatR
   }
 }
 
+// Tests that a grant whose work ran on two created streams is timed over both, and
+// reported once both passed it. The fake's GPU runs behind the host (each kernel keeps its
+// stream busy 30 ms); each unit puts K kernels on the app's stream and then one on a
+// second stream, which is ahead: the first stream falls further behind at each unit, as
+// an offloading engine's copy stream behind its compute stream. Timed from a start on the
+// first stream to an end on the second, the first grant read 30 ms for its 60 and every
+// later one a negative time, reported as 0 (ripple-llm's grants that ended a layer on the
+// GPU: results/e2e.md). With the second stream destroyed inside the unit (lanesend), its
+// end goes on it then: recorded at the close, on the freed handle, it was refused.
+TEST_F(CuhookEndTest, GrantOnTwoStreamsIsTimedOverBoth) {
+  const std::uint64_t n = 4, k = 2, kernel_us = 30000;
+  for (const std::string mode : {"lanes", "lanesend"}) {
+    SCOPED_TRACE(mode);
+    clear_outputs();
+    GrantServer srv(sock_);
+    ASSERT_TRUE(srv.start());
+    Outcome r = run({"direct", mode, std::to_string(n), std::to_string(k)},
+                    {{"RIPPLE_LEARN", "off"}, {"FAKE_CUDA_KERNEL_US", std::to_string(kernel_us)}});
+    json st;
+    for (const auto& d : timed_run(srv, r, n, &st).dones) EXPECT_GE(d.measured_ns, k * kernel_us * 1000);
+  }
+}
+
 }  // namespace
 }  // namespace ripple::testing

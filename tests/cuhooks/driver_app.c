@@ -93,6 +93,15 @@
  *                                cuCtxDestroy, cuCtxCreate) or reset (device 1's primary
  *                                context retained, reset, retained again; both released at
  *                                the end); the ends through PATH
+ *         lanes N K              N NVTX ranges "model.layers.0", each with K kernels
+ *                                "attn_k" on the app's stream and then one "mlp_k" on a
+ *                                second created stream, never synchronised in between (the
+ *                                first stream's work falls behind the second's, as a copy
+ *                                stream's behind a compute stream's); both synchronised
+ *                                at the end
+ *         lanesend N K           as lanes, the second stream created in each range, and
+ *                                one more "attn_k" on the app's stream after its kernel,
+ *                                then it is destroyed before the range is popped
  *         ptsclose ON N K        N times: a worker thread opens the NVTX range
  *                                "model.layers.0", launches K kernels "attn_k" on its
  *                                per-thread default stream (ON: pt, CU_STREAM_PER_THREAD;
@@ -614,6 +623,31 @@ static void capclose(int n) {
   CHECK(A.stream_destroy(s));
 }
 
+/* lanes: a grant's work on two created streams, its last on the one that is ahead. */
+static void lanes(int n, int k, int destroy) {
+  CUfunction fa = func("attn_k"), fm = func("mlp_k");
+  CUstream s;
+  if (!destroy) CHECK(cuStreamCreate(&s, 0));
+  unsigned long long bytes = 4096;
+  void* params[] = {&bytes};
+  for (int i = 0; i < n; ++i) {
+    nvtxRangePushA("model.layers.0");
+    if (destroy) CHECK(cuStreamCreate(&s, 0));
+    for (int j = 0; j < k; ++j) CHECK(A.launch(fa, 1, 1, 1, 32, 1, 1, 0, g_stream, params, NULL));
+    CHECK(A.launch(fm, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+    if (destroy) {  /* the last work on the first stream again: the second is neither start nor last */
+      CHECK(A.launch(fa, 1, 1, 1, 32, 1, 1, 0, g_stream, params, NULL));
+      CHECK(A.stream_destroy(s));
+    }
+    nvtxRangePop();
+  }
+  CHECK(cuStreamSynchronize(g_stream));
+  if (!destroy) {
+    CHECK(cuStreamSynchronize(s));
+    CHECK(A.stream_destroy(s));
+  }
+}
+
 /* twoctx: one process driving two GPUs, each through its primary context (cudaSetDevice
  * makes it current); `main_ctx` is current again at the end. */
 static void twoctx(const char* on, int n, unsigned long long bytes, CUcontext main_ctx) {
@@ -977,6 +1011,10 @@ int main(int argc, char** argv) {
     else if (!strcmp(m, "commreuse")) commreuse(a, strtoull(argv[i + 2], NULL, 0)), i += 2;
     else if (!strcmp(m, "streamend")) streamend(a), i += 1;
     else if (!strcmp(m, "capclose")) capclose(a), i += 1;
+    else if (!strcmp(m, "lanes") || !strcmp(m, "lanesend")) {
+      if (i + 2 >= argc) { fprintf(stderr, "driver_app: %s needs N K\n", m); return 2; }
+      lanes(a, b, !strcmp(m, "lanesend")), i += 2;
+    }
     else if (!strcmp(m, "ctxmid")) {
       if (i + 2 >= argc) { fprintf(stderr, "driver_app: ctxmid needs HOW N\n"); return 2; }
       ctxmid(argv[i + 1], b, ctx), i += 2;
