@@ -83,8 +83,9 @@ struct DecodeRun {
   GrantServer::Seen seen;
   std::string err;
   // Works of one graph launch (before the pass and its period are known) and of several,
-  // the most passes one spans, and the graph units announced in all.
-  std::size_t singles = 0, multi = 0, most = 0, units = 0;
+  // the most passes one spans, and the graph units announced in all; `onset`: the works
+  // before the first of several passes.
+  std::size_t singles = 0, multi = 0, most = 0, units = 0, onset = 0;
 };
 
 // Tests that a short learned pass (llama.cpp decoding a small model: one graph launch a
@@ -110,6 +111,7 @@ TEST_F(CuhookTest, ShortPassesShareAWork) {
     d.err = r.err;
     for (const auto& w : d.seen.works) {
       d.units += w.units.size();
+      if (d.multi == 0 && w.units.size() == 1) ++d.onset;
       (w.units.size() > 1 ? d.multi : d.singles) += 1;
       d.most = std::max(d.most, w.units.size());
     }
@@ -137,8 +139,11 @@ TEST_F(CuhookTest, ShortPassesShareAWork) {
   const int steps = 300;
   // >= 1 ms a token: works of up to 10 passes once the pass is stable: matched twice, as
   // a drain of a whole work (10 passes x 1 MB) charges under 16 MiB.
+  // (When its works start spanning passes is timed, not counted: a work spans
+  // ceil(10 ms / the median pass period) passes, 1 while the median of the first few
+  // periods is 10 ms or more. Under qemu-user on a loaded host this run once had 14 works
+  // of one pass where 9 is usual; the cheap and heavy runs below count the onset.)
   DecodeRun fast = decode(steps, 1, {});
-  EXPECT_LE(fast.singles, 8u + 2 + 4) << "learning (8 launches), then 2 passes matched";
   EXPECT_GE(fast.singles, 2u);
   EXPECT_GE(fast.multi, 1u) << fast.err;
   EXPECT_LE(fast.most, 10u) << "a token takes at least 1 ms: at most 10 ms / 1 ms passes a work";
@@ -157,13 +162,18 @@ TEST_F(CuhookTest, ShortPassesShareAWork) {
   EXPECT_EQ(off.seen.works.size(), static_cast<std::size_t>(steps) + 1) << "and one pass ahead after the last";
   EXPECT_LT(fast.seen.works.size() * 2, off.seen.works.size()) << "far fewer round trips";
 
-  // A pass whose drained work would charge real bytes (100 MB a graph launch: a work of
-  // up to 10 passes, 1 GB) spans passes only once matched 16 times in a row.
-  DecodeRun heavy = decode(steps, 1, {{"RIPPLE_GRAPH_BYTES", "100000000"}});
-  EXPECT_GE(heavy.singles, 16u) << "16 passes matched before a work spans passes";
+  // A pass whose drained work would charge real bytes (100 MB a graph launch) spans
+  // passes only once matched 16 times in a row; a cheap one (1 kB) once matched twice.
+  // RIPPLE_MIN_WORK_MS=1000: a work spans several passes as soon as its pass is stable
+  // whatever a token takes (under 1 s), so the works before the first of several passes
+  // are counted, not timed: learning (the same launches in both runs), then 16 or 2.
+  DecodeRun heavy = decode(steps, 1, {{"RIPPLE_GRAPH_BYTES", "100000000"}, {"RIPPLE_MIN_WORK_MS", "1000"}});
+  EXPECT_GE(heavy.onset, 16u) << "16 passes matched before a work spans passes";
   EXPECT_LE(heavy.singles, 8u + 16 + 4);
   EXPECT_GE(heavy.multi, 1u) << heavy.err;
-  EXPECT_LT(fast.singles + 10, heavy.singles) << "the cheap pass spans passes 14 round trips sooner";
+  DecodeRun cheap = decode(60, 1, {{"RIPPLE_GRAPH_BYTES", "1000"}, {"RIPPLE_MIN_WORK_MS", "1000"}});
+  EXPECT_GE(cheap.multi, 1u) << cheap.err;
+  EXPECT_EQ(cheap.onset + 14, heavy.onset) << "the cheap pass spans passes 14 round trips sooner";
 
   // A pass longer than RIPPLE_MIN_WORK_MS (12 ms a token) keeps one pass a work, also
   // once stable.
@@ -227,7 +237,15 @@ TEST_F(CuhookTest, MultiPassWorkDrainsAndSurvivesRestart) {
   }
   clear_outputs();
   GrantServer::Seen seen;
-  Outcome r = run_across_restart({"direct", "sleep", "1", "graph", "700"}, &seen, env, 250);
+  // The first agent goes once it has seen a work of several passes (the pass learned and
+  // stable; the hook's only session, none renewed for a graph pass), not at a fixed time
+  // in: under emulation or load that could come before learning, and the new session's
+  // works would then be single passes until the pass is stable.
+  Outcome r = run_across_restart({"direct", "sleep", "1", "graph", "700"}, &seen, env, 0,
+                                 [](const GrantServer::Seen& s) {
+                                   return std::any_of(s.works.begin(), s.works.end(),
+                                                      [](const auto& w) { return w.units.size() > 1; });
+                                 });
   ASSERT_TRUE(exited_ok(r)) << r.err;
   json st = stats_of(r);
   EXPECT_EQ(st["units_graph"].get<int>(), 700);
@@ -403,8 +421,13 @@ TEST_F(CuhookTest, DeviationDrainsTheWorkAnnouncedAhead) {
 // open work and then works ahead again, every launch a boundary and none drained.
 TEST_F(CuhookTest, AgentLossForgetsTheWorkAnnouncedAhead) {
   GrantServer::Seen seen;
+  // The first agent goes once it has seen 30 works (one pass each): past learning (8
+  // launches at most) and stability (2 passes matched for this cheap pass, 16 at most):
+  // works are announced ahead when it goes. Not a fixed time in (150 ms could come before
+  // learning under emulation or load).
   Outcome r = run_across_restart({"direct", "sleep", "1", "graph", "400"}, &seen,
-                                 {{"RIPPLE_GRAPH_BYTES", "1000000"}, {"RIPPLE_MIN_WORK_MS", "0"}}, 150);
+                                 {{"RIPPLE_GRAPH_BYTES", "1000000"}, {"RIPPLE_MIN_WORK_MS", "0"}}, 0,
+                                 [](const GrantServer::Seen& s) { return s.works.size() >= 30; });
   ASSERT_TRUE(exited_ok(r)) << r.err;
   EXPECT_EQ(r.out, "driver_app: done\n");
   json st = stats_of(r);
@@ -423,7 +446,7 @@ TEST_F(CuhookTest, AgentLossForgetsTheWorkAnnouncedAhead) {
     announced += w.units.size();
   }
   EXPECT_LE(announced, 400u + 1) << "the new session announces what is left, not a replay";
-  // Works ahead before the loss (16 passes after learning, 150 ms in) and again after it.
+  // Works ahead before the loss and again after it.
   EXPECT_GT(st["works_ahead"].get<std::size_t>(), seen.works.size() / 2);
   EXPECT_GE(st["work_starts_in_hand"].get<std::size_t>(), seen.works.size() / 2);
 }
