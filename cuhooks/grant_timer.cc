@@ -182,10 +182,7 @@ void Runtime::stream_ends(CUstream s) {
     if (ln.s != s) continue;
     // A lane's stream: its end now. The grant's last work ran there perhaps: then the
     // close ends the start's stream only (the lane ended here).
-    if (!ln.end && event_live(ln.start) && !capturing(s)) {
-      ln.end = take_event(ln.start.ctx);
-      record_event(ln.end, s);
-    }
+    end_lane_locked(ln);
     ln.s = no_stream();
     CUstream was = s;
     last_stream_.compare_exchange_strong(was, start_stream_.load());
@@ -282,6 +279,14 @@ void Runtime::note_lane(CUstream s) {
   lanes_open_.store(true, std::memory_order_release);
 }
 
+// A lane's end event, recorded once on its stream (none on a capturing stream, a destroyed
+// one, or for an ended context).
+void Runtime::end_lane_locked(Lane& ln) {
+  if (ln.end || ln.s == no_stream() || capturing(ln.s) || !event_live(ln.start)) return;
+  ln.end = take_event(ln.start.ctx);
+  record_event(ln.end, ln.s);
+}
+
 bool Runtime::is_lane_locked(CUstream s) const {
   for (std::size_t i = 0; i < nlanes_; ++i)
     if (lanes_[i].s == s) return true;
@@ -350,10 +355,7 @@ void Runtime::close_grant_locked() {
   // Every lane ends now (one destroyed first ended then), each span beside the start's.
   for (std::size_t i = 0; t.start && i < nlanes_; ++i) {
     Lane& ln = lanes_[i];
-    if (!ln.end && ln.s != no_stream() && !capturing(ln.s) && event_live(ln.start)) {
-      ln.end = take_event(ln.start.ctx);
-      record_event(ln.end, ln.s);
-    }
+    end_lane_locked(ln);
     if (ln.start && ln.end) t.lanes[t.nlanes++] = std::exchange(ln, {});
   }
   give_back_event(std::exchange(early, {}));

@@ -445,6 +445,7 @@ class Runtime {
   // A created stream the open grant reaches for the first time (mark_start): a lane.
   void note_lane(CUstream s);
   bool is_lane_locked(CUstream s) const;
+  void end_lane_locked(Lane& ln);
   void drop_lanes_locked();
   // The thread on whose per-thread default stream end_ev_ was recorded as a unit of it
   // ended (end_on_thread_stream_locked); 0: end_ev_ is a destroyed stream's (or none).
