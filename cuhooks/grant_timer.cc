@@ -34,6 +34,55 @@ std::uint64_t done_ns(float ms) {
 // one still in a grant is dropped when given back (the pool's generation differs), never
 // recorded or destroyed again. Bounded: kPoolEvents free events a context (more are
 // destroyed), kPools contexts (past it the oldest pool is forgotten).
+//
+// The pool lock (wm_) is never held across a driver call: a call the driver takes long
+// over (a query on a loaded machine) would stall every hook call that takes or gives back
+// an event, so every grant's close and so every launching thread. A driver call the hook
+// makes on an event on its own account (the watcher's queries and elapsed times, a record,
+// a destroy past the kept) pins the event's pool under the lock first, and a context's end
+// marks its pool ending (no new pin) and waits for the pins to go before the driver frees
+// the events, at most kPinWaitMs: the watcher checked the pool and then queried without a
+// pin, and a context destroyed in between had its freed events queried and timed.
+
+bool Runtime::pin_event(const Event& e) {
+  if (!e) return false;
+  std::lock_guard<std::mutex> l(wm_);
+  auto it = pools_.find(e.ctx);
+  if (it == pools_.end() || it->second.gen != e.pool || it->second.ending) return false;
+  ++it->second.pins;
+  return true;
+}
+
+void Runtime::unpin_event(const Event& e) {
+  {
+    std::lock_guard<std::mutex> l(wm_);
+    auto it = pools_.find(e.ctx);
+    // Gone: its end gave up waiting (said), or it was forgotten past kPools.
+    if (it == pools_.end() || it->second.gen != e.pool || it->second.pins == 0) return;
+    if (--it->second.pins > 0) return;
+  }
+  pin_cv_.notify_all();
+}
+
+template <class Ends>
+void Runtime::end_pools_wm_locked(std::unique_lock<std::mutex>& l, Ends ends) {
+  bool any = false;
+  for (auto& [c, p] : pools_)
+    if (ends(c, p)) ++p.ending, any = true;
+  if (!any) return;
+  auto unpinned = [&] {
+    for (auto& [c, p] : pools_)
+      if (p.ending && ends(c, p) && p.pins > 0) return false;
+    return true;
+  };
+  if (pin_cv_.wait_for(l, std::chrono::milliseconds(kPinWaitMs), unpinned)) return;
+  g_c.pin_waits_given_up.fetch_add(1, std::memory_order_relaxed);
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    say("a context ended while a driver call on its timing events had run for %d ms: not waited for longer "
+        "(pin_waits_given_up)",
+        kPinWaitMs);
+}
 
 CUcontext Runtime::stream_context(CUstream s) {
   CUcontext c = nullptr;
@@ -97,16 +146,25 @@ void Runtime::give_back_event(Event e) {
     std::lock_guard<std::mutex> l(wm_);
     auto it = pools_.find(e.ctx);
     if (it == pools_.end() || it->second.gen != e.pool) return;
-    if (it->second.free.size() < kPoolEvents) {
+    // Kept while its context is ending (a release under way: the driver may free it).
+    if (it->second.free.size() < kPoolEvents || it->second.ending) {
       it->second.free.push_back(e.ev);
       return;
     }
+    ++it->second.pins;  // its context lives, and does across the destroy
   }
-  if (drv_.event_destroy) drv_.event_destroy(e.ev);  // its context lives: the pool does
+  if (drv_.event_destroy) drv_.event_destroy(e.ev);
+  unpin_event(e);
 }
 
 bool Runtime::record_event(Event& e, CUstream s) {
   if (!e || !drv_.event_record) return false;
+  if (!pin_event(e)) {
+    // Its context ended (the event went with it) or is ending (a release under way): not
+    // recorded; back to its pool if that is still there.
+    give_back_event(std::exchange(e, {}));
+    return false;
+  }
   // A default stream is the current context's; a created stream is its own context's
   // whatever is current, but the call is made in the event's context either way.
   CUcontext cur = nullptr;
@@ -114,6 +172,7 @@ bool Runtime::record_event(Event& e, CUstream s) {
                     drv_.ctx_set(e.ctx) == CUDA_SUCCESS;
   const CUresult r = drv_.event_record(e.ev, s);
   if (swap) drv_.ctx_set(cur);
+  unpin_event(e);
   if (r == CUDA_SUCCESS) return true;
   g_c.event_record_failures.fetch_add(1, std::memory_order_relaxed);
   if (r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_INVALID_CONTEXT || r == CUDA_ERROR_CONTEXT_IS_DESTROYED) {
@@ -137,20 +196,29 @@ bool Runtime::event_live(const Event& e) {
 }
 
 void Runtime::context_ends(CUcontext c) {
-  std::lock_guard<std::mutex> l(wm_);
+  std::unique_lock<std::mutex> l(wm_);
+  end_pools_wm_locked(l, [c](CUcontext pc, const EventPool&) { return pc == c; });
   if (auto it = pools_.find(c); it != pools_.end()) drop_pool_wm_locked(it);
 }
 
+// Before a reset (it ends the primary context) or a release (it may: the hook learns it
+// only after the call, device_release_ends).
 void Runtime::device_contexts_end(CUdevice d, bool released) {
-  if (released) {
-    // Released: it ended only if it is no longer active (the last retain released).
-    unsigned int flags = 0;
-    int active = 1;
-    load_driver();
-    if (!drv_.primary_state || drv_.primary_state(d, &flags, &active) != CUDA_SUCCESS || active) return;
-  }
+  std::unique_lock<std::mutex> l(wm_);
+  end_pools_wm_locked(l, [d](CUcontext, const EventPool& p) { return p.device == d; });
+  if (!released) drop_device_pools_wm_locked(d);
+}
+
+void Runtime::device_release_ends(CUdevice d, bool ok) {
+  // Released: it ended only if it is no longer active (the last retain released).
+  unsigned int flags = 0;
+  int active = 1;
+  load_driver();
+  const bool ended = ok && drv_.primary_state && drv_.primary_state(d, &flags, &active) == CUDA_SUCCESS && !active;
   std::lock_guard<std::mutex> l(wm_);
-  drop_device_pools_wm_locked(d);
+  for (auto& [c, p] : pools_)
+    if (p.device == d && p.ending > 0) --p.ending;
+  if (ended) drop_device_pools_wm_locked(d);
 }
 
 // Which pool is the primary context's is not known: every pool of the device goes (a
@@ -417,14 +485,24 @@ void Runtime::watcher_loop() {
     while (!batch.empty()) {
       Timed& t = batch.front();
       std::uint64_t ns = 0;
-      bool live = false;  // its context has not ended (its pool is the one it came from)
+      // Its context has not ended (its pool is the one it came from) and cannot while the
+      // pin holds; a context whose release is under way is looked at again, in order.
+      bool live = false, ending = false;
       if (t.start && (t.end || t.nlanes)) {
         std::lock_guard<std::mutex> l(wm_);
         auto it = pools_.find(t.ctx);
         live = it != pools_.end() && it->second.gen == t.start.pool;
+        ending = live && it->second.ending;
+        if (live && !ending) ++it->second.pins;
       }
+      if (ending) break;
       Event first_start, last_end;  // where its GPU work began and ended, for the gaps
       if (live) {
+        struct Unpin {
+          Runtime* r;
+          const Event& e;
+          ~Unpin() { r->unpin_event(e); }
+        } unpin{this, t.start};
         if (t.ctx && drv_.ctx_set) drv_.ctx_set(t.ctx);
         // Reported once every stream it ran on passed its end (lanes).
         CUresult q = t.end ? drv_.event_query(t.end.ev) : CUDA_SUCCESS;

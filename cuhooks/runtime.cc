@@ -377,6 +377,7 @@ void Runtime::fork_child() {
   new (&cm_) std::mutex();
   new (&wm_) std::mutex();
   new (&wcv_) std::condition_variable();
+  new (&pin_cv_) std::condition_variable();
   new (&matcher_m_) std::mutex();
   new (&func_m_) std::mutex();
   new (&comm_m_) std::mutex();
@@ -540,15 +541,19 @@ void ends_before(const Op& op, CUcontext c) {
 }
 void ends_before(const Op& op, CUdevice d) {
   count_end(op);
-  // A reset ends the primary context in the call; a release only perhaps (after it).
-  if (Runtime* rtp = built(); rtp && op.hook == Hook::cuDevicePrimaryCtxReset_v2) rtp->device_contexts_end(d, false);
+  // A reset ends the primary context in the call; a release only perhaps (told after it,
+  // its pools marked ending meanwhile).
+  Runtime* rtp = built();
+  if (!rtp) return;
+  if (op.hook == Hook::cuDevicePrimaryCtxReset_v2) rtp->device_contexts_end(d, false);
+  else if (op.hook == Hook::cuDevicePrimaryCtxRelease_v2) rtp->device_contexts_end(d, true);
 }
 void ends_after(const Op&, CUstream, CUresult r) { count_end_result(r); }
 void ends_after(const Op&, CUcontext, CUresult r) { count_end_result(r); }
 void ends_after(const Op& op, CUdevice d, CUresult r) {
   count_end_result(r);
-  if (Runtime* rtp = built(); rtp && r == CUDA_SUCCESS && op.hook == Hook::cuDevicePrimaryCtxRelease_v2)
-    rtp->device_contexts_end(d, true);
+  if (Runtime* rtp = built(); rtp && op.hook == Hook::cuDevicePrimaryCtxRelease_v2)
+    rtp->device_release_ends(d, r == CUDA_SUCCESS);
 }
 void count_passthrough() { g_c.passthrough.fetch_add(1, std::memory_order_relaxed); }
 void count_unwrapped(const char* symbol) {

@@ -153,7 +153,11 @@ class Runtime {
   // device's primary context: at a reset (before), or at a release after which the
   // driver says it is no longer active; every pool of that device goes (grant_timer.cc).
   void context_ends(CUcontext c);
+  // A device's primary context is reset (before the call: every pool of the device goes)
+  // or released (before the call, released = true: its pools are marked ending across the
+  // call, no event of theirs used by the hook; device_release_ends after it).
   void device_contexts_end(CUdevice d, bool released);
+  void device_release_ends(CUdevice d, bool ok);
   void fork_child();
   // False when it could not (said in one line).
   // at_exit: the last write; the periodic writer writes nothing after it (a write it began
@@ -471,7 +475,21 @@ class Runtime {
     std::vector<CUevent> free;
     std::uint64_t gen = 0;
     CUdevice device = -1;
+    int pins = 0;    // driver calls on its events under way without wm_ (pin_event)
+    int ending = 0;  // its context is ending (a release under way): no new pin
   };
+  // Pins e's pool for a driver call on e made without wm_ (never held across a driver
+  // call: one slow call would stall every hook call that takes or gives back an event):
+  // false when its context ended or is ending. A context's end waits for its pool's pins
+  // (at most kPinWaitMs) before the driver frees its events. unpin_event after the call.
+  bool pin_event(const Event& e);
+  void unpin_event(const Event& e);
+  // Under wm_ (held by l): the pools `ends` selects are marked ending, and the call waits
+  // until none of them is pinned, at most kPinWaitMs (said once if it gave up).
+  template <class Ends>
+  void end_pools_wm_locked(std::unique_lock<std::mutex>& l, Ends ends);
+  static constexpr int kPinWaitMs = 1000;
+  std::condition_variable pin_cv_;  // a pin went (with wm_)
   static constexpr std::size_t kPoolEvents = 64;  // kept per context; more are destroyed
   static constexpr std::size_t kPools = 64;       // contexts; past it the oldest pool goes
   std::unordered_map<CUcontext, EventPool> pools_;

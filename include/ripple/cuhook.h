@@ -88,7 +88,9 @@ extern "C" {
   X(nvtx_uncached, "NVTX range names matched again: past the 4096 names the hook keeps")       \
   /* v11: */                                                                                    \
   X(event_record_failures, "grant timing events the driver refused to record (no GPU time)")   \
-  X(event_pools, "contexts whose timing events the hook pools (a gauge; each ends with its context)")
+  X(event_pools, "contexts whose timing events the hook pools (a gauge; each ends with its context)") \
+  /* v12: */                                                                                    \
+  X(pin_waits_given_up, "context ends that stopped waiting (1 s) for a driver call on their timing events")
 
 /* Counters of the interposer (a snapshot), one field per RIPPLE_CUHOOK_COUNTERS entry. */
 struct ripple_cuhook_stats {

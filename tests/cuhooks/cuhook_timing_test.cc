@@ -112,6 +112,56 @@ TEST_F(CuhookTest, EndedContextsTakeTheirTimingEventsWithThem) {
   }
 }
 
+// Tests that the watcher never queries, times or destroys an event of a context that
+// ended while it looked at it: each context (destroyed, released to its end, reset) ends
+// 8 ms after its grant closed, while the watcher still polls the grant's end event (the
+// fake's events complete 20 ms after their record, and each cuEventQuery takes 3 ms).
+// The watcher checked the pool under its lock and then queried without it: a context
+// that ended in between had its events freed by the driver, and the query used one (5 to
+// 7 of 8 grants'). Now it pins the pool across its calls, and the end waits for the pin.
+TEST_F(CuhookTest, WatcherNeverUsesAnEventWhoseContextEndsMeanwhile) {
+  for (const std::string how : {"destroy", "release", "reset"}) {
+    SCOPED_TRACE(how);
+    clear_outputs();
+    GrantServer srv(sock_);
+    ASSERT_TRUE(srv.start());
+    Outcome r = run({"direct", "endwait", "8", "ctxend", how, "8", "2097152"},
+                    {{"RIPPLE_LEARN", "off"}, {"FAKE_CUDA_EVENT_DELAY_US", "20000"}, {"FAKE_CUDA_QUERY_DELAY_US", "3000"}});
+    ASSERT_TRUE(exited_ok(r)) << r.err;
+    json st = stats_of(r);
+    EXPECT_EQ(st.value("grants", 0), 8);
+    auto q = fake_queries(r);
+    EXPECT_EQ(q["cuEvent-of-ended-context"], 0u);
+    EXPECT_EQ(q["cuEventRecord-refused"], 0u);
+    EXPECT_EQ(st.value("event_pools", -1), 0) << st.dump();
+    EXPECT_EQ(st.value("pin_waits_given_up", -1), 0) << st.dump();
+  }
+}
+
+// Tests that a driver call the watcher makes on a grant's events stalls no hook call and
+// holds a context's end for at most 1 s, however long it takes: each cuEventQuery takes
+// 4 s. Holding the pool lock across the watcher's calls (a fix taken back) stalled every
+// grant's close behind the query, and each context end until it returned: 6 contexts,
+// 24 s and more (the run is killed at 15 s). Pinned, each end waits 1 s at most: the run
+// takes under 6 s of waits and the app's own work, and says it gave up waiting.
+TEST_F(CuhookTest, ASlowWatcherCallHoldsAContextEndForOneSecondAtMost) {
+  clear_outputs();
+  GrantServer srv(sock_);
+  ASSERT_TRUE(srv.start());
+  Outcome r = run({"direct", "endwait", "50", "ctxend", "destroy", "6", "2097152"},
+                  {{"RIPPLE_LEARN", "off"}, {"FAKE_CUDA_QUERY_DELAY_US", "4000000"}});
+  ASSERT_TRUE(exited_ok(r)) << r.err;
+  json st = stats_of(r);
+  EXPECT_EQ(st.value("grants", 0), 6);
+  EXPECT_LT(r.seconds, 12.0);
+  const auto given_up = st.value("pin_waits_given_up", std::uint64_t{0});
+  EXPECT_GE(given_up, 1u) << st.dump();
+  EXPECT_LE(given_up, 6u) << st.dump();
+  if (given_up > 0) {
+    EXPECT_NE(r.err.find("pin_waits_given_up"), std::string::npos) << r.err;
+  }
+}
+
 // The tests of a grant's end event: runs whose every event record the driver must accept.
 class CuhookEndTest : public CuhookTest {
  protected:

@@ -229,11 +229,12 @@ def hook_waits(h0: dict | None, h1: dict | None) -> dict[str, float]:
 # announced ahead and drained, grant timeouts, units run unmanaged, and the GPU time
 # between consecutive grants (boundary_gap_ns over boundary_gaps), and the timing events'
 # records the driver refused (event_record_failures: such a grant's Done carries no GPU time).
+# pin_waits_given_up: context ends that stopped waiting (1 s) for the watcher's driver call.
 HOOK_COUNTERS = ("grants", "grant_waits", "grants_in_hand", "chunk_waits", "chunks", "chunk_gates",
                  "chunk_changes", "agent_connects", "agent_losses", "grant_timeouts", "unmanaged_units",
                  "works_ahead", "ahead_drained", "work_start_waits", "work_starts_in_hand",
                  "boundary_gaps", "boundary_gap_ns", "connect_failures", "passes_recalled",
-                 "event_record_failures")
+                 "event_record_failures", "pin_waits_given_up")
 
 
 def hook_counters(h0: dict | None, h1: dict | None) -> dict[str, int]:
