@@ -76,9 +76,8 @@ void Runtime::end_pools_wm_locked(std::unique_lock<std::mutex>& l, Ends ends) {
     return true;
   };
   if (pin_cv_.wait_for(l, std::chrono::milliseconds(kPinWaitMs), unpinned)) return;
-  g_c.pin_waits_given_up.fetch_add(1, std::memory_order_relaxed);
-  static std::atomic<bool> said{false};
-  if (!said.exchange(true))
+  // Said once a process (the count has every one).
+  if (g_c.pin_waits_given_up.fetch_add(1, std::memory_order_relaxed) == 0)
     say("a context ended while a driver call on its timing events had run for %d ms: not waited for longer "
         "(pin_waits_given_up)",
         kPinWaitMs);
