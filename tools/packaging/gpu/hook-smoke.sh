@@ -13,6 +13,7 @@ tools/packaging/gpu/unpack.sh .devcarry > /dev/null
 export LD_LIBRARY_PATH=/tmp/rdeps/lib PATH=/tmp/rdeps/bin:$PATH
 B=$PWD/.devcarry/build; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; tmp=$(mktemp -d); ACORE=$(( $(nproc) - 1 )); apid=""
 . tools/packaging/gpu/agent.sh
+trap '[ -n "$apid" ] && kill $apid 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 export RIPPLE_CUHOOK_LIB=$B/lib/libripple-cuhook.so
 H=("$B/bin/ripple-llm" --preset qwen3-1.7b --weights host --stream copy --no-probe)
 for pol in unmanaged pace-5; do
@@ -33,5 +34,4 @@ keys = ["grants", "done_reported", "event_record_failures", "pin_waits_given_up"
 print(f"SMOKE {pol} rc={rc} wall={float(e)-float(s):.1f}s tok_s={tok} " + " ".join(f"{k}={st.get(k)}" for k in keys))
 PY
 done
-kill $apid 2>/dev/null
 grep -h "ripple-cuhook" "$OUT"/*.log | sort | uniq -c | head -20
