@@ -127,7 +127,7 @@ void Admission::remove_engine(EngineId id, Nanos now) {
   e->link_until = e->link_running_until = 0;
   e->queue.clear();
   e->cursor = 0;
-  e->idle_since = -1;
+  e->end_idle();
   e->last_done = now;
   e->wait = {WaitCause::kNoWork, 0, 0, kNever, "disconnected"};
   update_probe_unit();
@@ -175,7 +175,7 @@ Status Admission::announce(EngineId id, Work work, Nanos now) {
   }
   const bool was_idle = !e->has_work();
   e->queue.push_back(std::make_shared<const Work>(std::move(work)));
-  if (was_idle && e->outstanding == 0 && e->idle_since < 0) e->idle_since = now;
+  if (was_idle && e->outstanding == 0 && e->idle_since < 0) e->start_idle(now);
   return Status::Ok();
 }
 
@@ -227,6 +227,8 @@ std::optional<pricing::Completion> Admission::on_unfinished(TaskId task, JobSeq 
 Decision Admission::decide(Nanos now) {
   Decision d;
   expire(now);  // before picking: an expired grant's units and budget are free again
+  // The time since the last decision went to the causes that decision gave.
+  for (EngineState& x : engines_) x.account_wait(now);
   // Every pick either grants (an engine's outstanding count rises, bounded by 2) or
   // ends the loop, so this terminates; the bound guards against a faulty policy.
   const std::size_t max_picks = 2 * engines_.size() + 1;
@@ -288,8 +290,10 @@ Decision Admission::decide(Nanos now) {
     grants_.push_back({g, e.queue.front(), -1, -1, e.id});
     grants_.back().solo = solo;
     if (e.outstanding == 0 && e.idle_since >= 0) {
+      e.account_wait(now);
       e.stats.wait_budget += now - e.idle_since;
-      e.idle_since = -1;
+      for (std::size_t c = 0; c < kWaitCauses; ++c) e.stats.wait_by_cause[c] += e.idle_by_cause[c];
+      e.end_idle();
     }
     ++e.outstanding;
     e.busy_until = g.predicted_end;
@@ -427,7 +431,7 @@ void Admission::finish_grant(std::size_t index, Nanos now) {
   for (const Outstanding& o : grants_)
     if (o.plan.engine == e.id) e.busy_until = std::max(e.busy_until, o.expected_end());
   // Owing a hand-back it is not waiting for budget: its idle time starts at the hand-back.
-  if (e.outstanding == 0 && e.has_work() && !e.handback_pending) e.idle_since = now;
+  if (e.outstanding == 0 && e.has_work() && !e.handback_pending) e.start_idle(now);
 }
 
 Status Admission::on_done(EngineId engine, GrantId grant, Nanos measured, Nanos now) {

@@ -7,6 +7,8 @@
 // many of its next units now, and if none, why and until when".
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -67,6 +69,10 @@ struct EngineState {
   std::size_t end_errors_next = 0;
   bool queued_durations = false;
   Nanos idle_since = -1;       // idle with work since (-1: not idle with work)
+  // The current idle-with-work interval so far, by the cause it waited on, up to
+  // wait_mark (Admission::account_wait); moved into stats.wait_by_cause at its grant.
+  std::array<Nanos, kWaitCauses> idle_by_cause{};
+  Nanos wait_mark = -1;
   Nanos request_start = -1;    // deadline-bound: when its latest request was announced
   // The smallest unit it has announced in a work (kUnlimitedBytes: none yet). The probe
   // unit is built from these: a catalog can hold placeholder units an engine never runs
@@ -99,6 +105,23 @@ struct EngineState {
   // grant that starts at this engine's slot (Context::slot): a successor, queued behind
   // the grant outstanding, takes the queued scale when queued_durations is set.
   Bytes bytes_of(std::uint32_t count) const;
+  // Idle with work from `now`: a new interval, nothing counted in it yet.
+  void start_idle(Nanos now) {
+    idle_since = wait_mark = now;
+    idle_by_cause.fill(0);
+  }
+  // No longer idle with work; the interval's time is dropped (a grant moves it first).
+  void end_idle() {
+    idle_since = -1;
+    idle_by_cause.fill(0);
+  }
+  // Counts the idle time since the last mark against the cause it waits on now.
+  void account_wait(Nanos now) {
+    if (idle_since < 0) return;
+    const Nanos from = std::max(idle_since, wait_mark);
+    if (now > from) idle_by_cause[static_cast<std::size_t>(wait.cause)] += now - from;
+    wait_mark = std::max(from, now);
+  }
   Nanos duration_of(std::uint32_t count) const;
   // The same for a grant that runs alone (nothing queued before it; e.g. one that waits
   // for a CPU release).

@@ -108,13 +108,13 @@ void Admission::expire(Nanos now) {
     if (from == 0 || later_started) continue;
     revoke(e, from, /*expired=*/true, now);
     e.handback_pending = true;
-    e.idle_since = -1;
+    e.end_idle();
   }
 }
 
 void Admission::handed_back(EngineState& e, Nanos now) {
   if (!std::exchange(e.handback_pending, false)) return;
-  if (e.outstanding == 0 && e.has_work() && e.idle_since < 0) e.idle_since = now;
+  if (e.outstanding == 0 && e.has_work() && e.idle_since < 0) e.start_idle(now);
 }
 
 }  // namespace ripple::admission

@@ -5,6 +5,8 @@
 // integer bytes (the pricing core's units, agent/pricing/types.h).
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -114,6 +116,7 @@ enum class WaitCause : std::uint8_t {
   kLink,           // granted, held (not_before) until another engine's host-byte grant ends
   kExpired,        // its grant expired unstarted; waits for the engine to hand it back
 };
+inline constexpr std::size_t kWaitCauses = static_cast<std::size_t>(WaitCause::kExpired) + 1;
 std::string_view to_string(WaitCause cause);
 
 struct WaitReason {
@@ -142,6 +145,10 @@ struct EngineStats {
   Nanos busy = 0;
   std::uint64_t queued = 0;  // grants that ran queued behind the one before (see on_done)
   Nanos wait_budget = 0;     // idle with work until a grant is decided
+  // wait_budget split by the cause the engine waited on (WaitCause, as the policy gave it
+  // at each decision while the engine was idle with work): the parts sum to wait_budget.
+  // The time is counted when the wait ends in a grant, as wait_budget is.
+  std::array<Nanos, kWaitCauses> wait_by_cause{};
   Nanos wait_decision = 0;   // decided -> sent (daemon reports it)
   Nanos wait_delivery = 0;   // sent -> engine started it
   std::uint64_t deadline_misses = 0;  // deadline-bound works finished late
@@ -166,7 +173,7 @@ inline constexpr Nanos kLateEndSlack = 1'000'000;  // 1 ms
 // `to` += `from`, field by field (late_max and last_done: the larger; first_grant: the
 // smaller): the daemon sums an engine process's sessions (daemon/engine_session.h,
 // EngineProcess). Beside the struct so that a new counter is added here too.
-static_assert(sizeof(EngineStats) == 20 * 8, "a new EngineStats field: add it to accumulate()");
+static_assert(sizeof(EngineStats) == (20 + kWaitCauses) * 8, "a new EngineStats field: add it to accumulate()");
 inline void accumulate(EngineStats& to, const EngineStats& from) {
   to.grants += from.grants;
   to.units += from.units;
@@ -180,6 +187,7 @@ inline void accumulate(EngineStats& to, const EngineStats& from) {
   to.busy += from.busy;
   to.queued += from.queued;
   to.wait_budget += from.wait_budget;
+  for (std::size_t c = 0; c < kWaitCauses; ++c) to.wait_by_cause[c] += from.wait_by_cause[c];
   to.wait_decision += from.wait_decision;
   to.wait_delivery += from.wait_delivery;
   to.deadline_misses += from.deadline_misses;

@@ -242,6 +242,14 @@ std::string render(const json& s) {
         e.add_if("ripple_engine_wait_seconds_total", counter, "Time the engine's work waited, by cause.", lc,
                  at(w, cause), kMs);
       }
+      if (const json& wc = at(x, "wait_causes_ms"); wc.is_object()) {
+        for (const auto& [cause, v] : wc.items()) {
+          Labels lc = l;
+          lc.emplace_back("cause", cause);
+          e.add_if("ripple_engine_budget_wait_seconds_total", counter,
+                   "The engine's budget wait (idle with work until a grant), by the reason it waited.", lc, v, kMs);
+        }
+      }
       if (const json& c = at(at(x, "wait"), "cause"); c.is_string()) {
         Labels lc = l;
         lc.emplace_back("cause", c.get<std::string>());

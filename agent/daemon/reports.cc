@@ -35,6 +35,11 @@ void put_counters(json& x, const admission::EngineStats& s) {
   x["busy_s"] = static_cast<double>(s.busy) / 1e9;  // union of the grants' GPU intervals
   x["queued"] = s.queued;  // grants that ran queued behind the one before
   x["wait_ms"] = {{"budget", ms(s.wait_budget)}, {"decision", ms(s.wait_decision)}, {"delivery", ms(s.wait_delivery)}};
+  // wait_ms.budget by the cause the engine waited on (the parts sum to it).
+  json causes = json::object();
+  for (std::size_t c = 0; c < admission::kWaitCauses; ++c)
+    causes[std::string(admission::to_string(static_cast<admission::WaitCause>(c)))] = ms(s.wait_by_cause[c]);
+  x["wait_causes_ms"] = std::move(causes);
   // From the first grant's decision to the last Done, and the bytes done inside it: the
   // interval a pace applies over (pace-R's rate without the engine's start-up). Null
   // until a grant is done. Times on the agent's monotonic clock.

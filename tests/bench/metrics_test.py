@@ -82,6 +82,34 @@ def gap_breakdown_from_status():
 
 
 @case
+def budget_wait_by_cause():
+    """Tests the budget wait's split by the agent's wait cause (wait_causes_ms): each cause's
+    share of the scored time, scaled as the budget wait is when the waits exceed the gap;
+    left out where the agent reports none; and the point's table of causes (report)."""
+    e = lambda busy, b, causes: {"engines": [{"name": "llm", "busy_s": busy,
+                                              "wait_ms": {"budget": b, "decision": 0, "delivery": 0},
+                                              **({"wait_causes_ms": causes} if causes is not None else {})}]}
+    g = metrics.gap_breakdown(e(1, 100, {"budget": 100, "crossing": 0}),
+                              e(7, 2100, {"budget": 1600, "crossing": 500}), "llm", 10.0)
+    assert abs(g["budget:budget"] - 0.15) < 1e-9 and abs(g["budget:crossing"] - 0.05) < 1e-9, g
+    assert abs(g["budget:budget"] + g["budget:crossing"] - g["budget"]) < 1e-9
+    # 8 s of waits in a 4-s gap: every part scaled by one half, as the budget wait is.
+    g = metrics.gap_breakdown(e(0, 0, {}), e(6, 8000, {"budget": 6000, "link": 2000}), "llm", 10.0)
+    assert abs(g["budget"] - 0.4) < 1e-9 and abs(g["budget:budget"] - 0.3) < 1e-9, g
+    assert abs(g["budget:link"] - 0.1) < 1e-9, g
+    g = metrics.gap_breakdown(e(0, 0, None), e(6, 100, None), "llm", 10.0)
+    assert not any(k.startswith("budget:") for k in g), g
+    pts = [{"policy": "ripple", "k": 1.1, "gaps": {"budget": 0.1, "budget:budget": 0.08, "budget:crossing": 0.02,
+                                                    "budget:link": 0.0}},
+           {"policy": "unmanaged", "k": 1.1, "gaps": {"budget": 0.0}}]
+    t = report.budget_causes_table(pts)
+    assert "| policy | k | budget | crossing |" in t, t
+    assert "| ripple | 1.1 | 8.00 | 2.00 |" in t, t
+    assert not any(line.startswith("| unmanaged") for line in t), t
+    assert report.budget_causes_table([pts[1]]) == []
+
+
+@case
 def hook_waits_from_the_interposer_stats():
     """Tests the interposer's chunk-gate and boundary waits over a window, as fractions of
     the interval between its two stats snapshots, and {} when they cannot be compared."""

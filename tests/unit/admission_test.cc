@@ -918,6 +918,8 @@ TEST(Admission, WaitTimeBreakdown) {
   ASSERT_TRUE(f.adm->announce(llm, work(1, 1), 0));
   f.adm->on_release(f.t, 1, 0);
   EXPECT_TRUE(f.adm->decide(0).grants.empty());
+  const WaitCause why = f.adm->explain(llm).cause;
+  EXPECT_TRUE(why == WaitCause::kBudget || why == WaitCause::kCrossing) << to_string(why);
   const Decision d = f.adm->decide(40 * kMs);
   ASSERT_EQ(d.grants.size(), 1u);
   ASSERT_TRUE(f.adm->on_sent(llm, d.grants[0].id, 40 * kMs + 7'000));
@@ -926,6 +928,42 @@ TEST(Admission, WaitTimeBreakdown) {
   EXPECT_EQ(s.wait_budget, 40 * kMs);
   EXPECT_EQ(s.wait_decision, 7'000);
   EXPECT_EQ(s.wait_delivery, 13'000);
+  // The budget wait, by cause: all of it went to the reason the decision at 0 gave.
+  for (std::size_t c = 0; c < kWaitCauses; ++c)
+    EXPECT_EQ(s.wait_by_cause[c], static_cast<WaitCause>(c) == why ? 40 * kMs : 0) << to_string(static_cast<WaitCause>(c));
+}
+
+// Tests the split of an idle interval by cause (EngineState::account_wait): each stretch
+// since the mark goes to the cause in force over it (the one a call finds); a new interval starts from zero, and
+// an interval that ends without a grant (end_idle) leaves nothing behind.
+TEST(Admission, IdleTimeGoesToTheCauseInForce) {
+  EngineState e;
+  e.wait.cause = WaitCause::kSlotsFull;
+  e.account_wait(5 * kMs);  // not idle: nothing counted
+  e.start_idle(10 * kMs);
+  e.account_wait(10 * kMs);  // the interval's start: nothing yet
+  e.account_wait(12 * kMs);  // [10, 12) under kSlotsFull, the cause in force
+  e.wait.cause = WaitCause::kBudget;  // as decide() does: count, then take the new cause
+  e.account_wait(30 * kMs);  // [12, 30) under kBudget
+  e.wait.cause = WaitCause::kCrossing;
+  e.account_wait(30 * kMs);  // no time passed
+  e.account_wait(34 * kMs);
+  e.account_wait(33 * kMs);  // a clock read out of order counts nothing and keeps the mark
+  e.account_wait(35 * kMs);
+  const auto at = [&](WaitCause c) { return e.idle_by_cause[static_cast<std::size_t>(c)]; };
+  EXPECT_EQ(at(WaitCause::kSlotsFull), 2 * kMs);
+  EXPECT_EQ(at(WaitCause::kBudget), 18 * kMs);
+  EXPECT_EQ(at(WaitCause::kCrossing), 5 * kMs);
+  Nanos sum = 0;
+  for (Nanos v : e.idle_by_cause) sum += v;
+  EXPECT_EQ(sum, 35 * kMs - e.idle_since);
+  e.end_idle();
+  EXPECT_EQ(e.idle_since, -1);
+  for (Nanos v : e.idle_by_cause) EXPECT_EQ(v, 0);
+  e.start_idle(50 * kMs);
+  e.account_wait(51 * kMs);
+  EXPECT_EQ(at(WaitCause::kCrossing), kMs);
+  EXPECT_EQ(at(WaitCause::kBudget), 0);
 }
 
 // Tests that bad input is refused with a message naming it: an empty catalog, a

@@ -161,6 +161,7 @@ json status_with(const std::string& task_name) {
                  "works_done": 30, "deadline_misses": 0, "late_ends": 5, "late_max_ms": 3.0, "busy_s": 8.5,
                  "queued": 7, "scale": 1.0, "queued_scale": 1.0, "start_lag_ms": 0.1, "throughput_gbps": 21.6,
                  "wait_ms": {"budget": 1500.0, "decision": 2.5, "delivery": 0.75},
+                 "wait_causes_ms": {"budget": 1200.0, "crossing": 300.0, "link": 0.0},
                  "grant_span": {"first_grant_ns": 2000000000, "last_done_ns": 12250000000, "s": 10.25,
                                 "done_bytes": 269000000000, "gbps": 26.24},
                  "wait": {"cause": "budget", "detail": "needs 0.3 GB"}}]
@@ -255,6 +256,10 @@ TEST(MetricsTest, ValuesAndUnits) {
   ASSERT_NE(s = find(p, "ripple_engine_wait_seconds_total", {{"engine", "llm"}, {"cause", "budget"}}), nullptr);
   EXPECT_DOUBLE_EQ(s->value, 1.5);
   ASSERT_NE(s = find(p, "ripple_engine_waiting", {{"engine", "llm"}, {"cause", "budget"}}), nullptr);
+  ASSERT_NE(s = find(p, "ripple_engine_budget_wait_seconds_total", {{"engine", "llm"}, {"cause", "crossing"}}), nullptr);
+  EXPECT_DOUBLE_EQ(s->value, 0.3);
+  ASSERT_NE(s = find(p, "ripple_engine_budget_wait_seconds_total", {{"engine", "llm"}, {"cause", "budget"}}), nullptr);
+  EXPECT_DOUBLE_EQ(s->value, 1.2);
   ASSERT_NE(s = find(p, "ripple_tracer_drops_total"), nullptr);
   EXPECT_EQ(s->value, 2);
   ASSERT_NE(s = find(p, "ripple_decision_latency_seconds", {{"quantile", "0.99"}}), nullptr);

@@ -180,7 +180,8 @@ def gap_breakdown(s0: dict, s1: dict, engine: str, scored_s: float) -> dict[str,
 
     From two `ripplectl status --json` snapshots (window start, end): busy (grants executing),
     and the agent's wait-by-cause counters (budget wait, decision, delivery); `other` is the
-    rest of the gap (engine side: between a grant's end and its next request, no work).
+    rest of the gap (engine side: between a grant's end and its next request, no work);
+    `budget:CAUSE` splits the budget wait by the reason the agent gave (WaitCause).
     Summed over the engine's sessions in the window (engine_counters); raises CountersReset
     where they cannot be.
     """
@@ -196,12 +197,19 @@ def gap_breakdown(s0: dict, s1: dict, engine: str, scored_s: float) -> dict[str,
     # A wait is counted when it ends, so one that began before the window can exceed the
     # gap: scale the causes down to the gap.
     tot = sum(w.values())
-    if tot > gap > 0:
-        w = {c: v * gap / tot for c, v in w.items()}
+    scale = gap / tot if tot > gap > 0 else 1.0
+    w = {c: v * scale for c, v in w.items()}
     other = max(0.0, gap - sum(w.values()))
     out = {"busy": busy / scored_s, "gap": gap / scored_s}
     out.update({k: v / scored_s for k, v in w.items()})
     out["other"] = other / scored_s
+    # The budget wait by the reason the engine waited (the agent's wait_causes_ms, whose
+    # parts sum to wait_ms.budget): "budget:CAUSE", scaled as the budget wait is. Absent
+    # where the agent does not report it.
+    c0, c1 = e0.get("wait_causes_ms", {}), e1.get("wait_causes_ms")
+    if isinstance(c1, dict):
+        for cause, v in c1.items():
+            out[f"budget:{cause}"] = (v - c0.get(cause, 0.0)) / 1e3 * scale / scored_s
     return out
 
 

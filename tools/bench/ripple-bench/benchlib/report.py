@@ -49,7 +49,8 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
             gaps = {}
             for key in ("busy", "gap", "budget", "decision", "delivery", "other"):
                 gaps[key] = _mean_sd([r.gaps.get(key, math.nan) for r in runs])[0]
-            for key in ("hook_chunk_wait", "hook_boundary_wait"):   # GPU: the interposer's own waits
+            causes = sorted({key for r in runs for key in r.gaps if key.startswith("budget:")})
+            for key in ("hook_chunk_wait", "hook_boundary_wait", *causes):   # GPU: the interposer's own waits
                 vals = [r.gaps[key] for r in runs if key in r.gaps]
                 if vals:
                     gaps[key] = _mean_sd(vals)[0]
@@ -220,6 +221,30 @@ def _table7_cells(s: dict) -> dict[str, dict[float, dict]]:
     return rows
 
 
+BUDGET_CAUSES_MIN = 0.0005  # a cause under 0.05 % of every point's scored time is left out
+
+
+def budget_causes_table(points: list[dict]) -> list[str]:
+    """The budget wait by the reason the agent gave (gaps' `budget:CAUSE`, % of the scored
+    time; the parts sum to the budget column): a table of the causes some point spent
+    BUDGET_CAUSES_MIN or more in, or nothing where no point has the split."""
+    causes = sorted({k.split(":", 1)[1] for p in points for k, v in p["gaps"].items()
+                     if k.startswith("budget:") and v is not None and not math.isnan(v) and v >= BUDGET_CAUSES_MIN})
+    if not causes:
+        return []
+    out = ["", "The LLM's budget wait by the reason the agent gave (% of the scored time; the parts sum to the "
+           "budget column): budget = B(t) below the next unit, crossing = a release the crossing bound "
+           "forbids crossing, link = held for the other engine's host-byte grant (Documentation/agent.md, "
+           "`ripplectl explain`).", "",
+           "| policy | k | " + " | ".join(causes) + " |", "|---|---|" + "---|" * len(causes)]
+    for p in points:
+        if not any(k.startswith("budget:") for k in p["gaps"]):
+            continue
+        out.append(f"| {p['policy']} | {p['k']:g} | " +
+                   " | ".join(_pct(p["gaps"].get(f"budget:{c}", 0.0)) for c in causes) + " |")
+    return out
+
+
 def markdown_table(s: dict) -> str:
     ks = sorted({p["k"] for p in s["points"]})
     unit = "stand-in tokens/s" if s["backend"] == "plant" else "LLM tokens/s"
@@ -297,6 +322,7 @@ def markdown_table(s: dict) -> str:
                    f" | {p['vlm_misses']}/{p['vlm_frames']} | {p['llm_tok_s']:.2f} | {p['llm_gbps']:.3f} | "
                    f"{p.get('vlm_gbps', math.nan):.3f} | {_pct(p.get('llm_byte_share', math.nan))} | " +
                    " | ".join(_pct(g.get(c, math.nan)) for c in ("busy", "budget", "decision", "delivery", "other")) + " |")
+    out += budget_causes_table(s["points"])
     for c in calls or [s]:
         pts = [p for p in s["points"] if not calls or p["k"] in c["ks"]]
         at = f" ({c['source']})" if calls else ""
