@@ -45,13 +45,17 @@ std::map<std::string, double> gaps(const EngineResult& e, double scored) {
   const double gap = std::max(0.0, scored - busy);
   double tot = 0;
   for (auto& [k, v] : w) tot += v;
-  if (tot > gap && gap > 0)
-    for (auto& [k, v] : w) v = v * gap / tot;
+  const double scale = tot > gap && gap > 0 ? gap / tot : 1.0;
+  for (auto& [k, v] : w) v *= scale;
   double sum = 0;
   for (auto& [k, v] : w) sum += v;
   std::map<std::string, double> out = {{"busy", busy / scored}, {"gap", gap / scored}};
   for (auto& [k, v] : w) out[k] = v / scored;
   out["other"] = std::max(0.0, gap - sum) / scored;
+  // The budget wait by the reason the agent gave, scaled as it is (metrics.gap_breakdown).
+  for (std::size_t c = 0; c < admission::kWaitCauses; ++c)
+    out[fmt::format("budget:{}", admission::to_string(static_cast<admission::WaitCause>(c)))] =
+        static_cast<double>(b.wait_by_cause[c] - a.wait_by_cause[c]) / 1e9 * scale / scored;
   return out;
 }
 
@@ -309,7 +313,7 @@ Result<SweepResult> sweep(const SweepOptions& o) {
       }
       const auto [tok_m, tok_sd] = mean_sd(tok);
       json g = json::object();
-      for (const char* key : {"busy", "gap", "budget", "decision", "delivery", "other"}) g[key] = num(mean_sd(gp[key]).first);
+      for (const auto& [key, v] : gp) g[key] = num(mean_sd(v).first);  // budget:CAUSE too
       const bool feasible = !std::isnan(worst) && worst <= o.eps && vlm_misses == 0;
       json pt = {{"policy", pol}, {"k", k}, {"runs", o.runs}, {"deadlines_ms", dl}, {"tasks", tasks},
                  {"worst_dmr", num(worst)}, {"vlm_misses", vlm_misses}, {"vlm_frames", vlm_frames},
