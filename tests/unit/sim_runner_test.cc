@@ -528,6 +528,44 @@ TEST(SimSweep, BurstsReachTheProfileAndEveryPolicySeesTheSame) {
   EXPECT_NE(bad.error().message.find("bursts.burst_s"), std::string::npos);
 }
 
+// The LLM's budget wait by cause (budget:CAUSE): the parts sum to the budget wait, and at
+// k = 1.1 on the h200-harmless preset, where the allowances bind (sim.md §14), B(t) is most
+// of it; unmanaged next to never waits.
+TEST(SimSweep, BudgetWaitSplitsByCause) {
+  auto p = load_preset("h200-harmless", src("tools/bench/ripple-sim/presets"));
+  ASSERT_TRUE(p) << p.error().message;
+  SweepOptions o;
+  o.preset = *p;
+  o.mix_path = src("tools/workloads/mixes/robotic1-1t.toml");
+  o.policies = {"ripple", "unmanaged"};
+  o.ks = {1.1};
+  o.runs = 2;
+  o.prep_s = 6;
+  o.score_s = 20;
+  auto r = sweep(o);
+  ASSERT_TRUE(r) << r.error().message;
+  const auto& pts = r->summary["points"];
+  ASSERT_EQ(pts.size(), 2u);
+  for (const auto& pt : pts) {
+    const auto& g = pt["gaps"];
+    double parts = 0;
+    int causes = 0;
+    for (const auto& [key, v] : g.items())
+      if (key.rfind("budget:", 0) == 0) {
+        parts += v.get<double>();
+        ++causes;
+      }
+    EXPECT_EQ(causes, static_cast<int>(admission::kWaitCauses)) << pt["policy"];
+    EXPECT_NEAR(parts, g["budget"].get<double>(), 1e-9) << pt["policy"];
+    if (pt["policy"] == "unmanaged") {
+      EXPECT_LT(g["budget"].get<double>(), 0.001);
+    } else {
+      EXPECT_GT(g["budget"].get<double>(), 0.01);
+      EXPECT_GT(g["budget:budget"].get<double>(), 0.5 * g["budget"].get<double>());
+    }
+  }
+}
+
 TEST(SimSweep, FluidBoundIsPeakWithoutJobsAndLowerWithThem) {
   EXPECT_DOUBLE_EQ(fluid_bound_gbps({}, 10), 10);
   FluidTask t;
