@@ -227,8 +227,15 @@ std::optional<pricing::Completion> Admission::on_unfinished(TaskId task, JobSeq 
 Decision Admission::decide(Nanos now) {
   Decision d;
   expire(now);  // before picking: an expired grant's units and budget are free again
-  // The time since the last decision went to the causes that decision gave.
-  for (EngineState& x : engines_) x.account_wait(now);
+  // The time since the last decision went to the causes that decision gave, and a budget
+  // wait to the task that bound B(t).
+  for (EngineState& x : engines_) {
+    const Nanos counted = x.account_wait(now);
+    if (counted > 0 && x.wait.cause == WaitCause::kBudget && x.wait.task) {
+      if (budget_wait_by_task_.size() <= *x.wait.task) budget_wait_by_task_.resize(*x.wait.task + 1, 0);
+      budget_wait_by_task_[*x.wait.task] += counted;
+    }
+  }
   // Every pick either grants (an engine's outstanding count rises, bounded by 2) or
   // ends the loop, so this terminates; the bound guards against a faulty policy.
   const std::size_t max_picks = 2 * engines_.size() + 1;

@@ -180,6 +180,12 @@ class Admission {
   };
   const std::vector<Outstanding>& outstanding() const { return grants_; }
   const pricing::Ledger& ledger() const { return ledger_; }
+  // How long engines waited on B(t) (WaitCause::kBudget) while this task's job bound it,
+  // summed over the engines, counted at each decision as the wait passes (so a wait that
+  // ends in an expiry or a disconnect counts too, unlike EngineStats::wait_by_cause).
+  Nanos budget_wait_by_task(TaskId task) const {
+    return task < budget_wait_by_task_.size() ? budget_wait_by_task_[task] : 0;
+  }
   const Policy& policy() const { return *policy_; }
   const Options& options() const { return opts_; }
   // Why the engine's next grant waits, refreshed at the last decide().
@@ -224,6 +230,7 @@ class Admission {
   EngineId next_engine_ = 0;
   std::vector<Outstanding> grants_;
   Nanos beside_mark_ = 0;  // account_beside's last call
+  std::vector<Nanos> budget_wait_by_task_;  // by TaskId: budget_wait_by_task()
 };
 
 }  // namespace ripple::admission

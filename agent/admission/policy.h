@@ -115,12 +115,15 @@ struct EngineState {
     idle_since = -1;
     idle_by_cause.fill(0);
   }
-  // Counts the idle time since the last mark against the cause it waits on now.
-  void account_wait(Nanos now) {
-    if (idle_since < 0) return;
+  // Counts the idle time since the last mark against the cause it waits on now (the
+  // last decision's); returns the time counted.
+  Nanos account_wait(Nanos now) {
+    if (idle_since < 0) return 0;
     const Nanos from = std::max(idle_since, wait_mark);
-    if (now > from) idle_by_cause[static_cast<std::size_t>(wait.cause)] += now - from;
+    const Nanos counted = std::max<Nanos>(0, now - from);
+    idle_by_cause[static_cast<std::size_t>(wait.cause)] += counted;
     wait_mark = std::max(from, now);
+    return counted;
   }
   Nanos duration_of(std::uint32_t count) const;
   // The same for a grant that runs alone (nothing queued before it; e.g. one that waits

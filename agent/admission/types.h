@@ -8,6 +8,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -126,6 +127,8 @@ struct WaitReason {
   Nanos until = kNever; // when it is expected to end (kNever: at an event)
   std::string detail;   // a policy's own line; empty: describe() composes one
   EngineId other = 0;   // kDueTime, kReserve: the deadline-bound engine it is held for; kLink: the link's holder
+  // kBudget: the task whose active job binds B(t) (Ledger::binding_job); none otherwise.
+  std::optional<TaskId> task;
 };
 // One human line for a wait, from its detail or its structured fields.
 std::string describe(const WaitReason& why, Nanos now);

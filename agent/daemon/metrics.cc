@@ -167,6 +167,9 @@ std::string render(const json& s) {
                "Completed jobs no GPU byte was admitted into that missed their deadline: the host's own time, "
                "or a grant that ran past its predicted end.",
                l, at(t, "untouched_misses"));
+      e.add_if("ripple_task_budget_wait_seconds_total", counter,
+               "Time engines waited on the budget B(t) while this task's job bound it (summed over engines).", l,
+               at(t, "budget_wait_ms"), kMs);
       e.add_if("ripple_task_drops_total", counter, "This task's job events lost in the tracer.", l, at(t, "drops"));
       e.add_if("ripple_task_dmr", gauge, "Deadline miss ratio since the agent started.", l, at(t, "dmr"));
       e.add_if("ripple_task_window_jobs", gauge, "Jobs completed in the current 100 s contract window.", l,

@@ -126,6 +126,8 @@ json status_json(const StatusInputs& in, Nanos now) {
     t["level_skips"] = ts.level_skips;  // untouched jobs that left the conformal level alone
     t["untouched_jobs"] = ts.untouched_jobs;      // no GPU byte admitted while they ran
     t["untouched_misses"] = ts.untouched_misses;  // ... and missed: the host's, or a late grant's
+    // Engines' time waiting on B(t) while this task's job bound it (agent.md, "budget wait").
+    t["budget_wait_ms"] = ms(in.adm.budget_wait_by_task(k));
     t["dmr"] = ts.jobs ? static_cast<double>(ts.misses) / static_cast<double>(ts.jobs) : 0.0;
     t["window_jobs"] = wj;
     t["window_misses"] = wm;
@@ -206,9 +208,8 @@ json explain_json(std::string_view policy, const admission::Admission& adm, Nano
   const pricing::Bytes b = ledger.budget(now);
   j["budget_bytes"] = b == admission::kUnlimitedBytes ? json(nullptr) : json(b);
   json jobs = json::array();
-  const pricing::JobAccount* binding = nullptr;
+  const pricing::JobAccount* binding = ledger.binding_job(now);
   for (const auto& jb : ledger.active_jobs()) {
-    if (!jb.task->exempt() && (binding == nullptr || jb.budget(now) < binding->budget(now))) binding = &jb;
     jobs.push_back({{"task", jb.task->spec().name},
                     {"seq", jb.key.seq},
                     {"since_ms", ms(now - jb.release)},

@@ -259,6 +259,7 @@ Pick RipplePolicy::pick(const Context& ctx) {
       why.other = waiting_bound->e->id;
     } else if (!fits_budget) {
       why.cause = WaitCause::kBudget;
+      if (const pricing::JobAccount* j = ledger.binding_job(now)) why.task = j->key.task;
       why.until = ledger.time_budget_reaches(need, now);
       out.wake_at = std::min(out.wake_at, why.until);
     } else {

@@ -160,6 +160,15 @@ Bytes Ledger::budget(Nanos now) const {
   return b == kUnlimitedBytes ? b : std::max<Bytes>(0, b);
 }
 
+const JobAccount* Ledger::binding_job(Nanos now) const {
+  const JobAccount* binding = nullptr;
+  for (const auto& j : jobs_) {
+    if (!limits_budget(j)) continue;
+    if (binding == nullptr || j.budget(now) < binding->budget(now)) binding = &j;
+  }
+  return binding;
+}
+
 Nanos Ledger::time_budget_reaches(Bytes bytes, Nanos now) const {
   Nanos t = now;
   for (const auto& j : jobs_) {

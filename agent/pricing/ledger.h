@@ -95,6 +95,9 @@ class Ledger {
   // B(t) = min over active uncertified jobs of B_ij(t), never below 0 (Eq. 4);
   // kUnlimitedBytes when no such job is active.
   Bytes budget(Nanos now) const;
+  // The active job whose B_ij(t) is B(t): the smallest among those that limit it (the
+  // first of equals); nullptr when none does.
+  const JobAccount* binding_job(Nanos now) const;
   // The earliest time >= now at which budget() reaches `bytes` (kNever if it cannot
   // before a job completes): admission's "budget accrues" scheduling point.
   Nanos time_budget_reaches(Bytes bytes, Nanos now) const;

@@ -99,12 +99,18 @@ def budget_wait_by_cause():
     assert abs(g["budget:link"] - 0.1) < 1e-9, g
     g = metrics.gap_breakdown(e(0, 0, None), e(6, 100, None), "llm", 10.0)
     assert not any(k.startswith("budget:") for k in g), g
+    # Per task: the agent's budget_wait_ms over the window, an older agent's task left out.
+    t = lambda name, ms: {"name": name, **({"budget_wait_ms": ms} if ms is not None else {})}
+    bt = metrics.budget_wait_by_task({"tasks": [t("sgm", 100.0), t("kdnn", 0.0), t("old", None)]},
+                                     {"tasks": [t("sgm", 1600.0), t("kdnn", 200.0), t("old", None)]}, 10.0)
+    assert bt == {"budget@sgm": 0.15, "budget@kdnn": 0.02}, bt
+    assert metrics.budget_wait_by_task({"tasks": [t("sgm", 100.0)]}, {"tasks": [t("sgm", 50.0)]}, 10.0) == {}
     pts = [{"policy": "ripple", "k": 1.1, "gaps": {"budget": 0.1, "budget:budget": 0.08, "budget:crossing": 0.02,
-                                                    "budget:link": 0.0}},
+                                                    "budget:link": 0.0, "budget@sgm": 0.07, "budget@kdnn": 0.0}},
            {"policy": "unmanaged", "k": 1.1, "gaps": {"budget": 0.0}}]
     t = report.budget_causes_table(pts)
-    assert "| policy | k | budget | crossing |" in t, t
-    assert "| ripple | 1.1 | 8.00 | 2.00 |" in t, t
+    assert "| policy | k | budget | crossing | B(t) bound by sgm |" in t, t
+    assert "| ripple | 1.1 | 8.00 | 2.00 | 7.00 |" in t, t
     assert not any(line.startswith("| unmanaged") for line in t), t
     assert report.budget_causes_table([pts[1]]) == []
 

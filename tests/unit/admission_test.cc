@@ -919,7 +919,8 @@ TEST(Admission, WaitTimeBreakdown) {
   f.adm->on_release(f.t, 1, 0);
   EXPECT_TRUE(f.adm->decide(0).grants.empty());
   const WaitCause why = f.adm->explain(llm).cause;
-  EXPECT_TRUE(why == WaitCause::kBudget || why == WaitCause::kCrossing) << to_string(why);
+  ASSERT_EQ(why, WaitCause::kBudget) << to_string(why);
+  EXPECT_EQ(f.adm->explain(llm).task, std::optional<pricing::TaskId>(f.t));  // its job binds B(t)
   const Decision d = f.adm->decide(40 * kMs);
   ASSERT_EQ(d.grants.size(), 1u);
   ASSERT_TRUE(f.adm->on_sent(llm, d.grants[0].id, 40 * kMs + 7'000));
@@ -931,6 +932,9 @@ TEST(Admission, WaitTimeBreakdown) {
   // The budget wait, by cause: all of it went to the reason the decision at 0 gave.
   for (std::size_t c = 0; c < kWaitCauses; ++c)
     EXPECT_EQ(s.wait_by_cause[c], static_cast<WaitCause>(c) == why ? 40 * kMs : 0) << to_string(static_cast<WaitCause>(c));
+  // ... and to the task whose job bound B(t); no other task has any.
+  EXPECT_EQ(f.adm->budget_wait_by_task(f.t), 40 * kMs);
+  EXPECT_EQ(f.adm->budget_wait_by_task(f.t + 1), 0);
 }
 
 // Tests the split of an idle interval by cause (EngineState::account_wait): each stretch

@@ -152,7 +152,7 @@ json status_with(const std::string& task_name) {
                "hello_timeouts": 1, "max_queued_works": 256, "works_refused": 0},
     "tasks": [{"name": "TASK", "deadline_ms": 70.0, "period_ms": 100.0, "miss_tolerance": 0.02,
                "releases": 121, "jobs": 120, "misses": 3, "unfinished": 1, "dmr": 0.025,
-               "untouched_jobs": 70, "untouched_misses": 2,
+               "untouched_jobs": 70, "untouched_misses": 2, "budget_wait_ms": 900.0,
                "window_jobs": 40, "window_misses": 1, "window_dmr": 0.025, "allowance_bytes": 1500000000,
                "kappa_ms_per_gb": 2.5, "kappa_upper_ms_per_gb": null, "a_hat_ms": 31.5, "margin_ms": null,
                "exempt": false, "last_response_ms": 40.25, "active": true, "drops": 2}],
@@ -256,6 +256,8 @@ TEST(MetricsTest, ValuesAndUnits) {
   ASSERT_NE(s = find(p, "ripple_engine_wait_seconds_total", {{"engine", "llm"}, {"cause", "budget"}}), nullptr);
   EXPECT_DOUBLE_EQ(s->value, 1.5);
   ASSERT_NE(s = find(p, "ripple_engine_waiting", {{"engine", "llm"}, {"cause", "budget"}}), nullptr);
+  ASSERT_NE(s = find(p, "ripple_task_budget_wait_seconds_total", {{"task", "kdnn"}}), nullptr);
+  EXPECT_DOUBLE_EQ(s->value, 0.9);
   ASSERT_NE(s = find(p, "ripple_engine_budget_wait_seconds_total", {{"engine", "llm"}, {"cause", "crossing"}}), nullptr);
   EXPECT_DOUBLE_EQ(s->value, 0.3);
   ASSERT_NE(s = find(p, "ripple_engine_budget_wait_seconds_total", {{"engine", "llm"}, {"cause", "budget"}}), nullptr);

@@ -74,14 +74,20 @@ TEST(PricingLedger, GlobalBudgetIsMinimumOverActiveJobs) {
   const TaskId a = ledger.add_task(task("a", 40 * kMs, 70 * kMs));
   const TaskId b = ledger.add_task(task("b", 20 * kMs, 50 * kMs));
   EXPECT_EQ(ledger.budget(0), kUnlimitedBytes);
+  EXPECT_EQ(ledger.binding_job(0), nullptr);
   ledger.on_release(a, 1, 0);        // 1 GB over 40 ms: 25 bytes/ns
   ledger.on_release(b, 1, 10 * kMs);  // 1 GB over 20 ms: 50 bytes/ns
   EXPECT_EQ(ledger.budget(20 * kMs), 500'000'000);  // a: 0.5 GB, b: 0.5 GB
   EXPECT_EQ(ledger.budget(30 * kMs), 750'000'000);  // a: 0.75 GB, b: 1 GB
+  ASSERT_NE(ledger.binding_job(12 * kMs), nullptr);
+  EXPECT_EQ(ledger.binding_job(12 * kMs)->key.task, b);  // a: 0.3 GB, b: 0.1 GB
+  EXPECT_EQ(ledger.binding_job(30 * kMs)->key.task, a);  // the one whose B_ij is B(t)
   ASSERT_TRUE(ledger.on_complete(a, 1, 35 * kMs).has_value());
   EXPECT_EQ(ledger.budget(35 * kMs), kGBytes);  // b alone
+  EXPECT_EQ(ledger.binding_job(35 * kMs)->key.task, b);
   ASSERT_TRUE(ledger.on_complete(b, 1, 36 * kMs).has_value());
   EXPECT_EQ(ledger.budget(36 * kMs), kUnlimitedBytes);
+  EXPECT_EQ(ledger.binding_job(36 * kMs), nullptr);
 }
 
 // Tests charging at admission, refunds only for unexecuted grants, none after execution.

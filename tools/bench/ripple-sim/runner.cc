@@ -465,9 +465,11 @@ class Sim {
         break;
       case kScoreStart:
         for (EngineRt& e : engines_) e.result.s0 = adm_->engine(e.id)->stats;
+        for (std::size_t i = 0; i < tasks_.size(); ++i) tasks_[i].result.budget_wait0 = adm_->budget_wait_by_task(i);
         break;
       case kScoreEnd:
         for (EngineRt& e : engines_) e.result.s1 = adm_->engine(e.id)->stats;
+        for (std::size_t i = 0; i < tasks_.size(); ++i) tasks_[i].result.budget_wait1 = adm_->budget_wait_by_task(i);
         break;
     }
     ++res_.events;

@@ -73,6 +73,8 @@ struct TaskResult {
   std::vector<double> responses_ms;    // scored jobs (unfinished ones as +inf)
   std::vector<std::pair<Nanos, double>> responses;  // (release, response ms), keep_responses
   std::uint64_t jobs_all = 0, misses_all = 0;      // the whole run
+  // Admission::budget_wait_by_task at the window's start and end.
+  Nanos budget_wait0 = 0, budget_wait1 = 0;
 };
 
 struct EngineResult {

@@ -305,6 +305,8 @@ Result<SweepResult> sweep(const SweepOptions& o) {
         gbps.push_back(static_cast<double>(l->s1.bytes - l->s0.bytes) / 1e9 / r.scored_s);
         llm_bytes += static_cast<double>(l->s1.bytes - l->s0.bytes);
         for (auto& [key, v] : gaps(*l, r.scored_s)) gp[key].push_back(v);
+        for (const auto& t : r.tasks)  // ripple-bench's budget@TASK (metrics.budget_wait_by_task)
+          gp["budget@" + t.name].push_back(static_cast<double>(t.budget_wait1 - t.budget_wait0) / 1e9 / r.scored_s);
         grants["grants"] = grants["grants"].get<std::uint64_t>() + (l->s1.grants - l->s0.grants);
         grants["successors"] = grants["successors"].get<std::uint64_t>() + (l->s1.successors - l->s0.successors);
         grants["stale"] = grants["stale"].get<std::uint64_t>() + (l->s1.stale - l->s0.stale);

@@ -258,6 +258,22 @@ def hook_counters(h0: dict | None, h1: dict | None) -> dict[str, int]:
 UNTOUCHED_COUNTERS = ("jobs", "untouched_jobs", "untouched_misses")
 
 
+def budget_wait_by_task(s0: dict, s1: dict, scored_s: float) -> dict[str, float]:
+    """Per task, as "budget@TASK": the engines' time waiting on B(t) while the task's job bound
+    it (the agent's per-task `budget_wait_ms`, summed over the engines), as a fraction of the
+    scored window. A task either reply lacks, or whose counter an older agent does not write
+    or that went backwards (another agent), is left out."""
+    def by_name(s: dict) -> dict[str, dict]:
+        return {t["name"]: t for t in (s or {}).get("tasks", []) if isinstance(t, dict) and "name" in t}
+    t0, t1 = by_name(s0), by_name(s1)
+    out = {}
+    for name in t0.keys() & t1.keys():
+        a, b = t0[name].get("budget_wait_ms"), t1[name].get("budget_wait_ms")
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b >= a and scored_s > 0:
+            out[f"budget@{name}"] = (b - a) / 1e3 / scored_s
+    return out
+
+
 def untouched_delta(s0: dict, s1: dict) -> dict[str, dict[str, int]]:
     """Per task, over the interval between two agent status replies: its jobs, those no GPU
     byte was admitted into, and those of them that missed (the agent's `untouched_*`

@@ -49,7 +49,7 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
             gaps = {}
             for key in ("busy", "gap", "budget", "decision", "delivery", "other"):
                 gaps[key] = _mean_sd([r.gaps.get(key, math.nan) for r in runs])[0]
-            causes = sorted({key for r in runs for key in r.gaps if key.startswith("budget:")})
+            causes = sorted({key for r in runs for key in r.gaps if key.startswith(("budget:", "budget@"))})
             for key in ("hook_chunk_wait", "hook_boundary_wait", *causes):   # GPU: the interposer's own waits
                 vals = [r.gaps[key] for r in runs if key in r.gaps]
                 if vals:
@@ -228,20 +228,25 @@ def budget_causes_table(points: list[dict]) -> list[str]:
     """The budget wait by the reason the agent gave (gaps' `budget:CAUSE`, % of the scored
     time; the parts sum to the budget column): a table of the causes some point spent
     BUDGET_CAUSES_MIN or more in, or nothing where no point has the split."""
-    causes = sorted({k.split(":", 1)[1] for p in points for k, v in p["gaps"].items()
-                     if k.startswith("budget:") and v is not None and not math.isnan(v) and v >= BUDGET_CAUSES_MIN})
-    if not causes:
+    def shown(prefix: str) -> list[str]:
+        return sorted({k[len(prefix):] for p in points for k, v in p["gaps"].items()
+                       if k.startswith(prefix) and v is not None and not math.isnan(v) and v >= BUDGET_CAUSES_MIN})
+    causes, tasks = shown("budget:"), shown("budget@")
+    if not causes and not tasks:
         return []
+    cols = [f"budget:{c}" for c in causes] + [f"budget@{t}" for t in tasks]
     out = ["", "The LLM's budget wait by the reason the agent gave (% of the scored time; the parts sum to the "
            "budget column): budget = B(t) below the next unit, crossing = a release the crossing bound "
            "forbids crossing, link = held for the other engine's host-byte grant (Documentation/agent.md, "
-           "`ripplectl explain`).", "",
-           "| policy | k | " + " | ".join(causes) + " |", "|---|---|" + "---|" * len(causes)]
+           "`ripplectl explain`). \"B(t) bound by TASK\": every engine's wait on B(t) while that task's job bound "
+           "it (the VLM's too).", "",
+           "| policy | k | " + " | ".join(causes + [f"B(t) bound by {t}" for t in tasks]) + " |",
+           "|---|---|" + "---|" * len(cols)]
     for p in points:
-        if not any(k.startswith("budget:") for k in p["gaps"]):
+        if not any(k.startswith(("budget:", "budget@")) for k in p["gaps"]):
             continue
         out.append(f"| {p['policy']} | {p['k']:g} | " +
-                   " | ".join(_pct(p["gaps"].get(f"budget:{c}", 0.0)) for c in causes) + " |")
+                   " | ".join(_pct(p["gaps"].get(c, 0.0)) for c in cols) + " |")
     return out
 
 
