@@ -113,6 +113,12 @@ def budget_wait_by_cause():
     assert "| ripple | 1.1 | 8.00 | 2.00 | 7.00 |" in t, t
     assert not any(line.startswith("| unmanaged") for line in t), t
     assert report.budget_causes_table([pts[1]]) == []
+    # The run's progress line: the parts of 0.5 % or more, largest first.
+    assert metrics.budget_wait_note(pts[0]["gaps"]) == \
+        "; budget wait 10 % (budget 8, crossing 2; B(t) bound by sgm 7)", metrics.budget_wait_note(pts[0]["gaps"])
+    assert metrics.budget_wait_note({"budget": 0.1}) == "; budget wait 10 %"
+    assert metrics.budget_wait_note({"budget": 0.001, "budget:budget": 0.001}) == ""
+    assert metrics.budget_wait_note({}) == ""
 
 
 @case

@@ -258,6 +258,22 @@ def hook_counters(h0: dict | None, h1: dict | None) -> dict[str, int]:
 UNTOUCHED_COUNTERS = ("jobs", "untouched_jobs", "untouched_misses")
 
 
+def budget_wait_note(gaps: dict) -> str:
+    """For a run's progress line: the LLM's budget wait, its causes and the tasks whose jobs
+    bound B(t), each ≥ 0.5 % of the window ("; budget wait 10 % (budget 9, crossing 1; B(t)
+    bound by sgm 8, costmap 1)"); "" when it waited less than 0.5 % or the agent gives none."""
+    b = gaps.get("budget")
+    if not isinstance(b, (int, float)) or math.isnan(b) or b < 0.005:
+        return ""
+    def parts(prefix: str) -> str:
+        kv = sorted(((k[len(prefix):], v) for k, v in gaps.items()
+                     if k.startswith(prefix) and isinstance(v, (int, float)) and v >= 0.005), key=lambda x: -x[1])
+        return ", ".join(f"{n} {100 * v:.0f}" for n, v in kv)
+    causes, tasks = parts("budget:"), parts("budget@")
+    inner = "; ".join(x for x in (causes, f"B(t) bound by {tasks}" if tasks else "") if x)
+    return f"; budget wait {100 * b:.0f} %" + (f" ({inner})" if inner else "")
+
+
 def budget_wait_by_task(s0: dict, s1: dict, scored_s: float) -> dict[str, float]:
     """Per task, as "budget@TASK": the engines' time waiting on B(t) while the task's job bound
     it (the agent's per-task `budget_wait_ms`, summed over the engines), as a fraction of the
