@@ -532,21 +532,15 @@ TEST(SimSweep, BurstsReachTheProfileAndEveryPolicySeesTheSame) {
 // k = 1.1 on the h200-harmless preset, where the allowances bind (sim.md §14), B(t) is most
 // of it; unmanaged next to never waits.
 TEST(SimSweep, BudgetWaitSplitsByCause) {
-  auto p = load_preset("h200-harmless", src("tools/bench/ripple-sim/presets"));
-  ASSERT_TRUE(p) << p.error().message;
-  SweepOptions o;
-  o.preset = *p;
-  o.mix_path = src("tools/workloads/mixes/robotic1-1t.toml");
+  SweepOptions o = preset_sweep("h200-harmless", "robotic1-1t");
   o.policies = {"ripple", "unmanaged"};
   o.ks = {1.1};
   o.runs = 2;
   o.prep_s = 6;
   o.score_s = 20;
-  auto r = sweep(o);
-  ASSERT_TRUE(r) << r.error().message;
-  const auto& pts = r->summary["points"];
+  const auto pts = points_by_policy(o);
   ASSERT_EQ(pts.size(), 2u);
-  for (const auto& pt : pts) {
+  for (const auto& [policy, pt] : pts) {
     const auto& g = pt["gaps"];
     double parts = 0;
     int causes = 0;
@@ -555,9 +549,9 @@ TEST(SimSweep, BudgetWaitSplitsByCause) {
         parts += v.get<double>();
         ++causes;
       }
-    EXPECT_EQ(causes, static_cast<int>(admission::kWaitCauses)) << pt["policy"];
-    EXPECT_NEAR(parts, g["budget"].get<double>(), 1e-9) << pt["policy"];
-    if (pt["policy"] == "unmanaged") {
+    EXPECT_EQ(causes, static_cast<int>(admission::kWaitCauses)) << policy;
+    EXPECT_NEAR(parts, g["budget"].get<double>(), 1e-9) << policy;
+    if (policy == "unmanaged") {
       EXPECT_LT(g["budget"].get<double>(), 0.001);
     } else {
       EXPECT_GT(g["budget"].get<double>(), 0.01);
