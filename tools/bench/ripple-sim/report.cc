@@ -26,6 +26,53 @@ constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 double d(const json& v) { return v.is_number() ? v.get<double>() : kNan; }
 std::string pct(double x) { return std::isnan(x) ? "n/a" : fmt::format("{:.2f}", 100 * x); }
 std::string g(double x) { return fmt::format("{:g}", x); }
+
+// report.budget_causes_table: the budget wait by cause and by binding task, the causes and
+// tasks some point spent >= 0.05 % of its scored time in (ripple-bench's rendering, byte for byte).
+std::vector<std::string> budget_causes_table(const json& points) {
+  constexpr double kMin = 0.0005;  // report.BUDGET_CAUSES_MIN
+  const auto shown = [&](const std::string& prefix) {
+    std::set<std::string> out;
+    for (const auto& p : points)
+      for (const auto& [k, v] : p["gaps"].items())
+        if (k.rfind(prefix, 0) == 0 && v.is_number() && !std::isnan(v.get<double>()) && v.get<double>() >= kMin)
+          out.insert(k.substr(prefix.size()));
+    return out;
+  };
+  const std::set<std::string> causes = shown("budget:"), tasks = shown("budget@");
+  if (causes.empty() && tasks.empty()) return {};
+  std::vector<std::string> cols;
+  std::string head = "| policy | k | ";
+  bool first = true;
+  for (const auto& c : causes) {
+    cols.push_back("budget:" + c);
+    head += (first ? "" : " | ") + c;
+    first = false;
+  }
+  for (const auto& t : tasks) {
+    cols.push_back("budget@" + t);
+    head += (first ? "" : " | ") + ("B(t) bound by " + t);
+    first = false;
+  }
+  std::vector<std::string> out = {
+      "",
+      "The LLM's budget wait by the reason the agent gave (% of the scored time; the parts sum to the budget "
+      "column): budget = B(t) below the next unit, crossing = a release the crossing bound forbids crossing, "
+      "link = held for the other engine's host-byte grant (Documentation/agent.md, `ripplectl explain`). "
+      "\"B(t) bound by TASK\": every engine's wait on B(t) while that task's job bound it (the VLM's too).",
+      "", head + " |", "|---|---|"};
+  for (std::size_t i = 0; i < cols.size(); ++i) out.back() += "---|";
+  for (const auto& p : points) {
+    bool any = false;
+    for (const auto& [k, v] : p["gaps"].items()) any = any || k.rfind("budget:", 0) == 0 || k.rfind("budget@", 0) == 0;
+    if (!any) continue;
+    std::string l = fmt::format("| {} | {} | ", p["policy"].get<std::string>(), g(d(p["k"])));
+    for (std::size_t i = 0; i < cols.size(); ++i)
+      l += (i ? " | " : "") + pct(p["gaps"].contains(cols[i]) ? d(p["gaps"][cols[i]]) : 0.0);
+    out.push_back(l + " |");
+  }
+  return out;
+}
 std::string row_name(const std::string& pol) { return pol.rfind("cap-", 0) == 0 ? "cap-x" : pol; }
 
 std::vector<double> ks_of(const json& s) {
@@ -165,6 +212,7 @@ std::string markdown_table(const json& s) {
       l += (i++ ? " | " : "") + pct(p["gaps"].contains(c) ? d(p["gaps"][c]) : kNan);
     out.push_back(l + " |");
   }
+  for (std::string& l : budget_causes_table(s["points"])) out.push_back(std::move(l));
   out.push_back("");
   std::string dl = "Deadlines (ms, k x co-run p99 with engines idle): ";
   bool first = true;
