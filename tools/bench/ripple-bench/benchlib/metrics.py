@@ -274,14 +274,17 @@ def budget_wait_note(gaps: dict) -> str:
     return f"; budget wait {100 * b:.0f} %" + (f" ({inner})" if inner else "")
 
 
+def tasks_by_name(s: dict | None) -> dict[str, dict]:
+    """An agent status reply's tasks by name ({} for a reply without them)."""
+    return {t["name"]: t for t in (s or {}).get("tasks", []) if isinstance(t, dict) and "name" in t}
+
+
 def budget_wait_by_task(s0: dict, s1: dict, scored_s: float) -> dict[str, float]:
     """Per task, as "budget@TASK": the engines' time waiting on B(t) while the task's job bound
     it (the agent's per-task `budget_wait_ms`, summed over the engines), as a fraction of the
     scored window. A task either reply lacks, or whose counter an older agent does not write
     or that went backwards (another agent), is left out."""
-    def by_name(s: dict) -> dict[str, dict]:
-        return {t["name"]: t for t in (s or {}).get("tasks", []) if isinstance(t, dict) and "name" in t}
-    t0, t1 = by_name(s0), by_name(s1)
+    t0, t1 = tasks_by_name(s0), tasks_by_name(s1)
     out = {}
     for name in t0.keys() & t1.keys():
         a, b = t0[name].get("budget_wait_ms"), t1[name].get("budget_wait_ms")
@@ -295,9 +298,7 @@ def untouched_delta(s0: dict, s1: dict) -> dict[str, dict[str, int]]:
     byte was admitted into, and those of them that missed (the agent's `untouched_*`
     counters: Documentation/agent.md). A task either reply lacks, or whose counters an older
     agent does not write or that went backwards (another agent), is left out."""
-    def by_name(s: dict) -> dict[str, dict]:
-        return {t["name"]: t for t in s.get("tasks", []) if isinstance(t, dict) and "name" in t}
-    t0, t1 = by_name(s0 or {}), by_name(s1 or {})
+    t0, t1 = tasks_by_name(s0), tasks_by_name(s1)
     out = {}
     for name in t0.keys() & t1.keys():
         a, b = t0[name], t1[name]
