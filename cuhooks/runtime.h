@@ -14,7 +14,8 @@
 // while it waits for a grant, so other launching threads of the engine wait too (they
 // belong to the same forward pass). Socket I/O is under cm_ only, so the watcher can
 // report Done while a boundary waits (the wait polls in short slices). The hot path of a
-// launch inside a granted unit takes no lock. Internal to libripple-cuhook.so.
+// launch inside a granted unit takes no lock. The lock order, and what a fork takes: at
+// gm_'s declaration. Internal to libripple-cuhook.so.
 #pragma once
 
 #include <array>
@@ -158,7 +159,18 @@ class Runtime {
   // call, no event of theirs used by the hook; device_release_ends after it).
   void device_contexts_end(CUdevice d, bool released);
   void device_release_ends(CUdevice d, bool ok);
-  void fork_child();
+  // pthread_atfork (runtime.cc, "fork and exit"). fork_prepare takes the locks in the
+  // order written at gm_'s declaration; the two it only tries are said in ForkLocks.
+  // fork_parent releases them; fork_child re-constructs every lock (which stands for the
+  // unlock) and starts the child afresh, touching what a tried lock guards only where
+  // it was taken.
+  struct ForkLocks {
+    bool gate = false;   // gm_
+    bool funcs = false;  // func_m_
+  };
+  ForkLocks fork_prepare();
+  void fork_parent(ForkLocks held);
+  void fork_child(ForkLocks held);
   // False when it could not (said in one line).
   // at_exit: the last write; the periodic writer writes nothing after it (a write it began
   // then would be cut by the exit and leave PATH.tmp behind).
@@ -368,8 +380,40 @@ class Runtime {
   std::atomic<bool> nvtx_seen_{false};
 
   // The gate.
+  //
+  // Lock order (what is ever acquired while another is held, cuhooks/*.cc): gm_ before
+  // cm_, wm_, learn_m_ and rec_m_ (a boundary under gm_ announces and acquires under cm_,
+  // takes and gives back events and queues a closed grant under wm_, adds samples under
+  // learn_m_, writes record lines under rec_m_). Every other lock is a leaf: cm_, wm_,
+  // learn_m_, rec_m_, func_m_, comm_m_, nvtx_m_, matcher_m_ and stats_m_ are never held
+  // while another is acquired (stream_ends releases comm_m_ before it takes gm_; the
+  // watcher takes wm_, learn_m_, cm_ and rec_m_ one at a time).
+  //
+  // fork_prepare follows that order: gm_ first, then wm_, learn_m_, rec_m_, comm_m_,
+  // nvtx_m_, matcher_m_, stats_m_, func_m_ (leaves: any order among them is consistent).
+  // wm_ to stats_m_ are held only over memory or a write to a regular file (rec_m_,
+  // stats_m_), never across a driver call or a socket, so prepare waits for them. Three
+  // locks it does not wait for:
+  //   cm_: held across the client's sends on a blocking socket with no send timeout (an
+  //     agent that stops reading blocks the send as long as it does). Not taken: the
+  //     child only closes the session's socket, and client_ is written under gm_ too.
+  //   gm_: held across the grant wait (bounded by RIPPLE_GRANT_TIMEOUT_MS, by nothing
+  //     when fail-closed), the fail-closed wait for the agent, the connect's Welcome wait,
+  //     the sends under cm_ and driver calls. Tried for at most kForkGateWaitMs; when it
+  //     was not taken, the child never touches the gate's state (a boundary may have been
+  //     changing it) and runs unmanaged. A boundary held gm_, so the parent had driven
+  //     the GPU, and CUDA does not support a child using it after that.
+  //   func_m_: held across cuFuncGetName, a driver call, and the driver may have fork
+  //     handlers of its own that hold its locks while ours run (prepare handlers run in
+  //     the reverse order of registration). Tried within the same bound; when it was not
+  //     taken, the child starts funcs_ anew without walking it (the parent's entries are
+  //     left, never freed: func_table_'s pointers into them stay valid).
+  // Condition variables: wcv_ (the watcher) and pin_cv_ (a context's end waiting for its
+  // pins) are waited on with wm_ alone, which the wait releases: prepare never waits for
+  // a waiter, and one woken meanwhile takes wm_ again after fork_parent released it.
   std::mutex gm_;
   std::mutex cm_;  // client I/O
+  static constexpr int kForkGateWaitMs = 10;
   std::unique_ptr<engine::Client> client_;
   std::atomic<std::uint64_t> gen_{1};
   engine::FailMode agent_fail_ = engine::FailMode::kOpen;
