@@ -123,8 +123,15 @@ static unsigned long long now_ns(void) {
   return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
+/* fork: fk_lock is held across it, so the child of a threaded program finds the fake's
+ * state whole and its lock free (the interposer's fork tests fork while other threads
+ * call in; the real driver's own locks are its business). */
+static void fk_fork_prepare(void) { pthread_mutex_lock(&fk_lock); }
+static void fk_fork_done(void) { pthread_mutex_unlock(&fk_lock); }
+
 __attribute__((constructor)) static void fk_init(void) {
   const char* v;
+  pthread_atfork(fk_fork_prepare, fk_fork_done, fk_fork_done);
   fk_capturing = (v = getenv("FAKE_CUDA_CAPTURING")) && atoi(v) != 0;
   fk_fail_launch = (v = getenv("FAKE_CUDA_FAIL_LAUNCH")) ? atoi(v) : 0;
   fk_event_delay_ns = (v = getenv("FAKE_CUDA_EVENT_DELAY_US")) ? atol(v) * 1000 : 0;
