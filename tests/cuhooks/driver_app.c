@@ -52,6 +52,23 @@
  *                                8-byte input copy, cuGraphLaunch, a 128 KiB logits
  *                                read-back and cuStreamSynchronize
  *         fork                   ops, fork; the child runs the ops mix again
+ *         forks N T BYTES CHILD  T threads keep creating a context, copying BYTES host to
+ *                                device on a stream of it (a gated copy: a grant, timing
+ *                                events from that context's pool), destroying the stream
+ *                                and the context (the pool goes), while the main thread
+ *                                forks N times; each child makes one copy of CHILD bytes
+ *                                on the main stream and _exit(0)s. A child that fails or
+ *                                is not gone within 10 s (killed) stops the forks: exit 5.
+ *                                Prints "forks: K of N children exited 0, C copies by
+ *                                the threads meanwhile" to stderr
+ *         forkheld BYTES         a thread copies BYTES host to device on its own stream
+ *                                (with an agent that holds its grants: it waits at the
+ *                                boundary); once the hook counted that boundary the main
+ *                                thread forks, and the child copies BYTES on the main
+ *                                stream and _exit(0)s.
+ *                                Exit 5 if fork() took 1 s or more in the parent, or the
+ *                                child failed or was not gone within 10 s. Prints
+ *                                "forkheld: fork took N ms" to stderr
  *         sleep MS               sleep between passes (layers/nvtx/copies)
  *         comm N                 N launches of an "nccl" kernel
  *         nvtxnames N            N push/pop pairs of NVTX ranges with distinct names that
@@ -120,7 +137,9 @@
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -277,6 +296,7 @@ static void from_procaddr(int v1, int ver, cuuint64_t flags) {
 
 static CUmodule g_mod;
 static CUstream g_stream;
+static CUcontext g_ctx; /* the main thread's (device 0's primary context) */
 static CUgraphExec g_graph;
 static CUfunction func(const char* name) {
   CUfunction f;
@@ -728,6 +748,136 @@ static void ctxend(const char* how, int n, unsigned long long bytes, CUcontext m
   free(h);
 }
 
+/* Waits for a forked child at most 10 s (then kills it): a child stuck on a lock that a
+ * parent thread held at the fork fails the run instead of hanging it. */
+static int child_exited_0(pid_t pid, int k) {
+  int st = 0;
+  pid_t w = 0;
+  for (int ms = 0; ms < 10000 && (w = waitpid(pid, &st, WNOHANG)) == 0; ++ms) {
+    struct timespec ts = {0, 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  if (w == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    fprintf(stderr, "driver_app: fork %d: the child was not gone after 10 s (killed)\n", k);
+    return 0;
+  }
+  if (w != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    fprintf(stderr, "driver_app: fork %d: the child failed (status 0x%x)\n", k, st);
+    return 0;
+  }
+  return 1;
+}
+
+/* forks: a threaded engine forks (a DataLoader's workers, a subprocess) while its other
+ * threads change what the hook keeps: event pools made and dropped with their contexts,
+ * works opened and grants closed. */
+static int g_forks_stop;
+static unsigned long long g_forks_copies;
+static void* forks_churn(void* arg) {
+  const unsigned long long bytes = *(const unsigned long long*)arg;
+  char* h = calloc(1, bytes);
+  CUdevice dev;
+  CHECK(cuDeviceGet(&dev, 0));
+  while (!__atomic_load_n(&g_forks_stop, __ATOMIC_ACQUIRE)) {
+    CUcontext c;
+    CUstream s;
+    CUdeviceptr d;
+    CHECK(cuCtxCreate(&c, NULL, 0, dev));
+    CHECK(cuStreamCreate(&s, 0));
+    CHECK(cuMemAlloc(&d, bytes));
+    CHECK(A.htod_async(d, h, bytes, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemFree(d));
+    CHECK(A.stream_destroy(s));
+    CHECK(A.ctx_destroy(c));
+    __atomic_fetch_add(&g_forks_copies, 1, __ATOMIC_RELAXED);
+  }
+  free(h);
+  return NULL;
+}
+
+static int forks(int n, int nthreads, unsigned long long bytes, unsigned long long child_bytes) {
+  enum { kMaxThreads = 8 };
+  pthread_t th[kMaxThreads];
+  if (nthreads > kMaxThreads) nthreads = kMaxThreads;
+  for (int t = 0; t < nthreads; ++t)
+    if (pthread_create(&th[t], NULL, forks_churn, &bytes) != 0) { fprintf(stderr, "driver_app: pthread_create failed\n"); exit(3); }
+  /* The threads under way before the first fork. */
+  while (nthreads > 0 && __atomic_load_n(&g_forks_copies, __ATOMIC_RELAXED) < (unsigned long long)nthreads) sched_yield();
+  const unsigned long long copies0 = __atomic_load_n(&g_forks_copies, __ATOMIC_RELAXED);
+  char* h = calloc(1, child_bytes);
+  CUdeviceptr d;
+  CHECK(cuMemAlloc(&d, child_bytes));
+  fflush(stdout);
+  fflush(stderr);
+  int failed = 0, ok = 0;
+  for (int k = 0; k < n && !failed; ++k) {
+    pid_t pid = fork();
+    if (pid < 0) { perror("fork"); failed = 1; break; }
+    if (pid == 0) _exit(A.htod_async(d, h, child_bytes, g_stream) == CUDA_SUCCESS ? 0 : 3); /* no atexit handlers */
+    if (!child_exited_0(pid, k)) failed = 1;
+    else ++ok;
+  }
+  const unsigned long long copies = __atomic_load_n(&g_forks_copies, __ATOMIC_RELAXED) - copies0;
+  __atomic_store_n(&g_forks_stop, 1, __ATOMIC_RELEASE);
+  for (int t = 0; t < nthreads; ++t) pthread_join(th[t], NULL);
+  CHECK(cuMemFree(d));
+  free(h);
+  fprintf(stderr, "forks: %d of %d children exited 0, %llu copies by the threads meanwhile\n", ok, n, copies);
+  return failed;
+}
+
+/* forkheld: a fork while another thread waits at a boundary for its grant. */
+static void* forkheld_copy(void* arg) {
+  const unsigned long long bytes = *(const unsigned long long*)arg;
+  char* h = calloc(1, bytes);
+  CUstream s;
+  CUdeviceptr d;
+  CHECK(cuCtxSetCurrent(g_ctx));
+  CHECK(cuStreamCreate(&s, 0));
+  CHECK(cuMemAlloc(&d, bytes));
+  CHECK(A.htod_async(d, h, bytes, s));
+  CHECK(cuStreamSynchronize(s));
+  CHECK(cuMemFree(d));
+  CHECK(A.stream_destroy(s));
+  free(h);
+  return NULL;
+}
+
+static int forkheld(unsigned long long bytes) {
+  pthread_t th;
+  if (pthread_create(&th, NULL, forkheld_copy, &bytes) != 0) { fprintf(stderr, "driver_app: pthread_create failed\n"); exit(3); }
+  char* h = calloc(1, bytes);
+  CUdeviceptr d;
+  CHECK(cuMemAlloc(&d, bytes));
+  /* Until the thread's copy is a boundary: counted under the gate's lock, which the
+   * thread holds from then on until its grant comes. */
+  for (int ms = 0; ms < 10000; ++ms) {
+    struct ripple_cuhook_stats st;
+    memset(&st, 0, sizeof st);
+    if (ripple_cuhook_get_stats && ripple_cuhook_get_stats(&st, sizeof st) == 0 && st.units_copy >= 1) break;
+    struct timespec ts = {0, 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  fflush(stdout);
+  fflush(stderr);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  pid_t pid = fork();
+  if (pid == 0) _exit(A.htod_async(d, h, bytes, g_stream) == CUDA_SUCCESS ? 0 : 3);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (pid < 0) { perror("fork"); exit(3); }
+  const long ms = (t1.tv_sec - t0.tv_sec) * 1000L + (t1.tv_nsec - t0.tv_nsec) / 1000000L;
+  fprintf(stderr, "forkheld: fork took %ld ms\n", ms);
+  const int ok = child_exited_0(pid, 0);
+  pthread_join(th, NULL);
+  CHECK(cuMemFree(d));
+  free(h);
+  return ok && ms < 1000 ? 0 : 1;
+}
+
 /* commreuse: a communication stream destroyed, its handle another stream's. */
 static void commreuse(int n, unsigned long long bytes) {
   CUstream s1, s2;
@@ -928,6 +1078,7 @@ int main(int argc, char** argv) {
   CHECK(cuDeviceGet(&dev, 0));
   CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CHECK(cuCtxSetCurrent(ctx));
+  g_ctx = ctx;
   CHECK(cuModuleLoadData(&g_mod, "fake image"));
   CHECK(cuStreamCreate(&g_stream, 0));
   CUgraph graph;
@@ -1038,6 +1189,16 @@ int main(int argc, char** argv) {
       free(h);
       CHECK(cuMemFree(d));
       i += 3;
+    }
+    else if (!strcmp(m, "forks")) {
+      if (i + 4 >= argc) { fprintf(stderr, "driver_app: forks needs N T BYTES CHILD\n"); return 2; }
+      if (forks(a, b, strtoull(argv[i + 3], NULL, 0), strtoull(argv[i + 4], NULL, 0))) return 5;
+      i += 4;
+    }
+    else if (!strcmp(m, "forkheld")) {
+      if (i + 1 >= argc) { fprintf(stderr, "driver_app: forkheld needs BYTES\n"); return 2; }
+      if (forkheld(strtoull(argv[i + 1], NULL, 0))) return 5;
+      i += 1;
     }
     else if (!strcmp(m, "fork")) {
       ops(); /* the parent holds a live session (and a watcher thread) when it forks */
