@@ -5,7 +5,7 @@
 CUDA_INCLUDE ?= /usr/local/cuda/include
 ifneq ($(wildcard $(CUDA_INCLUDE)/cuda.h),)
 
-CUHOOK_SRCS := cuhooks/hooks.cc cuhooks/runtime.cc cuhooks/nvtx.cc cuhooks/profile.cc cuhooks/chunker.cc \
+CUHOOK_SRCS := cuhooks/hooks.cc cuhooks/runtime.cc cuhooks/fork.cc cuhooks/nvtx.cc cuhooks/profile.cc cuhooks/chunker.cc \
 	cuhooks/config.cc cuhooks/counters.cc cuhooks/boundaries.cc cuhooks/learning.cc cuhooks/gate.cc \
 	cuhooks/grant_timer.cc cuhooks/pass_learner.cc \
 	$(PROTOCOL_SRCS)

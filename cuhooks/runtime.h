@@ -4,7 +4,8 @@
 // session with the agent through the engine client library, include/ripple/client.h), grant
 // timing (event pairs read by a watcher thread) and fork/exit handling. One class, its
 // members defined by concern:
-//   runtime.cc      construction, the hot path, NVTX and the C API, fork and exit
+//   runtime.cc      construction, the hot path, NVTX and the C API, exit
+//   fork.cc         the fork handlers
 //   boundaries.cc   unit boundaries, works and sub-layer grants (chunked copies)
 //   learning.cc     the glue to the pure pass learners (cuhooks/pass_learner.h)
 //   gate.cc         the agent session: connect, announce, acquire, timeouts
@@ -159,7 +160,7 @@ class Runtime {
   // call, no event of theirs used by the hook; device_release_ends after it).
   void device_contexts_end(CUdevice d, bool released);
   void device_release_ends(CUdevice d, bool ok);
-  // pthread_atfork (runtime.cc, "fork and exit"). fork_prepare takes the locks in the
+  // pthread_atfork (fork.cc). fork_prepare takes the locks in the
   // order written at gm_'s declaration; the two it only tries are said in ForkLocks.
   // fork_parent releases them; fork_child re-constructs every lock (which stands for the
   // unlock) and starts the child afresh, touching what a tried lock guards only where
