@@ -67,7 +67,7 @@ for pol in unmanaged pace-5; do
   RIPPLE_CUHOOK_STATS=$OUT/fork-$pol.stats timeout 120 taskset -c 2-5 "$B/bin/ripple-run" --engine llm --socket "$tmp/engine.sock" -- \
     python3 "$tmp/forker.py" "$FORKS" > "$OUT/fork-$pol.log" 2>&1
   rc=$?
-  python3 - "$OUT/fork-$pol.stats" "$pol" "$rc" "$OUT/fork-$pol.log" <<'PY'
+  python3 - "$OUT/fork-$pol.stats" "$pol" "$rc" "$OUT/fork-$pol.log" >> "$tmp/fork-lines" <<'PY'
 import json, sys
 f, pol, rc, log = sys.argv[1:]
 try: st = json.load(open(f))
@@ -77,4 +77,5 @@ keys = ["grants", "done_reported", "event_record_failures", "errors", "agent_los
 print(f"FORK {pol} rc={rc} {res[-1][11:] if res else 'no result'} " + " ".join(f"{k}={st.get(k)}" for k in keys))
 PY
 done
-grep -h "ripple-cuhook" "$OUT"/fork-*.log | sort | uniq -c | head -20
+grep -h "ripple-cuhook" "$OUT"/fork-*.log | sed 's/\[[0-9]*\]//' | sort | uniq -c | head -20
+cat "$tmp/fork-lines"  # last, so that a tail of the call's output keeps them
