@@ -211,7 +211,12 @@ void Runtime::end_session_locked(std::uint64_t retry_ns) {
   }
   gen_.fetch_add(1);
   drop_grant_locked();  // the session's: nothing to report it to
-  ahead_.reset();  // the agent dropped the engine's queue
+  // The agent dropped the engine's queue. Defensive: no path reaches here with an ahead
+  // today (a work is announced ahead only once the open one is granted to its end, and no
+  // acquire, so no session end, comes before the next work adopts or drops it; a reconnect
+  // re-announces under a new work id). Kept so that an earlier end or a reconnect that
+  // announces nothing cannot adopt a work the new session never heard of.
+  ahead_.reset();
   next_connect_ns_ = retry_ns ? monotonic_ns() + retry_ns : 0;
 }
 
