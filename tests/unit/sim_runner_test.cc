@@ -256,9 +256,10 @@ TEST(SimVlmHost, RippleMeetsEveryFrameOfAHostStreamingVlm) {
 // Tests agent.link_by_deadline closed-loop on the host link modelled per direction
 // (h200-vlm-duplex, fitted to the H200: the VLM's copies 1.4x slower beside the LLM's, the
 // LLM's not slowed), at k = 1.5. With the VLM's 5-s frames the hold costs the LLM a fifth of
-// its time; the link by deadlines moves >= 1.18x the hold's tokens/s (1.23x when written; the
-// deadline-bound half of the rule alone gave 1.13x) with every frame on time and every CPU
-// target met. With the VLM's deadline at
+// its time; the link by deadlines moves >= 1.15x the hold's tokens/s (1.23x when written, with
+// the fifth session's grant costs; 1.18x with results/sim.md §19's, which make the hold's many
+// grants cheaper; the deadline-bound half of the rule alone gave 1.13x when written) with every
+// frame on time and every CPU target met. With the VLM's deadline at
 // 1.3 s (its copies alone take 1.08 s) the hold, which makes the VLM wait for the LLM's
 // grants, was late on all 12 frames when written; by deadlines none is late.
 TEST(SimVlmDuplex, LinkByDeadlineMovesMoreAndKeepsEveryFrame) {
@@ -279,7 +280,7 @@ TEST(SimVlmDuplex, LinkByDeadlineMovesMoreAndKeepsEveryFrame) {
     EXPECT_GT((*pt)["vlm_frames"].get<std::uint64_t>(), 10u);
     EXPECT_EQ((*pt)["vlm_misses"].get<std::uint64_t>(), 0u);
   }
-  EXPECT_GE(by_deadline["llm_tok_s"].get<double>(), 1.18 * held["llm_tok_s"].get<double>());
+  EXPECT_GE(by_deadline["llm_tok_s"].get<double>(), 1.15 * held["llm_tok_s"].get<double>());
 
   o.preset.engines.at("vlm").deadline = 1300 * kNsPerMs;
   auto tight = points_by_policy(o);

@@ -28,3 +28,5 @@ TAP_SUITES += tools/bench/ripple-sim/render_check.sh
 TAP_SUITES += tests/bench/trace_report_test.py
 # calibrate end to end against the plant (a TEST DOUBLE with a known slope), ~45 s.
 TAP_SUITES += tests/integration/sim_calibrate.sh
+# grant_costs.py: the per-grant costs measured from GPU runs, on hand-made results (TAP).
+TAP_SUITES += tests/bench/grant_costs_test.py

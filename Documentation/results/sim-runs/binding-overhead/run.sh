@@ -7,8 +7,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../../.." && pwd)
 sim=${SIM:-$repo/build/bin/ripple-sim}
-preset=$repo/tools/bench/ripple-sim/presets/h200-harmless.toml
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# The preset as this section ran it (646a8cf): §19 re-stated the grant costs since.
+preset=$tmp/h200-harmless.toml
+git -C "$repo" show 646a8cf:tools/bench/ripple-sim/presets/h200-harmless.toml > "$preset"
 for ho in 690 200 100; do
   # The first hidden_overhead_us is the [engine.llm] section's (the one the runs use).
   sed "0,/^hidden_overhead_us = 690$/s//hidden_overhead_us = $ho/" "$preset" > "$tmp/h$ho.toml"
