@@ -775,6 +775,17 @@ static int child_exited_0(pid_t pid, int k) {
  * works opened and grants closed. */
 static int g_forks_stop;
 static unsigned long long g_forks_copies;
+/* One copy of BYTES from H on a stream of its own, in the current context, waited for. */
+static void copy_on_own_stream(const char* h, unsigned long long bytes) {
+  CUstream s;
+  CUdeviceptr d;
+  CHECK(cuStreamCreate(&s, 0));
+  CHECK(cuMemAlloc(&d, bytes));
+  CHECK(A.htod_async(d, h, bytes, s));
+  CHECK(cuStreamSynchronize(s));
+  CHECK(cuMemFree(d));
+  CHECK(A.stream_destroy(s));
+}
 static void* forks_churn(void* arg) {
   const unsigned long long bytes = *(const unsigned long long*)arg;
   char* h = calloc(1, bytes);
@@ -782,15 +793,8 @@ static void* forks_churn(void* arg) {
   CHECK(cuDeviceGet(&dev, 0));
   while (!__atomic_load_n(&g_forks_stop, __ATOMIC_ACQUIRE)) {
     CUcontext c;
-    CUstream s;
-    CUdeviceptr d;
     CHECK(cuCtxCreate(&c, NULL, 0, dev));
-    CHECK(cuStreamCreate(&s, 0));
-    CHECK(cuMemAlloc(&d, bytes));
-    CHECK(A.htod_async(d, h, bytes, s));
-    CHECK(cuStreamSynchronize(s));
-    CHECK(cuMemFree(d));
-    CHECK(A.stream_destroy(s));
+    copy_on_own_stream(h, bytes);
     CHECK(A.ctx_destroy(c));
     __atomic_fetch_add(&g_forks_copies, 1, __ATOMIC_RELAXED);
   }
@@ -833,15 +837,8 @@ static int forks(int n, int nthreads, unsigned long long bytes, unsigned long lo
 static void* forkheld_copy(void* arg) {
   const unsigned long long bytes = *(const unsigned long long*)arg;
   char* h = calloc(1, bytes);
-  CUstream s;
-  CUdeviceptr d;
   CHECK(cuCtxSetCurrent(g_ctx));
-  CHECK(cuStreamCreate(&s, 0));
-  CHECK(cuMemAlloc(&d, bytes));
-  CHECK(A.htod_async(d, h, bytes, s));
-  CHECK(cuStreamSynchronize(s));
-  CHECK(cuMemFree(d));
-  CHECK(A.stream_destroy(s));
+  copy_on_own_stream(h, bytes);
   free(h);
   return NULL;
 }
