@@ -70,6 +70,24 @@ def a_call_without_unmanaged_adds_no_excess_and_vlm_host_points_are_left_out():
 
 
 @case
+def the_drained_grant_fit_finds_a_cost_paid_only_by_drained_grants():
+    """Two points whose cost is exactly 1 ms per grant not taken ahead (successors differ, so a
+    price per grant cannot fit both): the drained fit is 1000 us with no residual, the per-grant
+    fit leaves one."""
+    with tempfile.TemporaryDirectory() as d:
+        # unmanaged: 1 busy s a token. Point 1: 100 drained of 1000 grants -> 0.1 s excess over
+        # 10 s (busy 0.51, 0.5 tokens/s). Point 2: 500 drained of 1000 -> 0.5 s (busy 0.55).
+        a = call(d, "a", [point("unmanaged", 1.0, 1.0, 40),
+                          point("ripple", 0.5, 0.51, 1000, successors=900),
+                          point("ripple+x", 0.5, 0.55, 1000, successors=500)])
+        rc, out, err = tool("--json", a)
+        assert rc == 0, err
+        f = json.loads(out)["ripple"]["fit"]
+        assert abs(f["per_drained_grant"]["us"] - 1000) < 1e-6 and f["per_drained_grant"]["rms_over_mean"] < 1e-9, f
+        assert f["per_grant"]["rms_over_mean"] > 0.3, f
+
+
+@case
 def bad_input_is_one_line_naming_the_file_and_field():
     """A missing folder, a point without gaps, a field that is not a number, and no managed point."""
     with tempfile.TemporaryDirectory() as d:

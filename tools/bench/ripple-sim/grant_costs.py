@@ -16,13 +16,17 @@ Pooled by policy family (ripple and its variants; each other policy by name), th
 - hidden_overhead_us = busy excess + other, over every point with an unmanaged beside it;
 - the delivery wait a grant = the delivery gap over the grants of the points whose grants
   were never taken ahead (successors 0): there no earlier grant's end hides the wait. In
-  ripple-sim that wait is delivery_us + start_us + report_us.
+  ripple-sim that wait is delivery_us + start_us + report_us;
+- two one-parameter least-squares fits of that cost over the points: a price per grant, and a
+  price per drained grant (not a successor taken ahead), each with its rms residual over the
+  mean cost: which describes the points better.
 Bad input is one line naming the file and field, and exit status 2.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -97,6 +101,21 @@ def pool(pts: list[dict]) -> dict:
     alone = [p for p in pts if p["successors"] == 0]
     na = sum(p["grants"] for p in alone)
     us = lambda s, k: 1e6 * s / k if k else None  # noqa: E731
+    # Two one-parameter fits of the cost (busy excess + other) over the points beside
+    # unmanaged: a price per grant, or a price per drained grant (one not taken ahead, so it
+    # starts on a drained copy pipeline); each with its rms residual over the mean cost.
+    fits = {}
+    cost = [p["excess"] + p["other"] for p in beside]
+    for name, x in (("per_grant", [p["grants"] for p in beside]),
+                    ("per_drained_grant", [p["grants"] - p["successors"] for p in beside])):
+        sxx = sum(v * v for v in x)
+        if not beside or sxx <= 0:
+            fits[name] = {"us": None, "rms_over_mean": None}
+            continue
+        c = sum(v * y for v, y in zip(x, cost)) / sxx
+        mean = sum(cost) / len(cost)
+        rms = math.sqrt(sum((y - c * v) ** 2 for v, y in zip(x, cost)) / len(cost))
+        fits[name] = {"us": 1e6 * c, "rms_over_mean": rms / mean if mean else None}
     return {
         "points": len(pts), "grants": n,
         "decision_us": us(sum(p["decision"] for p in pts), n),
@@ -107,6 +126,7 @@ def pool(pts: list[dict]) -> dict:
         "hidden_overhead_us": us(sum(p["excess"] + p["other"] for p in beside), nb),
         "grants_never_ahead": na,
         "delivery_wait_us": us(sum(p["delivery"] for p in alone), na),
+        "fit": fits,
     }
 
 
@@ -141,11 +161,13 @@ def main() -> int:
         print(f"| {p['call']} | {p['policy']} | {p['k']} | {n:.0f} | {fmt(1e6 * p['decision'] / n, 1)} | "
               f"{fmt(1e6 * p['delivery'] / n)} | {fmt(1e6 * p['other'] / n)} | {fmt(ex)} | {fmt(tot)} |")
     print()
-    print("| pooled | points | grants | decision us | delivery us | other us | busy excess us | hidden_overhead_us | delivery wait us (never ahead) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| pooled | points | grants | decision us | delivery us | other us | busy excess us | hidden_overhead_us | delivery wait us (never ahead) | fit: us a grant (rms/mean) | fit: us a drained grant (rms/mean) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for f, q in pooled.items():
+        fit = lambda k: f"{fmt(q['fit'][k]['us'])} ({fmt(q['fit'][k]['rms_over_mean'], 2)})"  # noqa: E731
         print(f"| {f} | {q['points']} | {q['grants']:.0f} | {fmt(q['decision_us'], 1)} | {fmt(q['delivery_us'])} | "
-              f"{fmt(q['other_us'])} | {fmt(q['busy_excess_us'])} | {fmt(q['hidden_overhead_us'])} | {fmt(q['delivery_wait_us'])} |")
+              f"{fmt(q['other_us'])} | {fmt(q['busy_excess_us'])} | {fmt(q['hidden_overhead_us'])} | {fmt(q['delivery_wait_us'])} | "
+              f"{fit('per_grant')} | {fit('per_drained_grant')} |")
     return 0
 
 
