@@ -48,6 +48,11 @@ def number(d: dict, key: str, where: str) -> float:
     return float(v)
 
 
+def optional(d: dict, key: str, where: str) -> float:
+    """A number that may be absent (0 then), e.g. from results made before it existed."""
+    return number(d, key, where) if d.get(key) is not None else 0.0
+
+
 def points(run: Path) -> list[dict]:
     """The managed points of one call, each with its per-grant costs (seconds)."""
     rj = run / "results.json"
@@ -68,9 +73,9 @@ def points(run: Path) -> list[dict]:
     out = []
     for p in pts:
         pol = field(p, "policy", str(rj))
-        if pol == "unmanaged" or float(p.get("vlm_gbps") or 0) > 0.01:
-            continue
         where = f"{rj}: point {pol} k={p.get('k')}"
+        if pol == "unmanaged" or optional(p, "vlm_gbps", where) > 0.01:
+            continue
         g = field(p, "gaps", where)
         grants = field(p, "llm_grants", where)
         n = number(grants, "grants", where + " llm_grants")
@@ -78,7 +83,7 @@ def points(run: Path) -> list[dict]:
             continue
         t = score_s * number(p, "runs", where)
         q = {"call": run.name, "policy": pol, "k": p.get("k"), "grants": n,
-             "successors": float(grants.get("successors") or 0),
+             "successors": optional(grants, "successors", where + " llm_grants"),
              "decision": number(g, "decision", where + " gaps") * t,
              "delivery": number(g, "delivery", where + " gaps") * t,
              "other": number(g, "other", where + " gaps") * t,
