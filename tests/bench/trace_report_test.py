@@ -319,6 +319,15 @@ def idle_is_outside_the_union_of_overlapping_grants():
     assert e["idle_ms"] == {"total": 5.0, "waiting_for_decision": 0.0, "delivery": 0.0, "other": 5.0}, e
     assert abs(e["idle_share"] - 5 / 40) < 1e-9, e
     assert e["idle_behind_ahead"][">= 512 MB"] == {"successors": 3, "gaps": 1, "idle_ms": 5.0}, e
+    # Over the union (0-25 and 30-40 ms: 35 ms) the four grants moved 2,400 MB: 68.6 GB/s, where
+    # their own 45 ms of GPU time (each predicted as it ran) gives 53.3; grant 4 alone started
+    # on an idle GPU.
+    u = e["union_rate"]
+    assert abs(u["union_s"] - 0.035) < 1e-12 and abs(u["gbps_union"] - 2400 / 35) < 1e-9, u
+    assert abs(u["gbps_predicted"] - 2400 / 45) < 1e-9 and abs(u["sum_over_union"] - 45 / 35) < 1e-9, u
+    assert u["drained"] == 1, u
+    rc, out, err = on_lines(lines)
+    assert rc == 0 and "| llm | 0.035 | 68.6 | 53.3 | 1.29 | 1 |" in out, out
 
 
 @case

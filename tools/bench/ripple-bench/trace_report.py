@@ -25,7 +25,10 @@ jobs), "apart" otherwise (nothing of the engines came close: the host's own nois
 Per engine: grants done, late ends (actual end more than --late-ms after the predicted end,
 as the agent counts late_ends), the end error's quantiles, the late ends split into those
 that started late and those that ran longer than predicted, with the grants' GPU over
-predicted duration by the predicted duration's class (late_ends_by), and its idle time: where none
+predicted duration by the predicted duration's class (late_ends_by) (a pipelined grant's GPU interval spans part of its
+neighbour's, so this ratio reads their overlap as lateness); the GB/s of its timed grants over
+the union of their GPU intervals against the GB/s their predicted durations give, with their
+GPU time's sum over that union and how many started on an idle GPU; and its idle time: where none
 of its grants ran (outside the union of their GPU intervals; pipelined grants overlap, so
 the gap is from the furthest end so far to the next start), split by when the next grant
 was decided (after that end: the engine waited for a decision) and sent (delivery); and
@@ -271,6 +274,27 @@ def in_hand(gs: list[Grant], lo: float, hi: float) -> dict:
     return {"none": share[0] / span, "one": share[1] / span, "two_or_more": share[2] / span, "done_gbps": done / span}
 
 
+def union_rate(scored: list[Grant]) -> dict:
+    """The rate of an engine's timed grants over the union of their GPU intervals, against the
+    rate their predicted durations give. Pipelined grants overlap (the next copy-in runs beside
+    the last spill), so a grant's GPU interval spans part of its neighbour's and its GPU over
+    predicted duration reads that overlap as a slow grant: over the union it is not
+    (results/sim.md §19). Also the sum of their GPU times over that union, and how many started
+    on an idle GPU (after every earlier grant's end: a drained pipeline)."""
+    timed = sorted((g for g in scored if g.a_to > g.a_from and g.p_to > g.p_from), key=lambda g: g.a_from)
+    if not timed:
+        return dict.fromkeys(("union_s", "gbps_union", "gbps_predicted", "sum_over_union"), math.nan) | {"drained": 0}
+    union = sum(b - a for a, b in _union((g.a_from, g.a_to) for g in timed))
+    moved = sum(g.bytes for g in timed)
+    drained, reach = 0, None
+    for g in timed:
+        drained += reach is not None and g.a_from > reach
+        reach = g.a_to if reach is None else max(reach, g.a_to)
+    predicted = sum(g.p_to - g.p_from for g in timed)
+    return {"union_s": union / 1e9, "gbps_union": moved / union, "gbps_predicted": moved / predicted,
+            "sum_over_union": sum(g.a_to - g.a_from for g in timed) / union, "drained": drained}
+
+
 GAP_MIN_NS = 20_000_000   # a gap between CPU jobs this long or longer is split into its edges and middle
 EDGE_NS = 5_000_000
 
@@ -427,6 +451,7 @@ def report(tr: Trace, window: tuple[float, float] | None, late_ms: float, near_m
             "idle_ms": {k: v / 1e6 for k, v in idle.items()},
             "idle_share": idle["total"] / span if span > 0 else math.nan,
             "late_ends_by": late_ends_by(scored, late_ms),
+            "union_rate": union_rate(scored),
             "idle_behind_ahead": idle_behind_ahead(run, lo, hi),
             "in_hand": in_hand(gs, lo, hi),
             "none_where": none_where(gs, tr.jobs, lo, hi),
@@ -493,6 +518,12 @@ def markdown(r: dict) -> str:
                    f"{b['excess_ms_p90']:.2f} | " + " / ".join(
                        f"{b['duration_ratio_p50'][label]:.2f} ({b['duration_count'][label]})"
                        for _, label in DURATION_BINS) + f" | {b['untimed']} / {b['under_half']} |")
+    out += ["", "| engine | timed grants' GPU union s | GB/s over the union | GB/s predicted | GPU time sum / union | "
+                "started on an idle GPU |", "|---|---|---|---|---|---|"]
+    for n, d in sorted(r["engines"].items()):
+        u = d["union_rate"]
+        out.append(f"| {n} | {u['union_s']:.3f} | {u['gbps_union']:.1f} | {u['gbps_predicted']:.1f} | "
+                   f"{u['sum_over_union']:.2f} | {u['drained']} |")
     out += ["", "| engine | grant before the gap | successors sent before it ended | GPU gaps | idle ms |",
             "|---|---|---|---|---|"]
     for n, d in sorted(r["engines"].items()):
