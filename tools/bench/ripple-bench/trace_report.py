@@ -25,10 +25,11 @@ jobs), "apart" otherwise (nothing of the engines came close: the host's own nois
 Per engine: grants done, late ends (actual end more than --late-ms after the predicted end,
 as the agent counts late_ends), the end error's quantiles, the late ends split into those
 that started late and those that ran longer than predicted, with the grants' GPU over
-predicted duration by the predicted duration's class (late_ends_by) (a pipelined grant's GPU interval spans part of its
-neighbour's, so this ratio reads their overlap as lateness); the GB/s of its timed grants over
-the union of their GPU intervals against the GB/s their predicted durations give, with their
-GPU time's sum over that union and how many started on an idle GPU; and its idle time: where none
+predicted duration by the predicted duration's class (late_ends_by; a pipelined grant's GPU
+interval spans part of its neighbour's, so this ratio reads their overlap as lateness); the
+GB/s of its timed grants over the union of their GPU intervals against the GB/s their
+predicted durations give, with their GPU time's sum over that union and how many started on
+an idle GPU; and its idle time: where none
 of its grants ran (outside the union of their GPU intervals; pipelined grants overlap, so
 the gap is from the furthest end so far to the next start), split by when the next grant
 was decided (after that end: the engine waited for a decision) and sent (delivery); and
@@ -286,10 +287,7 @@ def union_rate(scored: list[Grant]) -> dict:
         return dict.fromkeys(("union_s", "gbps_union", "gbps_predicted", "sum_over_union"), math.nan) | {"drained": 0}
     union = sum(b - a for a, b in _union((g.a_from, g.a_to) for g in timed))
     moved = sum(g.bytes for g in timed)
-    drained, reach = 0, None
-    for g in timed:
-        drained += reach is not None and g.a_from > reach
-        reach = g.a_to if reach is None else max(reach, g.a_to)
+    drained = sum(1 for prev, g in behind(timed) if g.a_from > prev.a_to)
     predicted = sum(g.p_to - g.p_from for g in timed)
     return {"union_s": union / 1e9, "gbps_union": moved / union, "gbps_predicted": moved / predicted,
             "sum_over_union": sum(g.a_to - g.a_from for g in timed) / union, "drained": drained}
