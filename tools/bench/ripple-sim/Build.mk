@@ -30,3 +30,5 @@ TAP_SUITES += tests/bench/trace_report_test.py
 TAP_SUITES += tests/integration/sim_calibrate.sh
 # grant_costs.py: the per-grant costs measured from GPU runs, on hand-made results (TAP).
 TAP_SUITES += tests/bench/grant_costs_test.py
+# slope_bias.py: the two slopes of an admission trace's jobs, on hand-made traces (TAP).
+TAP_SUITES += tests/bench/slope_bias_test.py

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Per task, the slope an admission trace's own jobs give, read two ways (results/sim.md §20).
+
+    tools/bench/ripple-sim/slope_bias.py [--warmup-fraction 0.2] TRACE ...
+
+TRACE is an admission trace (agent.trace_file's JSON lines, `.jsonl` or `.jsonl.gz`: a
+GPU call's `traces/*.jsonl.gz`, or ripple-sim's `--trace`). Its `complete` records give each
+job's charged bytes C and response time r. Per task, over the jobs after the first
+--warmup-fraction (the fit's start-up):
+
+- "charge": the least-squares slope of r on C, ms per GB. This is what the agent's fit
+  reads (App. C; the fit uses r less the start lag, which the trace does not carry).
+- "intensity": the slope of r on C × m / r, with m the task's median response: the bytes
+  the job's own traffic rate would have brought over a typical job.
+
+A job that runs longer for its own reasons is charged more bytes while the engines run
+beside it, so the charge slope reads the task's own spread as slope; where the budget ran
+out inside the job, C is fixed and the intensity slope reads that spread the other way.
+Neither is the true slope. Prints a markdown table: trace, task, jobs, charged share,
+both slopes and r(C, r).
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics as st
+import sys
+from pathlib import Path
+
+
+def ls_slope(x: list[float], y: list[float]) -> float:
+    """Least-squares slope of y on x; nan where x does not vary."""
+    mx, my = st.fmean(x), st.fmean(y)
+    sxx = sum((a - mx) ** 2 for a in x)
+    if sxx <= 0:
+        return float("nan")
+    return sum((a - mx) * (b - my) for a, b in zip(x, y)) / sxx
+
+
+def jobs_of(path: Path) -> dict[str, list[tuple[float, float]]]:
+    """Each task's (charged GB, response ms), in completion order."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    out: dict[str, list[tuple[float, float]]] = {}
+    with opener(path, "rt") as f:
+        for n, line in enumerate(f, 1):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                print(f"slope_bias.py: {path}:{n}: not JSON ({e.msg})", file=sys.stderr)
+                sys.exit(2)
+            if rec.get("k") != "complete":
+                continue
+            try:
+                out.setdefault(rec["name"], []).append((rec["bytes"] / 1e9, rec["value"] / 1e6))
+            except (KeyError, TypeError):
+                print(f"slope_bias.py: {path}:{n}: a complete record without name, bytes or value", file=sys.stderr)
+                sys.exit(2)
+    return out
+
+
+def slopes(jobs: list[tuple[float, float]], warmup_fraction: float) -> dict | None:
+    kept = jobs[int(len(jobs) * warmup_fraction):]
+    if len(kept) < 3:
+        return None
+    c = [a for a, _ in kept]
+    r = [b for _, b in kept]
+    m = st.median(r)
+    intensity = [a * m / b if b > 0 else 0.0 for a, b in kept]
+    corr = st.correlation(c, r) if len(set(c)) > 1 and len(set(r)) > 1 else float("nan")
+    return {"jobs": len(kept), "charged": sum(1 for a in c if a > 0) / len(kept),
+            "charge": ls_slope(c, r), "intensity": ls_slope(intensity, r), "corr": corr}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("traces", nargs="+", type=Path, metavar="TRACE")
+    ap.add_argument("--warmup-fraction", type=float, default=0.2,
+                    help="share of each task's first jobs left out (default 0.2)")
+    a = ap.parse_args()
+    if not 0 <= a.warmup_fraction < 1:
+        print(f"slope_bias.py: --warmup-fraction {a.warmup_fraction}: must lie in [0, 1)", file=sys.stderr)
+        return 2
+    print("| trace | task | jobs | charged | charge slope (ms/GB) | intensity slope (ms/GB) | r(C, r) |")
+    print("|---|---|---|---|---|---|---|")
+    for p in a.traces:
+        if not p.is_file():
+            print(f"slope_bias.py: {p}: no such file", file=sys.stderr)
+            return 2
+        per_task = jobs_of(p)
+        if not per_task:
+            print(f"slope_bias.py: {p}: no complete records (not an admission trace?)", file=sys.stderr)
+            return 2
+        # A GPU call's traces sit in CALL/traces/: name them by the call.
+        where = p.parent.parent if p.parent.name == "traces" else p.parent
+        label = f"{where.name}/{p.name}"
+        for task, jobs in sorted(per_task.items()):
+            s = slopes(jobs, a.warmup_fraction)
+            if s is None:
+                print(f"| {label} | {task} | {len(jobs)} | | too few jobs | | |")
+                continue
+            print(f"| {label} | {task} | {s['jobs']} | {s['charged']:.2f} | {s['charge']:.2f} | "
+                  f"{s['intensity']:.2f} | {s['corr']:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
