@@ -200,6 +200,18 @@ TEST(Mix, ShippedMixesMatchThePaper) {
     EXPECT_EQ(m.tasks[i].threads, 1);
     EXPECT_EQ(m.tasks[i].cores, (std::vector<int>{static_cast<int>(i)}));
   }
+  // The H100 variant: robotic1.toml with KDNN at 150 ms, nothing else changed.
+  Mix r1;
+  ASSERT_TRUE(load_mix("tools/workloads/mixes/robotic1.toml", &r1, &err)) << err;
+  ASSERT_TRUE(load_mix("tools/workloads/mixes/robotic1-kdnn150.toml", &m, &err)) << err;
+  EXPECT_EQ(m.name, "Robotic1-kdnn150");
+  ASSERT_EQ(m.tasks.size(), r1.tasks.size());
+  for (size_t i = 0; i < m.tasks.size(); ++i) {
+    EXPECT_EQ(m.tasks[i].binary, r1.tasks[i].binary);
+    EXPECT_EQ(m.tasks[i].period_ms, m.tasks[i].binary == "ripple-kdnn" ? 150.0 : 100.0);
+    EXPECT_EQ(m.tasks[i].threads, r1.tasks[i].threads);
+    EXPECT_EQ(m.tasks[i].cores, r1.tasks[i].cores);
+  }
   ASSERT_TRUE(load_mix("tools/workloads/mixes/robotic2.toml", &m, &err)) << err;
   EXPECT_EQ(m.name, "Robotic2");
   ASSERT_EQ(m.tasks.size(), 3u);
