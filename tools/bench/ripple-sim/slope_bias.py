@@ -31,11 +31,10 @@ from pathlib import Path
 
 def ls_slope(x: list[float], y: list[float]) -> float:
     """Least-squares slope of y on x; nan where x does not vary."""
-    mx, my = st.fmean(x), st.fmean(y)
-    sxx = sum((a - mx) ** 2 for a in x)
-    if sxx <= 0:
+    try:
+        return st.linear_regression(x, y).slope
+    except st.StatisticsError:
         return float("nan")
-    return sum((a - mx) * (b - my) for a, b in zip(x, y)) / sxx
 
 
 def jobs_of(path: Path) -> dict[str, list[tuple[float, float]]]:

@@ -18,15 +18,10 @@ tool=$repo/tools/bench/ripple-sim/slope_bias.py
 runs=$repo/Documentation/results/e2e-runs
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-python3 - "$repo/tools/workloads/mixes/robotic1.toml" "$tmp/r1-kdnn150.toml" <<'PY'
-import sys
-s = open(sys.argv[1]).read(); i = s.index('name = "kdnn"')
-open(sys.argv[2], "w").write(s[:i] + s[i:].replace("period_ms = 100", "period_ms = 150", 1))
-PY
 common=(--k 1.1 --runs 1 --prep-s 6 --ripple-prep-s 20 --score-s 30 --policies ripple -q)
 for s in 1 2 3; do
   "$sim" --preset h200-harmless --seed $s "${common[@]}" --out "$tmp/o" --trace "$tmp/narrow-seed$s" > /dev/null
-  "$sim" --preset h200-harmless --mix "$tmp/r1-kdnn150.toml" --profile-s 45 \
+  "$sim" --preset h200-harmless --mix "$repo/tools/workloads/mixes/robotic1-kdnn150.toml" --profile-s 45 \
     --solo-from "$runs/h100-s39-sr11/results.json" --seed $s "${common[@]}" --out "$tmp/o" --trace "$tmp/wide-seed$s" > /dev/null
   "$sim" --preset h200-calibrated --seed $s "${common[@]}" --out "$tmp/o" --trace "$tmp/calibrated-seed$s" > /dev/null
 done
