@@ -207,7 +207,7 @@ pricing::Pricing Admission::on_release(TaskId task, JobSeq seq, Nanos now, std::
 
 void Admission::trace_completion(const std::optional<pricing::Completion>& c, TaskId task, JobSeq seq, Nanos now) {
   if (!trace_ || !c) return;
-  trace_({TraceKind::kComplete, now, task, seq, c->charged, 0, 0, c->response, c->outcome.missed});
+  trace_({TraceKind::kComplete, now, task, seq, c->charged, c->early, 0, c->response, c->outcome.missed});
 }
 
 std::optional<pricing::Completion> Admission::on_complete(TaskId task, JobSeq seq, Nanos now) {

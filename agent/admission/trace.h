@@ -27,7 +27,9 @@ struct TraceRecord {
   Bytes bytes = 0;          // release: allowance issued; complete: bytes charged; grant: its bytes
   Nanos from = 0, to = 0;   // grant: predicted start and end; done: the GPU's start and end as
                             // the Done shows them (to = t, from = the later of the Start and
-                            // t - measured); start: when it was sent (-1: not known)
+                            // t - measured); start: when it was sent (-1: not known);
+                            // complete: from = the bytes charged in the job's first
+                            // instrument_window() ns (JobAccount::early, the slope's instrument)
   Nanos value = 0;          // complete: response time; grant: not_before (0: none); done: measured
   bool flag = false;        // complete: missed; grant: a successor; done: ran queued behind another
 };

@@ -42,6 +42,8 @@ const std::vector<Key>& keys() {
        [](double v, Params& p) { p.slope_hold_z = v; return std::string(); }},
       {"slope_release", Kind::kBool, "",
        [](double v, Params& p) { p.slope_release = v != 0; return std::string(); }},
+      {"slope_instrument", Kind::kBool, "",
+       [](double v, Params& p) { p.slope_instrument = v != 0; return std::string(); }},
       {"prior_slope_ms_per_gb", Kind::kFloat, "ms per GB",
        [](double v, Params& p) { p.prior_slope_ns_per_byte = v * 1e-3; return std::string(); }},
       {"eta", Kind::kFloat, "", [](double v, Params& p) { p.eta = v; return std::string(); }},

@@ -48,12 +48,17 @@ Estimator::Estimator(TaskSpec spec, const Params& params)
       z_(-inverse_normal_cdf(spec_.miss_tolerance)),
       a_max_(to_bytes(params.peak_rate_bytes_per_ns * static_cast<double>(spec_.deadline))),
       fit_(params.intercept_window, params.slope_window),
+      iv_fit_(params.slope_window),
       margin_(params, window_target_),
       held_slope_(spec_.prior_slope_ns_per_byte.value_or(params.prior_slope_ns_per_byte)) {
   // Warm-up from a solo profile (App. C): the solo runs (C = 0) seed the fit, and
   // their scatter around the seeded intercept seeds the pooled warm-up margin.
   const auto& profile = spec_.solo_profile;
-  for (Nanos d : profile) fit_.add(static_cast<double>(d), 0.0);
+  for (Nanos d : profile) {
+    fit_.add(static_cast<double>(d), 0.0);
+    iv_fit_.add(static_cast<double>(d), 0.0, 0.0);
+    recent_.push(static_cast<double>(d));
+  }
   if (!profile.empty()) {
     const double a0 = fit_.intercept(held_slope_);
     const std::size_t first =
@@ -67,10 +72,27 @@ Estimator::Estimator(TaskSpec spec, const Params& params)
   if (solo_p99_ == 0) solo_p99_ = percentile(profile, 99);  // the config's "K x p99" too
 }
 
+Estimator::SlopeReading Estimator::slope_reading() const {
+  SlopeReading r;
+  if (params_.slope_instrument) {
+    r.estimable = iv_fit_.slope_estimable();
+    r.slope = iv_fit_.slope();
+    r.se = iv_fit_.slope_se();
+    r.effective_samples = iv_fit_.effective_samples();
+  } else {
+    r.estimable = fit_.slope_estimable();
+    r.slope = fit_.ls_slope();
+    r.se = fit_.ls_slope_se();
+    r.effective_samples = fit_.effective_samples();
+  }
+  return r;
+}
+
 std::optional<double> Estimator::slope_upper() const {
-  if (!fit_.slope_estimable()) return std::nullopt;
+  const SlopeReading r = slope_reading();
+  if (!r.estimable) return std::nullopt;
   // kappa^u = max(0, kappa_LS) + z_eps SE (App. C, "Pessimistic slope").
-  return std::max(0.0, fit_.ls_slope()) + z_ * fit_.ls_slope_se();
+  return std::max(0.0, r.slope) + z_ * r.se;
 }
 
 Estimator::Estimates Estimator::current(std::optional<double> margin) const {
@@ -85,9 +107,8 @@ Estimator::Estimates Estimator::current(std::optional<double> margin) const {
   if (auto u = slope_upper(); u && *u > 0) e.upper = *u;
   // s = max(kappa_hat, kappa^u), or kappa_hat / 0.85 until a positive kappa^u exists.
   e.priced = e.upper ? std::max(e.held, *e.upper) : e.held / params_.unestimable_slope_share;
-  const double ls = fit_.ls_slope();
-  e.high_uncertainty = !fit_.slope_estimable() || !(ls > 0) ||
-                       fit_.ls_slope_se() > params_.high_uncertainty * ls;
+  const SlopeReading r = slope_reading();
+  e.high_uncertainty = !r.estimable || !(r.slope > 0) || r.se > params_.high_uncertainty * r.slope;
   return e;
 }
 
@@ -105,7 +126,7 @@ bool certification_passes(const CertificationInputs& in) {
 }
 
 bool Estimator::certification_check(const Estimates& e, double q) const {
-  if (!fit_.slope_estimable()) return false;
+  if (!slope_reading().estimable) return false;
   CertificationInputs in;
   in.a_hat = e.a_hat;
   in.margin = q;
@@ -207,7 +228,7 @@ Pricing Estimator::price(Phase phase, Bytes smallest_other_base, Nanos lag) {
   return p;
 }
 
-Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged) {
+Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged, std::optional<Bytes> early) {
   Outcome out;
   out.missed = response > spec_.deadline;
   // The line and the fit model the job's own execution: from its start, not its release.
@@ -239,12 +260,18 @@ Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged) {
   }
 
   fit_.add(ct, x);
-  if (fit_.slope_estimable()) {
-    const double ls = fit_.ls_slope(), se = fit_.ls_slope_se();
+  if (params_.slope_instrument) {
+    // The instrument is part of the charge; an untouched job has neither.
+    const double z = touched ? static_cast<double>(std::clamp<Bytes>(early.value_or(charged), 0, charged)) : 0.0;
+    iv_fit_.add(ct, x, z);
+  }
+  recent_.push(ct);
+  if (const SlopeReading reading = slope_reading(); reading.estimable) {
+    const double ls = reading.slope, se = reading.se;
     // The held slope moves only on a positive estimate >= 2 SE above zero.
     if (ls > 0 && ls >= params_.slope_hold_z * se) {
       held_slope_ = ls;
-    } else if (params_.slope_release && fit_.effective_samples() >= kSlopeReleaseSamples) {
+    } else if (params_.slope_release && reading.effective_samples >= kSlopeReleaseSamples) {
       // The data reject the held slope at the pessimistic level: it falls to kappa^u
       // (params.h, kDefaultSlopeRelease). Only to a positive kappa^u: never priced as free.
       const double upper = std::max(0.0, ls) + z_ * se;

@@ -9,6 +9,7 @@
 #include "agent/pricing/fit.h"
 #include "agent/pricing/margin.h"
 #include "agent/pricing/params.h"
+#include "agent/pricing/sorted_window.h"
 #include "agent/pricing/types.h"
 
 namespace ripple::pricing {
@@ -103,8 +104,10 @@ class Estimator {
   Pricing price(Phase phase, Bytes smallest_other_base = kUnlimitedBytes, Nanos lag = 0);
 
   // A job priced by `pricing` completed `response` ns after its release (its lag
-  // included) with `charged` bytes.
-  Outcome complete(const Pricing& pricing, Nanos response, Bytes charged);
+  // included) with `charged` bytes, `early` of them charged within instrument_window() of
+  // its start (the instrument of Params::slope_instrument; nullopt: the whole charge).
+  Outcome complete(const Pricing& pricing, Nanos response, Bytes charged,
+                   std::optional<Bytes> early = std::nullopt);
   // A job that never completed: it exceeds any finite line and misses its deadline.
   Outcome unfinished(const Pricing& pricing);
 
@@ -126,6 +129,21 @@ class Estimator {
   double z() const { return z_; }
   Nanos solo_p99() const { return solo_p99_; }
   const InterferenceFit& fit() const { return fit_; }
+  // The slope the hold rule and kappa^u read: the least-squares fit's (App. C) or, with
+  // Params::slope_instrument, the instrumented fit's.
+  struct SlopeReading {
+    bool estimable = false;
+    double slope = 0, se = 0;  // ns/byte
+    double effective_samples = 0;
+  };
+  SlopeReading slope_reading() const;
+  // m: the bytes charged to a job within this many ns of its start are its instrument
+  // (Params::slope_instrument): the shortest of the task's last kInstrumentJobs execution
+  // times (its solo profile's before any completes), so nearly every job lives through
+  // it and its own length cannot move them. 0 while nothing is known.
+  Nanos instrument_window() const {
+    return recent_.empty() ? 0 : static_cast<Nanos>(recent_.rank(1));
+  }
   const ConformalMargin& margin() const { return margin_; }
   double held_slope() const { return held_slope_; }
   // kappa^u from the current fit; nullopt until estimable.
@@ -166,6 +184,8 @@ class Estimator {
   Nanos solo_p99_ = 0;
   Bytes a_max_;
   InterferenceFit fit_;
+  InstrumentedFit iv_fit_;
+  SortedWindow recent_{kInstrumentJobs};  // execution times, for instrument_window()
   ConformalMargin margin_;
   double held_slope_;
   Bytes base_ = 0;

@@ -66,4 +66,49 @@ class InterferenceFit {
   double slope_ = 0, slope_se_ = 0, ls_a_ = 0;
 };
 
+// The same model's slope read with an instrument (ours, Params::slope_instrument): the
+// bytes Z charged to a job in its first m ns (m: the shortest recent job, so every job
+// lives through it; Estimator::instrument_window), against the whole charge C. A job that
+// runs long for its own reasons collects more C while the engines run beside it, so the
+// least-squares slope of CT on C reads the task's own spread as slope (results/sim.md
+// §20); Z is fixed before that spread shows, so
+//   kappa_IV = cov_w(Z, CT) / cov_w(Z, C)
+// is free of it (the two-stage least-squares estimator with one instrument). With Z = C
+// it is the least-squares slope. Its standard error is the IV sandwich,
+//   se^2 = sigma^2 sum w^2 (Z - Z_bar)^2 / cov_w(Z, C)^2,
+// sigma^2 from the weighted residuals of CT - a - kappa_IV C with n_eff - 2 degrees of
+// freedom, and it grows as Z's tie to C weakens. Same forgetting as the slope window.
+class InstrumentedFit {
+ public:
+  explicit InstrumentedFit(int slope_window);
+
+  // One completed job: response (ns), charge C and instrument Z (bytes).
+  void add(double response_ns, double charge_bytes, double instrument_bytes);
+
+  // Estimable once three jobs give a nonsingular, positive first stage (Z moves with C)
+  // and more than two effective samples.
+  bool slope_estimable() const { return estimable_; }
+  double slope() const { return slope_ * kSlopeUnit; }        // ns/byte
+  double slope_se() const { return slope_se_ * kSlopeUnit; }  // ns/byte
+  double effective_samples() const { return w2_ > 0 ? w_ * w_ / w2_ : 0.0; }
+
+ private:
+  static constexpr double kNsPerUnit = 1e6;      // ms
+  static constexpr double kBytesPerUnit = 1e9;   // GB
+  static constexpr double kSlopeUnit = kNsPerUnit / kBytesPerUnit;
+
+  void solve();
+
+  double lambda_;
+  std::int64_t count_ = 0;
+  double c0_ = 0, y0_ = 0, z0_ = 0;  // first observation: the sums are centred on it
+  // Weighted sums (weights lambda^k) of 1, z, c, y and their products; w2_, qz_, qzz_ the
+  // same with the squared weights (the sandwich).
+  double w_ = 0, sz_ = 0, sc_ = 0, sy_ = 0;
+  double szz_ = 0, szc_ = 0, szy_ = 0, scc_ = 0, scy_ = 0, syy_ = 0;
+  double w2_ = 0, qz_ = 0, qzz_ = 0;
+  bool estimable_ = false;
+  double slope_ = 0, slope_se_ = 0;
+};
+
 }  // namespace ripple::pricing

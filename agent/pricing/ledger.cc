@@ -110,6 +110,8 @@ Pricing Ledger::on_release(TaskId task, JobSeq seq, Nanos now, Phase phase, Nano
     g.inherited_by.push_back(j.key);
   }
   j.charged = j.inherited;
+  j.early = j.inherited;
+  j.early_until = now + est.instrument_window();
   last_release_[task] = now - j.lag;
   jobs_.push_back(std::move(j));
   return jobs_.back().pricing;
@@ -126,8 +128,9 @@ Completion Ledger::finish(std::size_t index, Nanos now, bool completed) {
   c.response = std::max(now, j.release) - j.release + j.lag;
   c.charged = j.charged;
   c.inherited = j.inherited;
+  c.early = j.early;
   c.allowance = j.allowance;
-  c.outcome = completed ? est.complete(j.pricing, c.response, j.charged) : est.unfinished(j.pricing);
+  c.outcome = completed ? est.complete(j.pricing, c.response, j.charged, j.early) : est.unfinished(j.pricing);
   if (index + 1 != jobs_.size()) jobs_[index] = std::move(jobs_.back());
   jobs_.pop_back();
   return c;
@@ -194,15 +197,17 @@ bool Ledger::crossing_allowed(Bytes bytes, Nanos end, Nanos now) const {
   return true;
 }
 
-GrantId Ledger::charge(EngineId engine, Bytes bytes, Nanos end, Nanos /*now*/) {
+GrantId Ledger::charge(EngineId engine, Bytes bytes, Nanos end, Nanos now) {
   Grant g;
   g.id = next_grant_++;
   g.engine = engine;
   g.bytes = bytes;
   g.end = end;
+  g.charged_at = now;
   g.charged_to.reserve(jobs_.size());
   for (auto& j : jobs_) {
     j.charged += bytes;
+    if (now < j.early_until) j.early += bytes;
     g.charged_to.push_back(j.key);
   }
   grants_.push_back(std::move(g));
@@ -219,12 +224,17 @@ bool Ledger::grant_executed(GrantId id) {
 bool Ledger::refund(GrantId id) {
   auto it = std::find_if(grants_.begin(), grants_.end(), [id](const Grant& g) { return g.id == id; });
   if (it == grants_.end()) return false;
-  for (const JobKey& key : it->charged_to)
-    if (JobAccount* j = find_job(key.task, key.seq)) j->charged -= it->bytes;
+  for (const JobKey& key : it->charged_to) {
+    if (JobAccount* j = find_job(key.task, key.seq)) {
+      j->charged -= it->bytes;
+      if (it->charged_at < j->early_until) j->early -= it->bytes;
+    }
+  }
   for (const JobKey& key : it->inherited_by) {
     if (JobAccount* j = find_job(key.task, key.seq)) {
       j->charged -= it->bytes;
       j->inherited -= it->bytes;
+      j->early -= it->bytes;
     }
   }
   grants_.erase(it);

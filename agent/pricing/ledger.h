@@ -39,6 +39,11 @@ struct JobAccount {
   double rate = 0;        // A_ij / a_hat_ij, bytes per ns (Eq. 3)
   Bytes charged = 0;      // C_ij(t), inherited grants included
   Bytes inherited = 0;    // part of `charged` from grants in flight at the release
+  // The slope's instrument (Params::slope_instrument): the part of `charged` admitted
+  // before early_until = release + the task's instrument_window(), inherited grants
+  // included.
+  Bytes early = 0;
+  Nanos early_until = 0;
   const Estimator* task = nullptr;
   Pricing pricing;        // the saved release-time pricing
 
@@ -53,6 +58,7 @@ struct Grant {
   EngineId engine = 0;
   Bytes bytes = 0;
   Nanos end = 0;  // predicted end
+  Nanos charged_at = 0;  // admission
   std::vector<JobKey> charged_to;    // active jobs at admission
   std::vector<JobKey> inherited_by;  // jobs released while it was in flight
 };
@@ -62,6 +68,7 @@ struct Completion {
   Nanos response = 0;  // CT_ij, from the job's release (its lag included)
   Bytes charged = 0;   // C_ij
   Bytes inherited = 0;
+  Bytes early = 0;     // JobAccount::early
   Bytes allowance = 0; // A_ij
   Outcome outcome;
 };

@@ -30,6 +30,13 @@ inline constexpr double kDefaultSlopeHoldZ = 2.0;    // held slope moves at >= 2
 // gain in tokens/s.
 inline constexpr bool kDefaultSlopeRelease = false;
 inline constexpr double kSlopeReleaseSamples = 50;
+// The slope read with an instrument (ours): the bytes charged in a job's first m ns (m: the
+// shortest of the task's last kInstrumentJobs responses), against its whole charge
+// (fit.h, InstrumentedFit). App. C's least-squares slope reads a task's own spread as
+// slope, because a job that runs long collects more bytes (results/sim.md §20); the
+// instrumented slope does not, at a wider standard error. False: App. C's fit.
+inline constexpr bool kDefaultSlopeInstrument = false;
+inline constexpr int kInstrumentJobs = 50;
 // Slope assumed before any held estimate exists. The paper prices with kappa_hat/0.85
 // "until a positive uncertainty estimate is available", which needs a positive
 // kappa_hat before the first fit; it does not print the value. 5 ms per GB is the
@@ -130,6 +137,7 @@ struct Params {
   int slope_window = kDefaultSlopeWindow;
   double slope_hold_z = kDefaultSlopeHoldZ;
   bool slope_release = kDefaultSlopeRelease;
+  bool slope_instrument = kDefaultSlopeInstrument;
   double prior_slope_ns_per_byte = kDefaultPriorSlopeNsPerByte;
 
   double eta = kDefaultEta;

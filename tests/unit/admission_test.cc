@@ -828,9 +828,10 @@ TEST(Admission, TraceRecordsWhatWasPredictedAndWhatHappened) {
   EXPECT_EQ(recs[4].kind, TraceKind::kComplete);
   EXPECT_EQ(recs[4].value, 80 * kMs);
   EXPECT_EQ(recs[4].bytes, kUnit);  // the grant ran inside the job: charged to it
+  EXPECT_EQ(recs[4].from, kUnit);   // admitted at its release: inside the instrument's window
   EXPECT_TRUE(recs[4].flag);        // 80 ms > the 70 ms deadline
   EXPECT_EQ(trace_json_line(recs[4], "cost\"map"),
-            R"({"k":"complete","t":80000000,"who":0,"name":"cost\"map","id":1,"bytes":100000000,"from":0,"to":0,)"
+            R"({"k":"complete","t":80000000,"who":0,"name":"cost\"map","id":1,"bytes":100000000,"from":100000000,"to":0,)"
             R"("value":80000000,"flag":1})");
   f.adm->set_trace({});
   f.adm->on_release(f.t, 2, 100 * kMs);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -492,6 +493,49 @@ TEST(PricingEstimator, HeldSlopeFallsWhenTheDataRejectIt) {
   EXPECT_DOUBLE_EQ(early, early_app_c);  // the release changes nothing until data reject it
   EXPECT_LT(end, 2e-3);                  // kappa^u of jobs that cost nothing: below 2 ms/GB
   EXPECT_GT(lowest, 0.0);                // never zero: GPU bytes are never priced as free
+}
+
+// Tests the instrumented slope's wiring (Params::slope_instrument, results/sim.md §20): a
+// task with a wide own spread (20 ms plus an exponential tail of mean 8) and a true slope of
+// 0.2 ms/GB, charged at a random rate for as long as each job lives. The ledger would pass
+// the bytes of the first instrument_window() ns as `early`. Both with the held slope's
+// release: a slope reading near zero is never "significantly positive", so without it the
+// held slope would stay at the prior whatever the reading. App. C's fit holds a slope read
+// from the spread; the instrumented one holds and prices one near the truth.
+TEST(PricingEstimator, InstrumentedSlopeDoesNotReadTheOwnSpread) {
+  auto run = [](bool instrument) {
+    Params params = base_params();
+    params.slope_instrument = instrument;
+    params.slope_release = true;
+    TaskSpec t;
+    t.name = "kdnn";
+    t.period = 150 * kMs;
+    t.deadline = 120 * kMs;
+    std::mt19937 rng(5);
+    std::exponential_distribution<double> tail(1.0 / 8.0);
+    for (int i = 0; i < 100; ++i) t.solo_profile.push_back(static_cast<Nanos>((20 + tail(rng)) * kMs));
+    Estimator est(t, params);
+    EXPECT_GE(est.instrument_window(), 20 * kMs);  // the shortest solo job
+    EXPECT_LT(est.instrument_window(), 21 * kMs);
+    for (int i = 0; i < 1000; ++i) {
+      const Pricing p = est.price(Phase::kRest);
+      const double rate = static_cast<double>(rng() % 100) / 500.0;  // 0-0.2 GB per ms
+      const double y = (20 + tail(rng)) / (1 - 0.2 * rate);
+      const double m = static_cast<double>(est.instrument_window()) / kMs;
+      est.complete(p, static_cast<Nanos>(y * kMs), static_cast<Bytes>(rate * y * 1e9),
+                   static_cast<Bytes>(rate * std::min(y, m) * 1e9));
+    }
+    return std::pair{est.held_slope() * 1e3, est.priced_slope() * 1e3};  // ms/GB
+  };
+  const auto [held_ls, priced_ls] = run(false);
+  const auto [held_iv, priced_iv] = run(true);
+  std::printf("held / priced ms/GB: least squares %.3f / %.3f, instrumented %.3f / %.3f\n", held_ls,
+              priced_ls, held_iv, priced_iv);
+  EXPECT_GT(held_ls, 1.5);  // ~10x the truth
+  EXPECT_GT(priced_ls, 2.0);
+  EXPECT_LT(held_iv, 1.0);
+  EXPECT_LT(priced_iv, 0.6 * priced_ls);
+  EXPECT_GT(priced_iv, 0.2);  // never under the truth here, never free
 }
 
 }  // namespace

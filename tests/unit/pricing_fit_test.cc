@@ -1,7 +1,10 @@
 // Unit tests of the pricing core's statistics: Phi^-1, the window target eps', the
-// forgetting least-squares fit (App. C) and the sorted residual window.
+// forgetting least-squares fit (App. C), the instrumented slope and the sorted residual
+// window.
 // Expected values are computed by hand in the comments.
 #include <cmath>
+#include <random>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -101,6 +104,71 @@ TEST(PricingFit, SlopeNeedsThreeJobsWithDifferentCharges) {
   for (int k = 0; k < 20; ++k) flat.add((10 + k % 3) * kMs, 1 * kGB);
   EXPECT_FALSE(flat.slope_estimable());  // one charge only
   EXPECT_TRUE(flat.has_data());
+}
+
+// Tests the instrumented slope on hand-computed numbers (no forgetting).
+TEST(PricingFit, InstrumentedSlopeIsCovZyOverCovZc) {
+  // (Z, C, y) = (0,0,1) (1,2,3) (2,2,6) (3,5,6): means z 1.5, c 2.25, y 4.
+  // cov(z,y) = (-1.5*-3 + -.5*-1 + .5*2 + 1.5*2) = 9; cov(z,c) = (-1.5*-2.25 + -.5*-.25
+  // + .5*-.25 + 1.5*2.75) = 7.5; slope 1.2. a = 4 - 1.2*2.25 = 1.3; residuals
+  // -.3, -.7, 2.3, -1.3: RSS 7.56, sigma^2 = 7.56/2 = 3.78;
+  // se = sqrt(3.78 * sum (z - zb)^2 = 5) / 7.5 = 0.579655.
+  InstrumentedFit fit(1'000'000'000);
+  for (auto [z, c, y] : {std::tuple{0, 0, 1}, {1, 2, 3}, {2, 2, 6}, {3, 5, 6}})
+    fit.add(y * kMs, c * kGB, z * kGB);
+  ASSERT_TRUE(fit.slope_estimable());
+  EXPECT_NEAR(fit.slope() * kGB / kMs, 1.2, 1e-9);
+  EXPECT_NEAR(fit.slope_se() * kGB / kMs, 0.579655, 1e-5);
+}
+
+// Tests that with the whole charge as its instrument it is the least-squares fit.
+TEST(PricingFit, InstrumentedSlopeWithZEqualCIsLeastSquares) {
+  InterferenceFit ls(50, 40);
+  InstrumentedFit iv(40);
+  std::mt19937 rng(3);
+  for (int i = 0; i < 300; ++i) {
+    const double c = static_cast<double>(rng() % 1000) / 250.0;
+    const double y = 20 + 1.5 * c + static_cast<double>(rng() % 1000) / 200.0;
+    ls.add(y * kMs, c * kGB);
+    iv.add(y * kMs, c * kGB, c * kGB);
+  }
+  ASSERT_TRUE(iv.slope_estimable());
+  EXPECT_NEAR(iv.slope(), ls.ls_slope(), 1e-9 * std::fabs(ls.ls_slope()));
+  EXPECT_NEAR(iv.slope_se(), ls.ls_slope_se(), 1e-6 * ls.ls_slope_se());
+}
+
+// Tests the bias it removes (results/sim.md §20): jobs charged at a fixed rate for as long
+// as they live, with a wide own spread and a true slope of 0.2 ms/GB. The charge C grows
+// with the job's own length, so least squares reads the spread as slope; the bytes of the
+// first 10 ms (Z) do not, and the instrumented slope finds 0.2 within its error.
+TEST(PricingFit, InstrumentedSlopeIgnoresTheOwnSpread) {
+  InterferenceFit ls(50, 200);
+  InstrumentedFit iv(200);
+  std::mt19937 rng(11);
+  std::exponential_distribution<double> tail(1.0 / 8.0);  // own time past 20 ms, mean 8
+  for (int i = 0; i < 2000; ++i) {
+    const double rate = static_cast<double>(rng() % 100) / 1000.0;  // 0-0.1 GB per ms
+    const double own = 20 + tail(rng);
+    // y = own + 0.2 C, C = rate y: y = own / (1 - 0.2 rate).
+    const double y = own / (1 - 0.2 * rate), c = rate * y, z = rate * 10;
+    ls.add(y * kMs, c * kGB);
+    iv.add(y * kMs, c * kGB, z * kGB);
+  }
+  ASSERT_TRUE(ls.slope_estimable());
+  ASSERT_TRUE(iv.slope_estimable());
+  EXPECT_GT(ls.ls_slope() * kGB / kMs, 2.0);  // the spread, read as slope: > 10x the truth
+  EXPECT_NEAR(iv.slope() * kGB / kMs, 0.2, 3 * iv.slope_se() * kGB / kMs);
+  EXPECT_LT(iv.slope_se() * kGB / kMs, 1.0);
+}
+
+// Tests that it needs a first stage: an instrument that does not move with the charge.
+TEST(PricingFit, InstrumentedSlopeNeedsZToMoveWithC) {
+  InstrumentedFit fixed(200);
+  for (int k = 0; k < 20; ++k) fixed.add((10 + k) * kMs, k * kGB, 1 * kGB);
+  EXPECT_FALSE(fixed.slope_estimable());  // Z constant
+  InstrumentedFit against(200);
+  for (int k = 0; k < 20; ++k) against.add((10 + k) * kMs, k * kGB, (20 - k) * kGB);
+  EXPECT_FALSE(against.slope_estimable());  // Z falls as C rises
 }
 
 // Tests that the sorted window drops the oldest value and ranks the rest.

@@ -113,6 +113,34 @@ TEST(PricingLedger, ChargeAndRefund) {
   EXPECT_EQ(done->response, 60 * kMs);
 }
 
+// Tests the slope's instrument: the bytes charged before release + m (m = the shortest
+// recent job, here the 40-ms profile), inherited grants included, refunds taken back.
+TEST(PricingLedger, EarlyChargeIsTheInstrument) {
+  Ledger ledger(ledger_params());
+  const TaskId a = ledger.add_task(task("a", 40 * kMs, 70 * kMs));
+  const TaskId b = ledger.add_task(task("b", 40 * kMs, 70 * kMs));
+  EXPECT_EQ(ledger.task(a).instrument_window(), 40 * kMs);
+  ledger.on_release(b, 1, 0);
+  const GrantId inflight = ledger.charge(0, 50'000'000, 5 * kMs, 0);  // b's, in flight at a's release
+  ledger.on_release(a, 1, 1 * kMs);
+  EXPECT_EQ(ledger.job(a, 1)->early_until, 41 * kMs);
+  ledger.charge(0, 100'000'000, 20 * kMs, 10 * kMs);                 // early
+  const GrantId back = ledger.charge(0, 30'000'000, 30 * kMs, 20 * kMs);  // early, refunded
+  const GrantId late_back = ledger.charge(0, 7'000'000, 60 * kMs, 45 * kMs);  // late, refunded
+  ledger.charge(0, 200'000'000, 60 * kMs, 50 * kMs);                 // late
+  EXPECT_TRUE(ledger.refund(back));
+  EXPECT_TRUE(ledger.refund(late_back));
+  EXPECT_TRUE(ledger.grant_executed(inflight));
+  const JobAccount* ja = ledger.job(a, 1);
+  ASSERT_NE(ja, nullptr);
+  EXPECT_EQ(ja->early, 150'000'000);  // inherited 0.05 + 0.1
+  EXPECT_EQ(ja->charged, 350'000'000);
+  const auto done = ledger.on_complete(a, 1, 61 * kMs);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->early, 150'000'000);
+  EXPECT_EQ(done->charged, 350'000'000);
+}
+
 // Tests that a job inherits the grants in flight at its release, and B(t) stays >= 0.
 TEST(PricingLedger, ReleaseInheritsGrantsInFlight) {
   Ledger ledger(ledger_params());
