@@ -104,7 +104,10 @@ void InstrumentedFit::solve() {
   // The first stage must be positive and not vanishing against Z's and C's own spread.
   if (!(vzc > 0) || !(vzc * vzc > 1e-9 * vzz * vcc)) return;
   const double b = vzy / vzc;
-  const double rss = std::max(0.0, vyy - 2.0 * b * vcy + b * b * vcc);
+  double rss = std::max(0.0, vyy - 2.0 * b * vcy + b * b * vcc);
+  // An exact line (a solo profile of identical durations and one charged job) leaves only
+  // the expansion's rounding: that is no scatter, and SE = 0 is no estimate.
+  if (rss <= 1e-12 * vyy) rss = 0.0;
   const double sigma2 = rss / w_ * n_eff / (n_eff - 2.0);
   const double qzz = std::max(0.0, qzz_ - 2.0 * zb * qz_ + zb * zb * w2_);  // sum w^2 (z - zb)^2
   slope_ = b;

@@ -19,7 +19,7 @@ TEST(PricingConfig, DefaultsAreThePapersValues) {
   EXPECT_TRUE(p.margin_clip);  // ours, not the paper's: chosen by GPU A/B runs (estimator.md)
   EXPECT_TRUE(p.margin_antiwindup);  // ours, on since the GPU A/B (estimator.md)
   EXPECT_FALSE(p.slope_release);     // ours, off since the GPU A/B (estimator.md, "The held slope's release")
-  EXPECT_FALSE(p.slope_instrument);  // ours, off: App. C's least-squares slope (estimator.md)
+  EXPECT_TRUE(p.slope_instrument);   // ours, on since the GPU A/B (estimator.md, "The instrumented slope")
   EXPECT_TRUE(p.late_starts);        // ours (estimator.md, "Late starts")
   EXPECT_FALSE(p.untouched_level);   // ours, off since the GPU A/B (estimator.md, "Untouched jobs")
   EXPECT_EQ(p.contract_window, 100 * kNsPerSec);
@@ -49,7 +49,7 @@ TEST(PricingConfig, AppliesKeysWithUnits) {
     certification = false
     margin_antiwindup = false
     slope_release = true
-    slope_instrument = true
+    slope_instrument = false
     late_starts = false
     untouched_level = true
   )");
@@ -64,7 +64,7 @@ TEST(PricingConfig, AppliesKeysWithUnits) {
   EXPECT_FALSE(p.certification);
   EXPECT_FALSE(p.margin_antiwindup);
   EXPECT_TRUE(p.slope_release);
-  EXPECT_TRUE(p.slope_instrument);
+  EXPECT_FALSE(p.slope_instrument);
   EXPECT_FALSE(p.late_starts);
   EXPECT_TRUE(p.untouched_level);
 }

@@ -432,7 +432,8 @@ TEST(PricingEstimator, TinyChargesDoNotFitASlope) {
   for (int i = 0; i < 200; ++i) {
     const Pricing p = est.price(Phase::kRest);
     const bool busy = i % 2 == 1;  // every other job: 40 bytes charged and 5 ms longer
-    est.complete(p, (busy ? 45 : 40) * kMs, busy ? 40 : 0);
+    const Nanos scatter = i % 4 < 2 ? kMs / 2 : -kMs / 2;  // +-0.5 ms: a fit, not a line
+    est.complete(p, (busy ? 45 : 40) * kMs + scatter, busy ? 40 : 0);
   }
   EXPECT_DOUBLE_EQ(est.held_slope(), 2.5e-3);  // still the prior
   Params low = base_params();
@@ -441,7 +442,8 @@ TEST(PricingEstimator, TinyChargesDoNotFitASlope) {
   for (int i = 0; i < 200; ++i) {
     const Pricing p = raw.price(Phase::kRest);
     const bool busy = i % 2 == 1;
-    raw.complete(p, (busy ? 45 : 40) * kMs, busy ? 40 : 0);
+    const Nanos scatter = i % 4 < 2 ? kMs / 2 : -kMs / 2;
+    raw.complete(p, (busy ? 45 : 40) * kMs + scatter, busy ? 40 : 0);
   }
   EXPECT_GT(raw.held_slope(), 1e3);  // 5 ms / 40 B: the failure the threshold prevents
 }

@@ -401,6 +401,7 @@ TEST(PricingLedger, ExactFitIsNotAnEstimate) {
   ledger.grant_executed(g);
   ledger.on_complete(id, 1, now + 40'200'000);  // 0.1 ms/GB on this one job
   EXPECT_FALSE(ledger.task(id).fit().slope_estimable());
+  EXPECT_FALSE(ledger.task(id).slope_reading().estimable);  // the instrumented one neither
   EXPECT_GE(ledger.task(id).priced_slope(), p1.slope_priced * 0.99) << "still the prior's price";
 }
 
