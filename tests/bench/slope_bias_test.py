@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Tests of tools/bench/ripple-sim/slope_bias.py (TAP): the two slopes it reads from hand-made
+# Tests of tools/bench/ripple-sim/slope_bias.py (TAP): the three slopes it reads from hand-made
 # admission traces with known answers, and its refusal of bad input.
 import json
 import subprocess
@@ -14,12 +14,12 @@ from taplib import case, run  # noqa: E402
 
 
 def trace(d, jobs, name="t.jsonl"):
-    """jobs: (charged GB, response ms) of one task 'a', as complete records."""
+    """jobs: (charged GB, response ms[, early GB]) of one task 'a', as complete records."""
     p = Path(d) / name
     p.write_text("".join(json.dumps({"k": "complete", "t": i, "who": 0, "name": "a", "id": i,
-                                     "bytes": round(c * 1e9), "from": 0, "to": 0,
-                                     "value": round(r * 1e6), "flag": 0}) + "\n"
-                         for i, (c, r) in enumerate(jobs)))
+                                     "bytes": round(j[0] * 1e9), "from": round(j[2] * 1e9) if len(j) > 2 else 0,
+                                     "to": 0, "value": round(j[1] * 1e6), "flag": 0}) + "\n"
+                         for i, j in enumerate(jobs)))
     return p
 
 
@@ -28,9 +28,13 @@ def tool(*args):
     return r.returncode, r.stdout, r.stderr
 
 
+def cells(out):
+    return [c.strip() for c in out.strip().splitlines()[-1].strip("|").split("|")]
+
+
 def row(out):
-    cells = [c.strip() for c in out.strip().splitlines()[-1].strip("|").split("|")]
-    return float(cells[4]), float(cells[5])  # charge, intensity
+    c = cells(out)
+    return float(c[4]), float(c[5])  # charge, intensity
 
 
 @case
@@ -58,6 +62,24 @@ def fixed_charges_give_the_true_slope_as_charge_slope():
         charge, intensity = row(out)
         assert abs(charge - 2.0) < 1e-3, out
         assert intensity < 2.0 - 0.1, out
+
+
+@case
+def instrument_reads_the_true_slope_through_the_own_spread():
+    """r = 10 + n + 2 C with C = rate x r (charged while the job lives), Z = rate x 8 (the
+    first 8 ms): the charge slope reads the spread on top of 2; the instrumented slope is
+    exactly 2 (a balanced design: cov(Z, 10 + n) = 0). Without Z the column is blank."""
+    jobs = [(rate * (10 + n) / (1 - 2 * rate), (10 + n) / (1 - 2 * rate), rate * 8)
+            for rate in (0.05, 0.10, 0.15) for n in (-2, 0, 2)] * 4
+    with tempfile.TemporaryDirectory() as d:
+        rc, out, err = tool("--warmup-fraction", "0", trace(d, jobs))
+        assert rc == 0, err
+        charge, _ = row(out)
+        assert charge > 2.5, out
+        assert abs(float(cells(out)[6]) - 2.0) < 1e-2, out  # bytes rounded to whole bytes
+        rc, out, err = tool("--warmup-fraction", "0", trace(d, [j[:2] for j in jobs], "no-z.jsonl"))
+        assert rc == 0, err
+        assert cells(out)[6] == "", out
 
 
 @case

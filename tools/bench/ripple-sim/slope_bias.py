@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Per task, the slope an admission trace's own jobs give, read two ways (results/sim.md §20).
+"""Per task, the slope an admission trace's own jobs give, read three ways (results/sim.md §20).
 
     tools/bench/ripple-sim/slope_bias.py [--warmup-fraction 0.2] TRACE ...
 
@@ -12,12 +12,16 @@ job's charged bytes C and response time r. Per task, over the jobs after the fir
   reads (App. C; the fit uses r less the start lag, which the trace does not carry).
 - "intensity": the slope of r on C × m / r, with m the task's median response: the bytes
   the job's own traffic rate would have brought over a typical job.
+- "instrumented": cov(Z, r) / cov(Z, C), Z the bytes charged in the job's first m ns (the
+  agent's pricing.slope_instrument; the complete record's `from`, written since 1aca85c).
+  Blank where the trace carries no Z (older traces: every `from` 0).
 
 A job that runs longer for its own reasons is charged more bytes while the engines run
 beside it, so the charge slope reads the task's own spread as slope; where the budget ran
 out inside the job, C is fixed and the intensity slope reads that spread the other way.
-Neither is the true slope. Prints a markdown table: trace, task, jobs, charged share,
-both slopes and r(C, r).
+Neither of the first two is the true slope; the third is free of the own spread, at a
+wider error. Prints a markdown table: trace, task, jobs, charged share, the three slopes
+and r(C, r).
 """
 from __future__ import annotations
 
@@ -37,8 +41,8 @@ def ls_slope(x: list[float], y: list[float]) -> float:
         return float("nan")
 
 
-def jobs_of(path: Path) -> dict[str, list[tuple[float, float]]]:
-    """Each task's (charged GB, response ms), in completion order."""
+def jobs_of(path: Path) -> dict[str, list[tuple[float, float, float]]]:
+    """Each task's (charged GB, response ms, early GB), in completion order."""
     opener = gzip.open if path.suffix == ".gz" else open
     out: dict[str, list[tuple[float, float]]] = {}
     with opener(path, "rt") as f:
@@ -51,24 +55,38 @@ def jobs_of(path: Path) -> dict[str, list[tuple[float, float]]]:
             if rec.get("k") != "complete":
                 continue
             try:
-                out.setdefault(rec["name"], []).append((rec["bytes"] / 1e9, rec["value"] / 1e6))
+                out.setdefault(rec["name"], []).append((rec["bytes"] / 1e9, rec["value"] / 1e6,
+                                                        rec.get("from", 0) / 1e9))
             except (KeyError, TypeError):
                 print(f"slope_bias.py: {path}:{n}: a complete record without name, bytes or value", file=sys.stderr)
                 sys.exit(2)
     return out
 
 
-def slopes(jobs: list[tuple[float, float]], warmup_fraction: float) -> dict | None:
+def iv_slope(z: list[float], c: list[float], r: list[float]) -> float:
+    """cov(z, r) / cov(z, c); nan where z carries nothing or does not move with c."""
+    if not any(z):
+        return float("nan")
+    try:
+        czc = st.covariance(z, c)
+        return st.covariance(z, r) / czc if czc > 0 else float("nan")
+    except st.StatisticsError:
+        return float("nan")
+
+
+def slopes(jobs: list[tuple[float, float, float]], warmup_fraction: float) -> dict | None:
     kept = jobs[int(len(jobs) * warmup_fraction):]
     if len(kept) < 3:
         return None
-    c = [a for a, _ in kept]
-    r = [b for _, b in kept]
+    c = [a for a, _, _ in kept]
+    r = [b for _, b, _ in kept]
+    z = [e for _, _, e in kept]
     m = st.median(r)
-    intensity = [a * m / b if b > 0 else 0.0 for a, b in kept]
+    intensity = [a * m / b if b > 0 else 0.0 for a, b, _ in kept]
     corr = st.correlation(c, r) if len(set(c)) > 1 and len(set(r)) > 1 else float("nan")
     return {"jobs": len(kept), "charged": sum(1 for a in c if a > 0) / len(kept),
-            "charge": ls_slope(c, r), "intensity": ls_slope(intensity, r), "corr": corr}
+            "charge": ls_slope(c, r), "intensity": ls_slope(intensity, r),
+            "instrumented": iv_slope(z, c, r), "corr": corr}
 
 
 def main() -> int:
@@ -80,8 +98,9 @@ def main() -> int:
     if not 0 <= a.warmup_fraction < 1:
         print(f"slope_bias.py: --warmup-fraction {a.warmup_fraction}: must lie in [0, 1)", file=sys.stderr)
         return 2
-    print("| trace | task | jobs | charged | charge slope (ms/GB) | intensity slope (ms/GB) | r(C, r) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| trace | task | jobs | charged | charge slope (ms/GB) | intensity slope (ms/GB) | "
+          "instrumented slope (ms/GB) | r(C, r) |")
+    print("|---|---|---|---|---|---|---|---|")
     for p in a.traces:
         if not p.is_file():
             print(f"slope_bias.py: {p}: no such file", file=sys.stderr)
@@ -96,10 +115,11 @@ def main() -> int:
         for task, jobs in sorted(per_task.items()):
             s = slopes(jobs, a.warmup_fraction)
             if s is None:
-                print(f"| {label} | {task} | {len(jobs)} | | too few jobs | | |")
+                print(f"| {label} | {task} | {len(jobs)} | | too few jobs | | | |")
                 continue
+            iv = "" if s["instrumented"] != s["instrumented"] else f"{s['instrumented']:.2f}"
             print(f"| {label} | {task} | {s['jobs']} | {s['charged']:.2f} | {s['charge']:.2f} | "
-                  f"{s['intensity']:.2f} | {s['corr']:.2f} |")
+                  f"{s['intensity']:.2f} | {iv} | {s['corr']:.2f} |")
     return 0
 
 
