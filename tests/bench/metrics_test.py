@@ -122,6 +122,32 @@ def budget_wait_by_cause():
 
 
 @case
+def allowance_table_names_the_margin_where_the_allowance_is_zero():
+    """Tests the table of the agent's samples: zero allowances, the pricing past D with no
+    bytes (q unbounded counts), the held slope's median; samples outside the scored window
+    and points without samples are left out."""
+    def x(alloc, a, q, kappa):
+        return {"allowance_bytes": alloc, "a_hat_ms": a, "margin_ms": q, "kappa_ms_per_gb": kappa}
+    samples = [{"t_s": 1.0, "tasks": {"sgm": x(0, 50.0, 50.0, 9.0)}},            # before the window
+               {"t_s": 11.0, "tasks": {"sgm": x(0, 20.0, 50.0, 5.0)}},           # 70 >= 68: past D
+               {"t_s": 12.0, "tasks": {"sgm": x(0, 20.0, None, 5.0)}},           # q unbounded
+               {"t_s": 13.0, "tasks": {"sgm": x(10**9, 20.0, 40.0, 1.0)}},
+               {"t_s": 14.0, "tasks": {"sgm": x(10**9, 20.0, 48.0, 2.0)}},        # 68 >= 68: past D
+               {"t_s": 45.0, "tasks": {"sgm": x(0, 50.0, 50.0, 9.0)}}]           # after it
+    s = {"tasks": ["sgm", "kdnn"], "score_s": 30.0, "points": [
+        {"policy": "ripple", "k": 1.1, "deadlines_ms": {"sgm": 68.0, "kdnn": 110.0},
+         "timelines": [{"scored_from_s": 10.0, "samples": samples}]},
+        {"policy": "ripple+iv", "k": 1.1, "deadlines_ms": {"sgm": 68.0, "kdnn": 110.0}, "timelines": []},
+        {"policy": "unmanaged", "k": 1.1, "deadlines_ms": {"sgm": 68.0, "kdnn": 110.0},
+         "timelines": [{"scored_from_s": 10.0, "samples": samples}]}]}
+    t = report.allowance_table(s)
+    assert "| policy | k | sgm | kdnn |" in t, t
+    assert "| ripple | 1.1 | 50 (75), 3.50 | n/a |" in t, t
+    assert not any(line.startswith(("| ripple+iv", "| unmanaged")) for line in t), t
+    assert report.allowance_table({**s, "points": s["points"][1:]}) == []
+
+
+@case
 def hook_waits_from_the_interposer_stats():
     """Tests the interposer's chunk-gate and boundary waits over a window, as fractions of
     the interval between its two stats snapshots, and {} when they cannot be compared."""

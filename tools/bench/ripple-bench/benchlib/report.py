@@ -250,6 +250,50 @@ def budget_causes_table(points: list[dict]) -> list[str]:
     return out
 
 
+def allowance_table(s: dict) -> list[str]:
+    """Per ripple point and task, over the agent-state samples inside the scored windows
+    (`timelines`): the share of samples whose job's allowance was 0, the share whose pricing
+    passed the deadline with no bytes at all (a_hat + q >= D, or q unbounded: no slope can
+    lift it; Eq. 2's allowance falls to 0 through the rate limit), and the held slope's median.
+    Nothing where no point has samples (the simulator keeps none)."""
+    score_s = s.get("score_s")
+    rows = []
+    for p in s["points"]:
+        if not is_ripple(p["policy"]):
+            continue
+        cells, any_sample = [], False
+        for t in s["tasks"]:
+            n = zero = over = 0
+            held = []
+            for tl in p.get("timelines", []):
+                t0 = tl.get("scored_from_s")
+                for row in tl.get("samples", []):
+                    x = row.get("tasks", {}).get(t)
+                    if x is None or t0 is None or row["t_s"] < t0 or (score_s and row["t_s"] > t0 + score_s):
+                        continue
+                    n += 1
+                    zero += (x.get("allowance_bytes") or 0) == 0
+                    d, a, q = p["deadlines_ms"].get(t), x.get("a_hat_ms"), x.get("margin_ms")
+                    over += d is not None and (q is None or (a is not None and a + q >= d))
+                    if x.get("kappa_ms_per_gb") is not None:
+                        held.append(x["kappa_ms_per_gb"])
+            any_sample = any_sample or n > 0
+            if n == 0:
+                cells.append("n/a")
+                continue
+            kappa = f"{statistics.median(held):.2f}" if held else "n/a"
+            cells.append(f"{100 * zero / n:.0f} ({100 * over / n:.0f}), {kappa}")
+        if any_sample:
+            rows.append(f"| {p['policy']} | {p['k']:g} | " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    return ["", "The agent's samples in the scored windows (`timelines`), per task: % whose job's allowance "
+            "was 0; in brackets, % whose pricing passed the deadline with no bytes at all (â + q ≥ D, or q "
+            "unbounded: no slope lifts it, and the allowance falls to 0 within a few jobs through the rate "
+            "limit); then the held slope κ̂'s median, ms/GB.", "",
+            "| policy | k | " + " | ".join(s["tasks"]) + " |", "|---|---|" + "---|" * len(s["tasks"]), *rows]
+
+
 def markdown_table(s: dict) -> str:
     ks = sorted({p["k"] for p in s["points"]})
     unit = "stand-in tokens/s" if s["backend"] == "plant" else "LLM tokens/s"
@@ -328,6 +372,7 @@ def markdown_table(s: dict) -> str:
                    f"{p.get('vlm_gbps', math.nan):.3f} | {_pct(p.get('llm_byte_share', math.nan))} | " +
                    " | ".join(_pct(g.get(c, math.nan)) for c in ("busy", "budget", "decision", "delivery", "other")) + " |")
     out += budget_causes_table(s["points"])
+    out += allowance_table(s)
     for c in calls or [s]:
         pts = [p for p in s["points"] if not calls or p["k"] in c["ks"]]
         at = f" ({c['source']})" if calls else ""
