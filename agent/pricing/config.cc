@@ -40,6 +40,8 @@ const std::vector<Key>& keys() {
        [](double v, Params& p) { return set_int(p.slope_window, v); }},
       {"slope_hold_z", Kind::kFloat, "standard errors",
        [](double v, Params& p) { p.slope_hold_z = v; return std::string(); }},
+      {"slope_candidates", Kind::kBool, "",
+       [](double v, Params& p) { p.slope_candidates = v != 0; return std::string(); }},
       {"slope_release", Kind::kBool, "",
        [](double v, Params& p) { p.slope_release = v != 0; return std::string(); }},
       {"slope_instrument", Kind::kBool, "",

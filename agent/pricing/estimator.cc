@@ -51,6 +51,8 @@ Estimator::Estimator(TaskSpec spec, const Params& params)
       iv_fit_(params.slope_window),
       margin_(params, window_target_),
       held_slope_(spec_.prior_slope_ns_per_byte.value_or(params.prior_slope_ns_per_byte)) {
+  if (params.slope_candidates && held_slope_ > 0)
+    for (double f : kSlopeCandidateFactors) candidates_.push_back({f * held_slope_, ConformalMargin(params, window_target_)});
   // Warm-up from a solo profile (App. C): the solo runs (C = 0) seed the fit, and
   // their scatter around the seeded intercept seeds the pooled warm-up margin.
   const auto& profile = spec_.solo_profile;
@@ -65,8 +67,10 @@ Estimator::Estimator(TaskSpec spec, const Params& params)
         profile.size() > static_cast<std::size_t>(params.warmup_window)
             ? profile.size() - static_cast<std::size_t>(params.warmup_window)
             : 0;
-    for (std::size_t k = first; k < profile.size(); ++k)
+    for (std::size_t k = first; k < profile.size(); ++k) {
       margin_.seed(static_cast<double>(profile[k]) - a0);
+      for (Candidate& c : candidates_) c.margin.seed(static_cast<double>(profile[k]) - fit_.intercept(c.slope));
+    }
   }
   solo_p99_ = spec_.solo_p99;
   if (solo_p99_ == 0) solo_p99_ = percentile(profile, 99);  // the config's "K x p99" too
@@ -161,12 +165,15 @@ Pricing Estimator::price(Phase phase, Bytes smallest_other_base, Nanos lag) {
   p.a_max = a_max_;
   p.pacing_duration = std::max<Nanos>(params_.min_pacing_duration,
                                       static_cast<Nanos>(std::ceil(e.a_hat)));
+  p.own = {p.a_hat, p.margin, p.slope_priced, !p.margin_unbounded};
   if (e.cold) {
     // Cold start: no completed job and no profile. Nothing is known about the task's
     // own duration, so its first job gets no bytes, no probe, no floor, no crossing.
     p.guard = true;
     return p;
   }
+
+  if (!candidates_.empty()) choose_line(p, phase, e);
 
   // Eq. 2: A = min(max(0, D - a_bar) / s, rho D), a_bar = a_hat + q.
   const double a_bar = p.a_hat + p.margin;
@@ -196,8 +203,9 @@ Pricing Estimator::price(Phase phase, Bytes smallest_other_base, Nanos lag) {
       p.reduced = false;
     }
   }
-  p.guard = tight_deadline_guard(p.slope_held, params_.pacing_floor(), left, p.a_hat,
-                                 p.margin, static_cast<double>(solo_p99_));
+  // The guard, certification and the crossing bound stay on App. C's line.
+  p.guard = tight_deadline_guard(p.slope_held, params_.pacing_floor(), left, p.own.a_hat,
+                                 p.own.margin, static_cast<double>(solo_p99_));
   p.floor = p.guard ? 0 : params_.pacing_floor();
   // An allowance below one unit receives a one-unit probe on alternate releases; a late
   // job never does (its cap is what is left).
@@ -212,7 +220,7 @@ Pricing Estimator::price(Phase phase, Bytes smallest_other_base, Nanos lag) {
   p.full_release = p.allowance == a_max_ && p.raw >= static_cast<double>(a_max_);
 
   if (params_.certification && !exemption_disabled_) {
-    if (!p.margin_unbounded && certification_check(e, p.margin)) {
+    if (p.own.bounded && certification_check(e, p.own.margin)) {
       certified_upper_ = slope_upper();  // the kappa^u this certification relies on
       if (passes_ < params_.certify_passes) ++passes_;
       if (passes_ >= params_.certify_passes) exempt_ = true;
@@ -223,9 +231,42 @@ Pricing Estimator::price(Phase phase, Bytes smallest_other_base, Nanos lag) {
   p.certified = exempt_;
   if (auto u = slope_upper()) {
     p.cert_slope = *u;
-    p.cert_intercept = p.a_hat + p.margin + std::max(0.0, p.slope_held - *u) * fit_.mean_charge();
+    p.cert_intercept = p.own.a_hat + p.own.margin + std::max(0.0, p.slope_held - *u) * fit_.mean_charge();
   }
   return p;
+}
+
+void Estimator::choose_line(Pricing& p, Phase phase, const Estimates& e) {
+  constexpr double kWeight = 2.0 / (kSlopeCandidateJobs + 1);
+  const auto nominal = [this](const Line& l) {
+    return l.bounded ? static_cast<double>(nominal_allowance(deadline_, l.a_hat + l.margin, l.slope, a_max_)) : 0.0;
+  };
+  own_score_ += kWeight * (nominal(p.own) - own_score_);
+  double best = own_score_;
+  for (std::size_t k = 0; k < candidates_.size(); ++k) {
+    Candidate& c = candidates_[k];
+    Line& l = p.candidates[k];
+    const auto q = c.margin.margin(phase);
+    l.a_hat = fit_.intercept(c.slope);
+    l.slope = c.slope;
+    l.margin = q.value_or(deadline_);
+    l.bounded = q && *q < deadline_;
+    // A line prices a job only while its slope bounds the traffic's cost (>= kappa^u) and
+    // its intercept is a duration (a negative one: the slope claims more than the jobs took).
+    const bool eligible = l.bounded && l.a_hat >= 0 && e.upper && c.slope >= *e.upper;
+    c.score += kWeight * ((eligible ? nominal(l) : 0.0) - c.score);
+    if (eligible && c.score > best) {
+      best = c.score;
+      p.chosen = static_cast<int>(k);
+    }
+  }
+  if (p.chosen < 0) return;
+  const Line& l = p.candidates[static_cast<std::size_t>(p.chosen)];
+  p.a_hat = l.a_hat;
+  p.margin = l.margin;
+  p.margin_unbounded = false;
+  p.slope_priced = l.slope;
+  p.beta = p.slope_held / l.slope;
 }
 
 Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged, std::optional<Bytes> early) {
@@ -239,8 +280,14 @@ Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged, std
   // zero, and the job's time is the host's alone (Params::untouched_level).
   const bool touched = charged >= params_.fit_min_bytes;
   out.touched = touched;
-  if (params_.untouched_level || touched) margin_.update_level(out.above_line);
-  else out.level_skipped = true;
+  if (params_.untouched_level || touched) {
+    // Each line's level moves on its own err: App. C's on its own line, whichever priced.
+    margin_.update_level(p.own.bounded && ct > p.own.at(charged));
+    for (std::size_t k = 0; k < candidates_.size(); ++k)
+      candidates_[k].margin.update_level(p.candidates[k].bounded && ct > p.candidates[k].at(charged));
+  } else {
+    out.level_skipped = true;
+  }
 
   const double x = touched ? static_cast<double>(charged) : 0.0;
   // The residual is computed before the job enters the fit.
@@ -248,6 +295,7 @@ Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged, std
     const double r = ct - fit_.intercept(held_slope_) - held_slope_ * x;
     margin_.add_residual(r, p.phase);
     out.residual = r;
+    for (Candidate& c : candidates_) c.margin.add_residual(ct - fit_.intercept(c.slope) - c.slope * x, p.phase);
   }
 
   if (p.certified) {
@@ -290,7 +338,8 @@ Outcome Estimator::unfinished(const Pricing& p) {
   Outcome out;
   out.missed = true;
   out.above_line = !p.margin_unbounded;  // an unfinished job exceeds any finite line
-  margin_.update_level(out.above_line);
+  margin_.update_level(p.own.bounded);
+  for (std::size_t k = 0; k < candidates_.size(); ++k) candidates_[k].margin.update_level(p.candidates[k].bounded);
   if (p.certified) {
     exemption_disabled_ = true;
     end_exemption();

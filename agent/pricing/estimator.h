@@ -3,8 +3,10 @@
 // I/O; the ledger (ledger.h) calls price() at a release and complete() at a completion.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "agent/pricing/fit.h"
 #include "agent/pricing/margin.h"
@@ -16,6 +18,14 @@ namespace ripple::pricing {
 
 // Everything that priced one job at its release. Saved with the job: its feedback
 // error is scored against this line, not against later estimates (App. C, "Margin").
+// A pricing line a_hat + q + s C saved at a release (App. C's own, or one at a fixed slope,
+// Params::slope_candidates). `bounded`: q finite and below D, so a job above it is an err.
+struct Line {
+  double a_hat = 0, margin = 0, slope = 0;  // ns, ns, ns/byte
+  bool bounded = false;
+  double at(Bytes charged) const { return a_hat + margin + slope * static_cast<double>(charged); }
+};
+
 struct Pricing {
   Phase phase = Phase::kRest;
   bool cold = false;            // no completed job and no profile: nothing to price
@@ -48,6 +58,14 @@ struct Pricing {
   // that remainder; its line and the fit take its time from its start (its execution
   // time), its miss its time from its release.
   Nanos lag = 0;
+
+  // App. C's own line (a_hat + q + max(kappa_hat, kappa^u) C), whose level its err moves;
+  // with Params::slope_candidates the lines at the fixed slopes too, each scoring its own
+  // level, and the one the allowance came from (-1: App. C's). a_hat, margin and
+  // slope_priced above are the line the job was priced on.
+  Line own;
+  std::array<Line, kSlopeCandidates> candidates{};
+  int chosen = -1;
 
   // The saved release-time pricing line a_hat + q + s C (App. C, "Margin").
   double line(Bytes charged) const { return a_hat + margin + slope_priced * charged; }
@@ -170,6 +188,9 @@ class Estimator {
     bool high_uncertainty = true;
   };
   Estimates current(std::optional<double> margin) const;
+  // Params::slope_candidates: saves every fixed-slope line in `p`, moves the scores, and
+  // prices `p` on the line with the best score among those whose slope is >= kappa^u.
+  void choose_line(Pricing& p, Phase phase, const Estimates& e);
   bool certification_check(const Estimates& e, double margin) const;
   void end_exemption() {
     exempt_ = false;
@@ -187,6 +208,15 @@ class Estimator {
   InstrumentedFit iv_fit_;
   SortedWindow recent_{kInstrumentJobs};  // execution times, for instrument_window()
   ConformalMargin margin_;
+  // Params::slope_candidates: a line at a fixed slope, with its own residuals and level,
+  // and the exponential average of the nominal allowance it gave (bytes; 0 while ineligible).
+  struct Candidate {
+    double slope;
+    ConformalMargin margin;
+    double score = 0;
+  };
+  std::vector<Candidate> candidates_;
+  double own_score_ = 0;  // the same average for App. C's line
   double held_slope_;
   Bytes base_ = 0;
   std::int64_t releases_ = 0;

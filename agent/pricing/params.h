@@ -40,6 +40,18 @@ inline constexpr double kSlopeReleaseSamples = 50;
 // App. C's fit, every target kept wherever App. C's kept them. False: App. C's fit.
 inline constexpr bool kDefaultSlopeInstrument = true;
 inline constexpr int kInstrumentJobs = 50;
+// Lines at fixed slopes beside App. C's (ours; estimator.md, "Lines at fixed slopes"): the
+// task's prior slope times each factor, each line with its own intercept, residual window
+// and conformal level. A job is priced on the line whose allowance has been the largest on
+// average over the last ~kSlopeCandidateJobs releases (an exponential average), if that is
+// not App. C's own, and only while its slope is at least kappa^u: every such slope bounds
+// the traffic's cost from above, and the residuals a line keeps make its margin the task's
+// own spread about that line. A slope above the truth credits the bytes a long job collects
+// (results/sim.md §22). Off by default: false prices every job on App. C's line alone.
+inline constexpr bool kDefaultSlopeCandidates = false;
+inline constexpr int kSlopeCandidates = 4;
+inline constexpr double kSlopeCandidateFactors[kSlopeCandidates] = {0.25, 0.5, 2.0, 4.0};
+inline constexpr int kSlopeCandidateJobs = 50;
 // Slope assumed before any held estimate exists. The paper prices with kappa_hat/0.85
 // "until a positive uncertainty estimate is available", which needs a positive
 // kappa_hat before the first fit; it does not print the value. 5 ms per GB is the
@@ -141,6 +153,7 @@ struct Params {
   double slope_hold_z = kDefaultSlopeHoldZ;
   bool slope_release = kDefaultSlopeRelease;
   bool slope_instrument = kDefaultSlopeInstrument;
+  bool slope_candidates = kDefaultSlopeCandidates;
   double prior_slope_ns_per_byte = kDefaultPriorSlopeNsPerByte;
 
   double eta = kDefaultEta;

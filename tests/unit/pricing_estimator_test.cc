@@ -540,5 +540,105 @@ TEST(PricingEstimator, InstrumentedSlopeDoesNotReadTheOwnSpread) {
   EXPECT_GT(priced_iv, 0.2);  // never under the truth here, never free
 }
 
+
+// The lines at fixed slopes (Params::slope_candidates, estimator.md "Lines at fixed
+// slopes"). A kdnn-like task whose own time has a wide tail and whose traffic costs
+// nothing; the engines run beside every job at a random rate, so a job that runs long
+// collects more bytes, up to its allowance (the GPU's pattern, results/sim.md §20).
+struct LinesRun {
+  double mean_allowance_gb = 0;
+  double above_line = 0;  // share of jobs above the line they were priced on
+  int chosen = 0;         // jobs priced on a fixed-slope line
+  int chosen_below = 0;   // ... whose slope lies below the true one
+  double held = 0, alpha = 0, margin = 0, intercept = 0;
+};
+
+LinesRun run_lines(bool candidates, double true_ms_per_gb, bool open_loop, int jobs = 1500) {
+  Params params = base_params();
+  params.prior_slope_ns_per_byte = 5e-3;  // the daemon's default prior: lines at 1.25, 2.5, 10, 20
+  params.slope_candidates = candidates;
+  TaskSpec t;
+  t.name = "kdnn";
+  t.period = 150 * kMs;
+  t.deadline = 110 * kMs;
+  std::mt19937 rng(11);
+  std::exponential_distribution<double> tail(1.0 / 12.0);
+  for (int i = 0; i < 200; ++i) t.solo_profile.push_back(static_cast<Nanos>((40 + tail(rng)) * kMs));
+  Estimator est(t, params);
+  LinesRun out;
+  double allowance = 0;
+  int above = 0, scored = 0;
+  for (int i = 0; i < jobs; ++i) {
+    const std::optional<double> upper = est.slope_upper();
+    const Pricing p = est.price(Phase::kRest);
+    if (p.chosen >= 0) {
+      ++out.chosen;
+      // Only a line whose slope bounds the cost prices a job, and it is the line priced on.
+      EXPECT_TRUE(upper.has_value());
+      if (upper) EXPECT_GE(p.slope_priced, *upper);
+      EXPECT_EQ(p.slope_priced, p.candidates[static_cast<std::size_t>(p.chosen)].slope);
+      out.chosen_below += p.slope_priced * 1e3 < true_ms_per_gb;
+    } else {
+      EXPECT_EQ(p.slope_priced, p.own.slope);
+      EXPECT_EQ(p.a_hat, p.own.a_hat);
+    }
+    const double rate = static_cast<double>(rng() % 100) / 1000.0;  // 0-0.1 GB per ms
+    const double own = 40 + tail(rng);
+    // Open loop: the charge does not depend on the allowance, so both arms see one sequence.
+    const double cap = open_loop ? 1e18 : static_cast<double>(p.allowance) / 1e9;
+    const double c = std::min(rate * own, cap);
+    const double y = own + true_ms_per_gb * c;
+    const Outcome o = est.complete(p, static_cast<Nanos>(y * kMs), static_cast<Bytes>(c * 1e9),
+                                   static_cast<Bytes>(std::min(rate * 30.0, cap) * 1e9));
+    if (i >= 500) {
+      allowance += static_cast<double>(p.allowance) / 1e9;
+      above += o.above_line;
+      ++scored;
+    }
+  }
+  out.mean_allowance_gb = allowance / scored;
+  out.above_line = static_cast<double>(above) / scored;
+  out.held = est.held_slope();
+  out.alpha = static_cast<double>(est.margin().alpha_ppm());
+  out.margin = est.margin().margin(Phase::kRest).value_or(-1);
+  out.intercept = est.intercept();
+  return out;
+}
+
+// Tests that where the traffic costs nothing and long jobs collect more bytes, a line at a
+// slope above App. C's credits those bytes and issues more, on lines whose own coverage holds.
+TEST(PricingEstimator, FixedSlopeLinesCreditTheBytesALongJobCollects) {
+  const LinesRun appc = run_lines(false, 0.0, false);
+  const LinesRun lines = run_lines(true, 0.0, false);
+  std::printf("mean allowance GB: App. C %.3f, lines %.3f (%d jobs on a fixed-slope line); above line %.4f / %.4f\n",
+              appc.mean_allowance_gb, lines.mean_allowance_gb, lines.chosen, appc.above_line, lines.above_line);
+  EXPECT_EQ(appc.chosen, 0);
+  EXPECT_GT(lines.chosen, 500);
+  EXPECT_GT(lines.mean_allowance_gb, 1.2 * appc.mean_allowance_gb);
+  EXPECT_LT(lines.above_line, 0.03);  // eps' is 1.09 % here; a selection among 5 lines, not 5x
+}
+
+// Tests that the lines leave App. C's own estimates alone: the same jobs give the same held
+// slope, level, margin and intercept with or without them.
+TEST(PricingEstimator, FixedSlopeLinesLeaveAppCsEstimatesAlone) {
+  const LinesRun off = run_lines(false, 0.0, true, 800);
+  const LinesRun on = run_lines(true, 0.0, true, 800);
+  EXPECT_GT(on.chosen, 0);
+  EXPECT_EQ(off.held, on.held);
+  EXPECT_EQ(off.alpha, on.alpha);
+  EXPECT_EQ(off.margin, on.margin);
+  EXPECT_EQ(off.intercept, on.intercept);
+}
+
+// Tests that where the traffic does cost (4 ms/GB), the lines below it never price a job:
+// every priced slope is at least kappa^u (checked in run_lines), so 1.25 and 2.5 never are.
+TEST(PricingEstimator, FixedSlopeLinesBelowKappaUpperNeverPrice) {
+  const LinesRun r = run_lines(true, 4.0, false);
+  std::printf("held %.3f ms/GB, %d jobs on a fixed-slope line\n", r.held * 1e3, r.chosen);
+  EXPECT_GT(r.held * 1e3, 2.5);
+  EXPECT_EQ(r.chosen_below, 0);
+  EXPECT_LT(r.above_line, 0.03);
+}
+
 }  // namespace
 }  // namespace ripple::pricing
