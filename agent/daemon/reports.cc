@@ -134,6 +134,9 @@ json status_json(const StatusInputs& in, Nanos now) {
     t["window_dmr"] = wj ? static_cast<double>(wm) / static_cast<double>(wj) : 0.0;
     t["window_untouched_misses"] = in.tasks.window_untouched_misses(k, now);
     t["allowance_bytes"] = ts.last_allowance;
+    // The line the last job was priced on (Documentation/estimator.md, "Lines at fixed slopes").
+    t["priced_slope_ms_per_gb"] = ts.last_priced_slope * 1e3;
+    t["fixed_line"] = ts.last_fixed_line;
     t["kappa_ms_per_gb"] = est.held_slope() * 1e3;
     const auto upper = est.slope_upper();
     t["kappa_upper_ms_per_gb"] = upper ? json(*upper * 1e3) : json(nullptr);

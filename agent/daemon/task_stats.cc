@@ -27,6 +27,8 @@ bool TaskStatistics::on_event(const tracer::JobEvent& ev, Nanos now) {
     }
     const auto p = adm_.on_release(ev.pt, ev.seq, at, std::nullopt, lag);
     ts.last_allowance = p.allowance;
+    ts.last_priced_slope = p.slope_priced;
+    ts.last_fixed_line = p.chosen >= 0;
     job_threads_[{ev.pt, ev.seq}] = {ev.tid, 0};
     return true;
   }

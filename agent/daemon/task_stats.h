@@ -41,6 +41,10 @@ struct TaskStats {
   std::int64_t window = -1;
   std::uint64_t window_jobs = 0, window_misses = 0, prev_window_jobs = 0, prev_window_misses = 0;
   pricing::Bytes last_allowance = 0;
+  // The slope of the line the last released job was priced on (ns/byte): App. C's
+  // max(kappa_hat, kappa^u), or a fixed-slope line's (pricing.slope_candidates, fixed_line).
+  double last_priced_slope = 0;
+  bool last_fixed_line = false;
   Nanos last_response = 0;
 };
 
