@@ -497,6 +497,18 @@ TEST(PricingEstimator, HeldSlopeFallsWhenTheDataRejectIt) {
   EXPECT_GT(lowest, 0.0);                // never zero: GPU bytes are never priced as free
 }
 
+// A kdnn-like task (150-ms period) whose solo jobs take `base_ms` plus an exponential tail
+// of mean `tail_ms`, drawn from `rng`: the wide own spread of the GPU's H100 hosts.
+TaskSpec tailed_task(std::mt19937& rng, std::exponential_distribution<double>& tail, double base_ms,
+                     Nanos deadline, int profile_jobs) {
+  TaskSpec t;
+  t.name = "kdnn";
+  t.period = 150 * kMs;
+  t.deadline = deadline;
+  for (int i = 0; i < profile_jobs; ++i) t.solo_profile.push_back(static_cast<Nanos>((base_ms + tail(rng)) * kMs));
+  return t;
+}
+
 // Tests the instrumented slope's wiring (Params::slope_instrument, results/sim.md §20): a
 // task with a wide own spread (20 ms plus an exponential tail of mean 8) and a true slope of
 // 0.2 ms/GB, charged at a random rate for as long as each job lives. The ledger would pass
@@ -509,14 +521,9 @@ TEST(PricingEstimator, InstrumentedSlopeDoesNotReadTheOwnSpread) {
     Params params = base_params();
     params.slope_instrument = instrument;
     params.slope_release = true;
-    TaskSpec t;
-    t.name = "kdnn";
-    t.period = 150 * kMs;
-    t.deadline = 120 * kMs;
     std::mt19937 rng(5);
     std::exponential_distribution<double> tail(1.0 / 8.0);
-    for (int i = 0; i < 100; ++i) t.solo_profile.push_back(static_cast<Nanos>((20 + tail(rng)) * kMs));
-    Estimator est(t, params);
+    Estimator est(tailed_task(rng, tail, 20, 120 * kMs, 100), params);
     EXPECT_GE(est.instrument_window(), 20 * kMs);  // the shortest solo job
     EXPECT_LT(est.instrument_window(), 21 * kMs);
     for (int i = 0; i < 1000; ++i) {
@@ -557,14 +564,9 @@ LinesRun run_lines(bool candidates, double true_ms_per_gb, bool open_loop, int j
   Params params = base_params();
   params.prior_slope_ns_per_byte = 5e-3;  // the daemon's default prior: lines at 1.25, 2.5, 10, 20
   params.slope_candidates = candidates;
-  TaskSpec t;
-  t.name = "kdnn";
-  t.period = 150 * kMs;
-  t.deadline = 110 * kMs;
   std::mt19937 rng(11);
   std::exponential_distribution<double> tail(1.0 / 12.0);
-  for (int i = 0; i < 200; ++i) t.solo_profile.push_back(static_cast<Nanos>((40 + tail(rng)) * kMs));
-  Estimator est(t, params);
+  Estimator est(tailed_task(rng, tail, 40, 110 * kMs, 200), params);
   LinesRun out;
   double allowance = 0;
   int above = 0, scored = 0;
