@@ -282,7 +282,7 @@ Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged, std
   out.touched = touched;
   if (params_.untouched_level || touched) {
     // Each line's level moves on its own err: App. C's on its own line, whichever priced.
-    margin_.update_level(p.own.bounded && ct > p.own.at(charged));
+    margin_.update_level(p.chosen < 0 ? out.above_line : p.own.bounded && ct > p.own.at(charged));
     for (std::size_t k = 0; k < candidates_.size(); ++k)
       candidates_[k].margin.update_level(p.candidates[k].bounded && ct > p.candidates[k].at(charged));
   } else {
@@ -338,7 +338,7 @@ Outcome Estimator::unfinished(const Pricing& p) {
   Outcome out;
   out.missed = true;
   out.above_line = !p.margin_unbounded;  // an unfinished job exceeds any finite line
-  margin_.update_level(p.own.bounded);
+  margin_.update_level(p.chosen < 0 ? out.above_line : p.own.bounded);
   for (std::size_t k = 0; k < candidates_.size(); ++k) candidates_[k].margin.update_level(p.candidates[k].bounded);
   if (p.certified) {
     exemption_disabled_ = true;
