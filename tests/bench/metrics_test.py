@@ -145,6 +145,10 @@ def allowance_table_names_the_margin_where_the_allowance_is_zero():
     assert "| ripple | 1.1 | 50 (75), 3.50 | n/a |" in t, t
     assert not any(line.startswith(("| ripple+iv", "| unmanaged")) for line in t), t
     assert report.allowance_table({**s, "points": s["points"][1:]}) == []
+    # Agents since a976a44 report the priced line: its slope's median and the fixed lines' share.
+    for i, row in enumerate(samples):
+        row["tasks"]["sgm"].update(priced_slope_ms_per_gb=float(i), fixed_line=i % 2 == 1)
+    assert "| ripple | 1.1 | 50 (75), 3.50; priced at 2.50, on a fixed line 50 % | n/a |" in report.allowance_table(s)
 
 
 @case

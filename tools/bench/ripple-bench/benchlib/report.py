@@ -253,8 +253,9 @@ def budget_causes_table(points: list[dict]) -> list[str]:
 def allowance_table(s: dict) -> list[str]:
     """Per ripple point and task, over the agent-state samples inside the scored windows
     (`timelines`): the share of samples whose job's allowance was 0, the share whose pricing
-    passed the deadline with no bytes at all (a_hat + q >= D, or q unbounded: no slope can
-    lift it; Eq. 2's allowance falls to 0 through the rate limit), and the held slope's median.
+    passed the deadline with no bytes at all (a_hat + q >= D at the held slope, or q
+    unbounded: no priced slope can lift App. C's line; Eq. 2's allowance falls to 0 through the rate limit), the held slope's median,
+    and where the samples carry them the priced slope's median and the share on a fixed line.
     Nothing where no point has samples (the simulator keeps none)."""
     score_s = s.get("score_s")
     rows = []
@@ -263,8 +264,8 @@ def allowance_table(s: dict) -> list[str]:
             continue
         cells, any_sample = [], False
         for t in s["tasks"]:
-            n = zero = over = 0
-            held = []
+            n = zero = over = fixed = 0
+            held, priced = [], []
             for tl in p.get("timelines", []):
                 t0 = tl.get("scored_from_s")
                 for row in tl.get("samples", []):
@@ -277,20 +278,26 @@ def allowance_table(s: dict) -> list[str]:
                     over += d is not None and (q is None or (a is not None and a + q >= d))
                     if x.get("kappa_ms_per_gb") is not None:
                         held.append(x["kappa_ms_per_gb"])
+                    if x.get("fixed_line") is not None:   # agents since a976a44
+                        fixed += bool(x["fixed_line"])
+                        priced.append(x.get("priced_slope_ms_per_gb") or 0.0)
             any_sample = any_sample or n > 0
             if n == 0:
                 cells.append("n/a")
                 continue
             kappa = f"{statistics.median(held):.2f}" if held else "n/a"
-            cells.append(f"{100 * zero / n:.0f} ({100 * over / n:.0f}), {kappa}")
+            lines = (f"; priced at {statistics.median(priced):.2f}, on a fixed line {100 * fixed / len(priced):.0f} %"
+                     if priced else "")
+            cells.append(f"{100 * zero / n:.0f} ({100 * over / n:.0f}), {kappa}{lines}")
         if any_sample:
             rows.append(f"| {p['policy']} | {p['k']:g} | " + " | ".join(cells) + " |")
     if not rows:
         return []
     return ["", "The agent's samples in the scored windows (`timelines`), per task: % whose job's allowance "
-            "was 0; in brackets, % whose pricing passed the deadline with no bytes at all (â + q ≥ D, or q "
-            "unbounded: no slope lifts it, and the allowance falls to 0 within a few jobs through the rate "
-            "limit); then the held slope κ̂'s median, ms/GB.", "",
+            "was 0; in brackets, % whose App. C line passed the deadline with no bytes at all (â + q ≥ D at the "
+            "held slope, or q unbounded: no priced slope lifts it, and its allowance falls to 0 within a few "
+            "jobs through the rate limit); then the held slope κ̂'s median, ms/GB, and where the agent reports them, the median slope "
+            "the jobs were priced at and the share priced on a fixed-slope line (`pricing.slope_candidates`).", "",
             "| policy | k | " + " | ".join(s["tasks"]) + " |", "|---|---|" + "---|" * len(s["tasks"]), *rows]
 
 
