@@ -147,7 +147,10 @@ bool Estimator::certification_check(const Estimates& e, double q) const {
 Pricing Estimator::price(Phase phase, Bytes smallest_other_base, Nanos lag) {
   ++releases_;
   const Bytes unit = params_.probe_unit_bytes;
-  const Estimates e = current(margin_.margin(phase));
+  // With the lines at fixed slopes, each line (App. C's too) is read at the lower of its
+  // level and the level of the jobs it priced (ConformalMargin::margin_priced).
+  const std::optional<double> q_all = margin_.margin(phase);
+  const Estimates e = current(candidates_.empty() ? q_all : margin_.margin_priced(phase));
 
   Pricing p;
   p.phase = phase;
@@ -165,7 +168,8 @@ Pricing Estimator::price(Phase phase, Bytes smallest_other_base, Nanos lag) {
   p.a_max = a_max_;
   p.pacing_duration = std::max<Nanos>(params_.min_pacing_duration,
                                       static_cast<Nanos>(std::ceil(e.a_hat)));
-  p.own = {p.a_hat, p.margin, p.slope_priced, !p.margin_unbounded};
+  p.own = {p.a_hat, p.margin, p.slope_priced, !p.margin_unbounded, q_all.value_or(deadline_),
+           !e.cold && q_all && *q_all < deadline_};
   if (e.cold) {
     // Cold start: no completed job and no profile. Nothing is known about the task's
     // own duration, so its first job gets no bytes, no probe, no floor, no crossing.
@@ -246,11 +250,13 @@ void Estimator::choose_line(Pricing& p, Phase phase, const Estimates& e) {
   for (std::size_t k = 0; k < candidates_.size(); ++k) {
     Candidate& c = candidates_[k];
     Line& l = p.candidates[k];
-    const auto q = c.margin.margin(phase);
+    const auto q = c.margin.margin_priced(phase), qa = c.margin.margin(phase);
     l.a_hat = fit_.intercept(c.slope);
     l.slope = c.slope;
     l.margin = q.value_or(deadline_);
     l.bounded = q && *q < deadline_;
+    l.margin_all = qa.value_or(deadline_);
+    l.bounded_all = qa && *qa < deadline_;
     // A line prices a job only while its slope bounds the traffic's cost (>= kappa^u) and
     // its intercept is a duration (a negative one: the slope claims more than the jobs took).
     const bool eligible = l.bounded && l.a_hat >= 0 && e.upper && c.slope >= *e.upper;
@@ -281,10 +287,12 @@ Outcome Estimator::complete(const Pricing& p, Nanos response, Bytes charged, std
   const bool touched = charged >= params_.fit_min_bytes;
   out.touched = touched;
   if (params_.untouched_level || touched) {
-    // Each line's level moves on its own err: App. C's on its own line, whichever priced.
-    margin_.update_level(p.chosen < 0 ? out.above_line : p.own.bounded && ct > p.own.at(charged));
+    // Each line's level moves on its own err (App. C's on its own line, whichever priced),
+    // and the priced line's second level on the err against the line the job was priced on.
+    margin_.update_level(candidates_.empty() ? out.above_line : p.own.above_all(ct, charged));
     for (std::size_t k = 0; k < candidates_.size(); ++k)
-      candidates_[k].margin.update_level(p.candidates[k].bounded && ct > p.candidates[k].at(charged));
+      candidates_[k].margin.update_level(p.candidates[k].above_all(ct, charged));
+    if (!candidates_.empty()) priced_margin(p).update_priced_level(out.above_line);
   } else {
     out.level_skipped = true;
   }
@@ -338,8 +346,9 @@ Outcome Estimator::unfinished(const Pricing& p) {
   Outcome out;
   out.missed = true;
   out.above_line = !p.margin_unbounded;  // an unfinished job exceeds any finite line
-  margin_.update_level(p.chosen < 0 ? out.above_line : p.own.bounded);
-  for (std::size_t k = 0; k < candidates_.size(); ++k) candidates_[k].margin.update_level(p.candidates[k].bounded);
+  margin_.update_level(candidates_.empty() ? out.above_line : p.own.bounded_all);
+  for (std::size_t k = 0; k < candidates_.size(); ++k) candidates_[k].margin.update_level(p.candidates[k].bounded_all);
+  if (!candidates_.empty()) priced_margin(p).update_priced_level(out.above_line);
   if (p.certified) {
     exemption_disabled_ = true;
     end_exemption();

@@ -20,10 +20,18 @@ namespace ripple::pricing {
 // error is scored against this line, not against later estimates (App. C, "Margin").
 // A pricing line a_hat + q + s C saved at a release (App. C's own, or one at a fixed slope,
 // Params::slope_candidates). `bounded`: q finite and below D, so a job above it is an err.
+// With the lines on, `margin` is read at the lower of the line's two levels (the jobs it
+// priced, and all jobs: ConformalMargin::margin_priced) and `margin_all` at the level over
+// all jobs, which that level's err is scored against.
 struct Line {
   double a_hat = 0, margin = 0, slope = 0;  // ns, ns, ns/byte
   bool bounded = false;
+  double margin_all = 0;
+  bool bounded_all = false;
   double at(Bytes charged) const { return a_hat + margin + slope * static_cast<double>(charged); }
+  bool above_all(double ct, Bytes charged) const {
+    return bounded_all && ct > a_hat + margin_all + slope * static_cast<double>(charged);
+  }
 };
 
 struct Pricing {
@@ -191,6 +199,10 @@ class Estimator {
   // Params::slope_candidates: saves every fixed-slope line in `p`, moves the scores, and
   // prices `p` on the line with the best score among those whose slope is >= kappa^u.
   void choose_line(Pricing& p, Phase phase, const Estimates& e);
+  // The margin of the line `p` was priced on (App. C's, or a fixed-slope line's).
+  ConformalMargin& priced_margin(const Pricing& p) {
+    return p.chosen < 0 ? margin_ : candidates_[static_cast<std::size_t>(p.chosen)].margin;
+  }
   bool certification_check(const Estimates& e, double margin) const;
   void end_exemption() {
     exempt_ = false;

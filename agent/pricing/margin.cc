@@ -23,6 +23,7 @@ ConformalMargin::ConformalMargin(const Params& params, double window_target)
     : eta_ppm_(to_ppm(params.eta)),
       target_ppm_(to_ppm(window_target)),
       alpha_ppm_(target_ppm_),  // ACI starts at its target level
+      priced_alpha_ppm_(target_ppm_),
       margin_start_(params.margin_start),
       clip_(params.margin_clip),
       antiwindup_(params.margin_antiwindup),
@@ -73,6 +74,18 @@ void ConformalMargin::update_level(bool err) {
   const std::int64_t next = alpha_ppm_ + mul_ppm(eta_ppm_, target_ppm_ - (err ? kPpm : 0));
   // Anti-windup: a step down stops at the floor; a level already below it stays.
   alpha_ppm_ = err && antiwindup_ ? std::max(next, std::min(alpha_ppm_, level_floor_ppm())) : next;
+}
+
+void ConformalMargin::update_priced_level(bool err) {
+  const std::int64_t next = priced_alpha_ppm_ + mul_ppm(eta_ppm_, target_ppm_ - (err ? kPpm : 0));
+  const std::int64_t stepped =
+      err && antiwindup_ ? std::max(next, std::min(priced_alpha_ppm_, level_floor_ppm())) : next;
+  priced_alpha_ppm_ = std::min(stepped, std::max(alpha_ppm_, priced_alpha_ppm_));  // no step above the first
+}
+
+std::optional<double> ConformalMargin::margin_priced(Phase phase) const {
+  if (adaptive()) return conformal_rank(window_, std::min(alpha_ppm_, priced_alpha_ppm_), clip_);
+  return margin(phase);
 }
 
 void ConformalMargin::add_residual(double residual_ns, Phase phase) {

@@ -34,6 +34,14 @@ class ConformalMargin {
   // Level update (Eq. 5) after a job: err = 1 if it exceeded its saved pricing line.
   // With Params::margin_antiwindup an err lowers the level no further than level_floor().
   void update_level(bool err);
+  // Params::slope_candidates (ours): a second level, moved by Eq. 5 only on the jobs this
+  // line priced and never above the first after its own step. margin_priced() reads the
+  // rank at the lower of the two, so the jobs a selection gives this line keep Eq. 5's
+  // long-run coverage among themselves (the level's sum argument holds on any
+  // subsequence; a step cut short from above only lowers the errors' bound).
+  void update_priced_level(bool err);
+  std::optional<double> margin_priced(Phase phase) const;
+  std::int64_t priced_alpha_ppm() const { return priced_alpha_ppm_; }
   // The lowest level whose rank is within the retained residuals: ceil(1e6 / (n + 1)) ppm.
   std::int64_t level_floor_ppm() const;
   // A residual e_ij = CT - a_hat - kappa_hat C, computed before the job enters the fit.
@@ -58,6 +66,7 @@ class ConformalMargin {
   std::int64_t eta_ppm_;
   std::int64_t target_ppm_;
   std::int64_t alpha_ppm_;
+  std::int64_t priced_alpha_ppm_;
   std::int64_t margin_start_;
   bool clip_;
   bool antiwindup_;

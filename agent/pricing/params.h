@@ -47,7 +47,9 @@ inline constexpr int kInstrumentJobs = 50;
 // not App. C's own, and only while its slope is at least kappa^u: every such slope bounds
 // the traffic's cost from above, and the residuals a line keeps make its margin the task's
 // own spread about that line. A slope above the truth credits the bytes a long job collects
-// (results/sim.md §22). Off by default: false prices every job on App. C's line alone.
+// (results/sim.md §22). Each line is priced at the lower of its level and a second level
+// moved only on the jobs it priced (ConformalMargin::margin_priced), so a selection keeps
+// each line's coverage on its jobs. Off by default: false prices every job on App. C's line.
 inline constexpr bool kDefaultSlopeCandidates = false;
 inline constexpr int kSlopeCandidates = 4;
 inline constexpr double kSlopeCandidateFactors[kSlopeCandidates] = {0.25, 0.5, 2.0, 4.0};

@@ -608,7 +608,8 @@ LinesRun run_lines(bool candidates, double true_ms_per_gb, bool open_loop, int j
 }
 
 // Tests that where the traffic costs nothing and long jobs collect more bytes, a line at a
-// slope above App. C's credits those bytes and issues more, on lines whose own coverage holds.
+// slope above App. C's credits those bytes and issues more, and that the jobs stay above the
+// line they were priced on no more often than eps' with App. C's line alone.
 TEST(PricingEstimator, FixedSlopeLinesCreditTheBytesALongJobCollects) {
   const LinesRun appc = run_lines(false, 0.0, false);
   const LinesRun lines = run_lines(true, 0.0, false);
@@ -616,8 +617,9 @@ TEST(PricingEstimator, FixedSlopeLinesCreditTheBytesALongJobCollects) {
               appc.mean_allowance_gb, lines.mean_allowance_gb, lines.chosen, appc.above_line, lines.above_line);
   EXPECT_EQ(appc.chosen, 0);
   EXPECT_GT(lines.chosen, 500);
-  EXPECT_GT(lines.mean_allowance_gb, 1.2 * appc.mean_allowance_gb);
-  EXPECT_LT(lines.above_line, 0.03);  // eps' is 1.09 % here; a selection among 5 lines, not 5x
+  EXPECT_GT(lines.mean_allowance_gb, 1.4 * appc.mean_allowance_gb);
+  // eps' is 1.09 % here: the jobs each line priced keep its coverage (its second level).
+  EXPECT_LT(lines.above_line, 0.015);
 }
 
 // Tests that the lines leave App. C's own estimates alone: the same jobs give the same held

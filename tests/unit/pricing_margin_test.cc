@@ -180,5 +180,28 @@ TEST(PricingMargin, AdaptiveWindowForgetsOldResiduals) {
   EXPECT_EQ(m.margin(Phase::kRest), 191.0);  // ceil(0.95 * 201) = 191 among 1..200
 }
 
+// Tests the second level of the lines at fixed slopes (update_priced_level): it moves only
+// on its own steps, never above the level over all jobs after one, and the margin it prices
+// with is read at the lower of the two.
+TEST(PricingMargin, PricedLevelIsTheLowerAndMovesOnItsOwnJobs) {
+  ConformalMargin m(Params{}, 0.01090766);
+  for (int k = 1; k <= 200; ++k) m.add_residual(k, Phase::kRest);
+  EXPECT_EQ(m.priced_alpha_ppm(), m.alpha_ppm());
+  EXPECT_EQ(m.margin_priced(Phase::kRest), 199.0);
+  m.update_priced_level(true);  // a priced job above its line: to the floor (anti-windup)
+  EXPECT_EQ(m.priced_alpha_ppm(), 4'976);
+  EXPECT_EQ(m.alpha_ppm(), 10'908);  // the level over all jobs did not move
+  EXPECT_EQ(m.margin(Phase::kRest), 199.0);
+  EXPECT_EQ(m.margin_priced(Phase::kRest), 200.0);  // read at the lower level
+  for (int j = 0; j < 200; ++j) m.update_priced_level(false);  // calm priced jobs
+  EXPECT_EQ(m.priced_alpha_ppm(), m.alpha_ppm());  // capped at the other level
+  for (int j = 0; j < 3; ++j) m.update_level(true);  // the level over all jobs falls
+  EXPECT_EQ(m.alpha_ppm(), 4'976);
+  EXPECT_EQ(m.priced_alpha_ppm(), 10'908);  // left where it was
+  EXPECT_EQ(m.margin_priced(Phase::kRest), 200.0);  // the lower one prices
+  m.update_priced_level(false);
+  EXPECT_EQ(m.priced_alpha_ppm(), 10'908);  // no step up while above the other level
+}
+
 }  // namespace
 }  // namespace ripple::pricing
