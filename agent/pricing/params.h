@@ -49,8 +49,10 @@ inline constexpr int kInstrumentJobs = 50;
 // own spread about that line. A slope above the truth credits the bytes a long job collects
 // (results/sim.md §22). Each line is priced at the lower of its level and a second level
 // moved only on the jobs it priced (ConformalMargin::margin_priced), so a selection keeps
-// each line's coverage on its jobs. Off by default: false prices every job on App. C's line.
-inline constexpr bool kDefaultSlopeCandidates = false;
+// each line's coverage on its jobs. On by default since the GPU A/B of the forty-second session
+// (results/e2e.md §0: 1.68x App. C's tokens/s with fewer misses); false prices every job on
+// App. C's line.
+inline constexpr bool kDefaultSlopeCandidates = true;
 inline constexpr int kSlopeCandidates = 4;
 inline constexpr double kSlopeCandidateFactors[kSlopeCandidates] = {0.25, 0.5, 2.0, 4.0};
 inline constexpr int kSlopeCandidateJobs = 50;

@@ -206,8 +206,9 @@ import json, sys
 t = json.load(sys.stdin)["tasks"][0]   # the misses no grant was admitted into: counted, and within the jobs
 assert 0 <= t["window_untouched_misses"] <= t["untouched_misses"] <= t["untouched_jobs"] <= t["jobs"], t
 assert t["untouched_misses"] <= t["misses"], t
-# the line the last job was priced on: App. C'"'"'s here (pricing.slope_candidates is off)
-assert t["fixed_line"] is False and t["priced_slope_ms_per_gb"] >= t["kappa_ms_per_gb"] > 0, t' &&
+# the line the last job was priced on (pricing.slope_candidates, on by default): App. C'"'"'s or a
+# fixed-slope line, never below the held slope (a line is eligible only at kappa^u or above)
+assert isinstance(t["fixed_line"], bool) and t["priced_slope_ms_per_gb"] >= t["kappa_ms_per_gb"] > 0, t' &&
    echo "$x_txt" | grep -q '^llm: ' &&
    echo "$x_json" | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["engines"][0]["cause"]' &&
    [ "$(echo "$t_txt" | grep -c 'ripple-agent: policy ripple')" = 2 ]; then

@@ -20,7 +20,7 @@ TEST(PricingConfig, DefaultsAreThePapersValues) {
   EXPECT_TRUE(p.margin_antiwindup);  // ours, on since the GPU A/B (estimator.md)
   EXPECT_FALSE(p.slope_release);     // ours, off since the GPU A/B (estimator.md, "The held slope's release")
   EXPECT_TRUE(p.slope_instrument);   // ours, on since the GPU A/B (estimator.md, "The instrumented slope")
-  EXPECT_FALSE(p.slope_candidates);  // ours, off until a GPU A/B (estimator.md, "Lines at fixed slopes")
+  EXPECT_TRUE(p.slope_candidates);   // ours, on since the GPU A/B (estimator.md, "Lines at fixed slopes")
   EXPECT_TRUE(p.late_starts);        // ours (estimator.md, "Late starts")
   EXPECT_FALSE(p.untouched_level);   // ours, off since the GPU A/B (estimator.md, "Untouched jobs")
   EXPECT_EQ(p.contract_window, 100 * kNsPerSec);
@@ -51,7 +51,7 @@ TEST(PricingConfig, AppliesKeysWithUnits) {
     margin_antiwindup = false
     slope_release = true
     slope_instrument = false
-    slope_candidates = true
+    slope_candidates = false
     late_starts = false
     untouched_level = true
   )");
@@ -67,7 +67,7 @@ TEST(PricingConfig, AppliesKeysWithUnits) {
   EXPECT_FALSE(p.margin_antiwindup);
   EXPECT_TRUE(p.slope_release);
   EXPECT_FALSE(p.slope_instrument);
-  EXPECT_TRUE(p.slope_candidates);
+  EXPECT_FALSE(p.slope_candidates);
   EXPECT_FALSE(p.late_starts);
   EXPECT_TRUE(p.untouched_level);
 }

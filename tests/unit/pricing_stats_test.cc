@@ -99,10 +99,13 @@ TEST(PricingStatistics, SlopeFollowsDoublingWithinTwoWindows) {
 }
 
 // Tests that the allowance is monotone in slack and never negative: tasks that see the
-// same jobs and differ only in their deadline are priced in deadline order.
+// same jobs and differ only in their deadline are priced in deadline order. App. C's line
+// (the paper's property): with the lines at fixed slopes each task chooses its line by its
+// own average allowance, and a task with more slack may be on another line for a job.
 TEST(PricingStatistics, AllowanceMonotoneInSlackAndNonNegative) {
   Params params;
   params.peak_rate_bytes_per_ns = 200;
+  params.slope_candidates = false;
   std::vector<std::unique_ptr<Estimator>> tasks;
   for (Nanos d = 30 * kMs; d <= 100 * kMs; d += 5 * kMs) {
     TaskSpec t = costmap_like();
