@@ -17,11 +17,14 @@ repo=$(cd "$here/../../../.." && pwd)
 sim=${SIM:-$repo/build/bin/ripple-sim}
 runs=$repo/Documentation/results/e2e-runs
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# ripple is App. C's line alone (the lines are on by default since 089b94d; the tables
+# below were made at 7a83ba0, before that, and come out the same).
 common=(--k 1.1,1.5,2.0 --runs 10 --prep-s 6 --ripple-prep-s 20 --score-s 30 -q
-        --policies ripple,ripple+lines,unmanaged --variant ripple+lines:pricing.slope_candidates=true)
+        --policies ripple,ripple+lines,unmanaged --agent-set pricing.slope_candidates=false
+        --variant ripple+lines:pricing.slope_candidates=true)
 table() { sed -n '/^| policy | k = /,/^| bound/p' "$1/table.md"; echo; grep -A4 '^| policy | k | budget' "$1/table.md" || true; }
 {
-  echo "ripple = App. C's line alone (the defaults); +lines = pricing.slope_candidates=true."
+  echo "ripple = App. C's line alone (pricing.slope_candidates=false); +lines = pricing.slope_candidates=true."
   echo
   echo "#### h200-harmless (narrow own spread)"; echo
   "$sim" --preset h200-harmless "${common[@]}" --out "$tmp/narrow" >/dev/null; table "$tmp/narrow"
@@ -35,7 +38,7 @@ table() { sed -n '/^| policy | k = /,/^| bound/p' "$1/table.md"; echo; grep -A4 
     "$sim" --preset $preset "${common[@]}" --out "$tmp/$preset" >/dev/null; table "$tmp/$preset"
   done
   echo; echo "#### Why: the held slope fixed at one value (pricing.prior_slope_ms_per_gb = P, slope_hold_z = 1e6; κᵘ still prices above it)"; echo
-  fixed=(--k 1.1,1.5 --runs 10 --prep-s 6 --ripple-prep-s 20 --score-s 30 -q)
+  fixed=(--k 1.1,1.5 --runs 10 --prep-s 6 --ripple-prep-s 20 --score-s 30 -q --agent-set pricing.slope_candidates=false)
   pols=ripple
   for pr in 1 2.5 5 10 20; do
     pols=$pols,ripple+p$pr
