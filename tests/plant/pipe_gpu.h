@@ -11,6 +11,12 @@
 // copy-out, its completion (GPU span: first copy-in start to last copy-out end, as an
 // event pair measures it) is queued for that thread to report. At most two units are in
 // flight (double-buffered weights). Executed bytes go to the plant as they stream.
+//
+// The stream thread ticks; a tick streams the interval since the last one, and a late
+// tick (the thread descheduled on a loaded machine) streams a longer interval. Inside it
+// each event is placed where the fluid schedule puts it: a unit's copy-out starts no
+// earlier than its copy-in ended, and a copy-in's start and a copy-out's end are stamped
+// at their offsets in the interval, so spans and ends do not depend on the tick's lateness.
 #pragma once
 
 #include <time.h>
@@ -35,6 +41,7 @@ class PipeGpu {
   struct Completion {
     engine::GrantMsg grant;
     std::uint64_t span_ns;  // first copy-in start -> last copy-out end
+    std::uint64_t end_ns;   // the last copy-out's end (monotonic_ns)
   };
 
   PipeGpu(double rate_gbps, double copy_in, double tick_us, PlantShm* shm)
@@ -93,6 +100,7 @@ class PipeGpu {
     engine::GrantMsg grant;
     bool first = false, last = false;
     bool in_started = false;
+    double in_done_at = 0;  // the tick's offset (bytes at the rate) where its copy-in ended
   };
 
   void loop() {
@@ -108,34 +116,42 @@ class PipeGpu {
       const double budget = static_cast<double>(now - t) / ns_per_byte_;
       const std::uint64_t from = t;  // this tick streams the bytes of [from, now]
       t = now;
+      // An offset into the interval, in bytes at the rate, as a time.
+      const auto at = [&](double offset) { return from + static_cast<std::uint64_t>(offset * ns_per_byte_); };
       double moved = 0;
+      for (Unit& u : units_)
+        if (u.in <= 0) u.in_done_at = 0;  // its copy-in ended in an earlier tick
       // Copy-in: the first unit whose copy-in is unfinished (FIFO, one at a time).
-      double in_budget = budget;
+      double in_at = 0;
       for (Unit& u : units_) {
-        if (u.in <= 0) continue;
         if (!u.in_started) {
           u.in_started = true;
-          // The grant's span begins where this tick's streaming does (a late tick, the
-          // thread descheduled, streams the whole interval: the start is its beginning).
-          if (u.first) starts_.push_back(from);
+          if (u.first) starts_.push_back(at(in_at));  // the grant's span begins here
+          if (u.in <= 0) u.in_done_at = in_at;         // no copy-in (--copy-in 0)
         }
-        const double d = std::min(u.in, in_budget);
+        if (u.in <= 0) continue;
+        const double d = std::min(u.in, budget - in_at);
         u.in -= d;
-        in_budget -= d;
+        in_at += d;
         moved += d;
-        if (u.in > 0 || in_budget <= 0) break;
+        if (u.in > 0) break;
+        u.in_done_at = in_at;
+        if (in_at >= budget) break;
       }
-      // Copy-out: the head unit, once its copy-in is done.
-      double out_budget = budget;
-      while (!units_.empty() && units_.front().in <= 0 && out_budget > 0) {
+      // Copy-out: the head unit, once its copy-in is done, from where that copy-in ended.
+      double out_at = 0;
+      while (!units_.empty() && units_.front().in <= 0) {
         Unit& u = units_.front();
-        const double d = std::min(u.out, out_budget);
+        out_at = std::max(out_at, u.in_done_at);
+        if (out_at >= budget && u.out > 0) break;
+        const double d = std::min(u.out, std::max(0.0, budget - out_at));
         u.out -= d;
-        out_budget -= d;
+        out_at += d;
         moved += d;
         if (u.out > 0) break;
         if (u.last) {
-          done_.push_back({u.grant, now - starts_.front()});
+          const std::uint64_t end = at(out_at);
+          done_.push_back({u.grant, end - starts_.front(), end});
           starts_.pop_front();
         }
         units_.pop_front();
