@@ -42,6 +42,8 @@ const std::vector<Key>& keys() {
        [](double v, Params& p) { p.slope_hold_z = v; return std::string(); }},
       {"slope_candidates", Kind::kBool, "",
        [](double v, Params& p) { p.slope_candidates = v != 0; return std::string(); }},
+      {"slope_candidate_jobs", Kind::kInt, "releases",
+       [](double v, Params& p) { return set_int(p.slope_candidate_jobs, v); }},
       {"slope_release", Kind::kBool, "",
        [](double v, Params& p) { p.slope_release = v != 0; return std::string(); }},
       {"slope_instrument", Kind::kBool, "",

@@ -241,11 +241,11 @@ Pricing Estimator::price(Phase phase, Bytes smallest_other_base, Nanos lag) {
 }
 
 void Estimator::choose_line(Pricing& p, Phase phase, const Estimates& e) {
-  constexpr double kWeight = 2.0 / (kSlopeCandidateJobs + 1);
+  const double weight = 2.0 / (params_.slope_candidate_jobs + 1);  // 1 release: the nominal now
   const auto nominal = [this](const Line& l) {
     return l.bounded ? static_cast<double>(nominal_allowance(deadline_, l.a_hat + l.margin, l.slope, a_max_)) : 0.0;
   };
-  own_score_ += kWeight * (nominal(p.own) - own_score_);
+  own_score_ += weight * (nominal(p.own) - own_score_);
   double best = own_score_;
   for (std::size_t k = 0; k < candidates_.size(); ++k) {
     Candidate& c = candidates_[k];
@@ -260,7 +260,7 @@ void Estimator::choose_line(Pricing& p, Phase phase, const Estimates& e) {
     // A line prices a job only while its slope bounds the traffic's cost (>= kappa^u) and
     // its intercept is a duration (a negative one: the slope claims more than the jobs took).
     const bool eligible = l.bounded && l.a_hat >= 0 && e.upper && c.slope >= *e.upper;
-    c.score += kWeight * ((eligible ? nominal(l) : 0.0) - c.score);
+    c.score += weight * ((eligible ? nominal(l) : 0.0) - c.score);
     if (eligible && c.score > best) {
       best = c.score;
       p.chosen = static_cast<int>(k);

@@ -54,6 +54,8 @@ std::string validate(const Params& p) {
     return fmt::format("min_pacing_duration must be >= 1 ns (got {})", p.min_pacing_duration);
   if (!(p.idle_periods >= 0 && p.idle_periods <= kMaxIdlePeriods))
     return fmt::format("idle_periods must be in [0, {}] (got {})", kMaxIdlePeriods, p.idle_periods);
+  if (p.slope_candidate_jobs < 1)
+    return fmt::format("slope_candidate_jobs must be >= 1 (got {})", p.slope_candidate_jobs);
   if (p.grant_horizon < 0) return fmt::format("grant_horizon must be >= 0 (got {} ns)", p.grant_horizon);
   if (p.chunk_bytes != 0 && (p.chunk_bytes < kMinFixedChunk || p.chunk_bytes > kMaxFixedChunk ||
                              !std::has_single_bit(static_cast<std::uint64_t>(p.chunk_bytes))))

@@ -158,6 +158,7 @@ struct Params {
   bool slope_release = kDefaultSlopeRelease;
   bool slope_instrument = kDefaultSlopeInstrument;
   bool slope_candidates = kDefaultSlopeCandidates;
+  int slope_candidate_jobs = kSlopeCandidateJobs;  // the lines' average, over ~this many releases
   double prior_slope_ns_per_byte = kDefaultPriorSlopeNsPerByte;
 
   double eta = kDefaultEta;

@@ -21,6 +21,7 @@ TEST(PricingConfig, DefaultsAreThePapersValues) {
   EXPECT_FALSE(p.slope_release);     // ours, off since the GPU A/B (estimator.md, "The held slope's release")
   EXPECT_TRUE(p.slope_instrument);   // ours, on since the GPU A/B (estimator.md, "The instrumented slope")
   EXPECT_TRUE(p.slope_candidates);   // ours, on since the GPU A/B (estimator.md, "Lines at fixed slopes")
+  EXPECT_EQ(p.slope_candidate_jobs, 50);
   EXPECT_TRUE(p.late_starts);        // ours (estimator.md, "Late starts")
   EXPECT_FALSE(p.untouched_level);   // ours, off since the GPU A/B (estimator.md, "Untouched jobs")
   EXPECT_EQ(p.contract_window, 100 * kNsPerSec);
@@ -52,6 +53,7 @@ TEST(PricingConfig, AppliesKeysWithUnits) {
     slope_release = true
     slope_instrument = false
     slope_candidates = false
+    slope_candidate_jobs = 10
     late_starts = false
     untouched_level = true
   )");
@@ -68,6 +70,7 @@ TEST(PricingConfig, AppliesKeysWithUnits) {
   EXPECT_TRUE(p.slope_release);
   EXPECT_FALSE(p.slope_instrument);
   EXPECT_FALSE(p.slope_candidates);
+  EXPECT_EQ(p.slope_candidate_jobs, 10);
   EXPECT_FALSE(p.late_starts);
   EXPECT_TRUE(p.untouched_level);
 }
@@ -102,6 +105,8 @@ TEST(PricingConfig, WrongTypeAndRangeNamed) {
   EXPECT_EQ(apply_config(parse("prior_slope_ms_per_gb = 1e6"), p), "");
   EXPECT_EQ(apply_config(parse("slope_window = 0"), p),
             "pricing key 'slope_window' (line 1): slope_window must be >= 1 (got 0)");
+  EXPECT_EQ(apply_config(parse("slope_candidate_jobs = 0"), p),
+            "pricing key 'slope_candidate_jobs' (line 1): slope_candidate_jobs must be >= 1 (got 0)");
 }
 
 // Tests that idle_periods is bounded (the ledger converts idle_periods x period to integer
