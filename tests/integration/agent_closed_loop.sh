@@ -97,8 +97,9 @@ stop_agent() {
   kill -TERM "$agent_pid" 2>/dev/null
   wait "$agent_pid"
 }
+ENGINE_ARGS=(--socket "$tmp/engine.sock" --rate-gbps 1 --unit-mb 2 --units 8)
 engine() { # extra args...
-  "$B/bin/ripple-standin-engine" --socket "$tmp/engine.sock" --rate-gbps 1 --unit-mb 2 --units 8 "$@"
+  "$B/bin/ripple-standin-engine" "${ENGINE_ARGS[@]}" "$@"
 }
 # The engine creates the plant's shm; a plant-mode task refuses to start without it.
 wait_plant() { for _ in $(seq 100); do [ -e "/dev/shm/$plant" ] && return; sleep 0.05; done; }
@@ -274,8 +275,8 @@ fi
 # next one in time, and beside two busy loops at SCHED_OTHER it moved 2.27 GB.
 start_agent unmanaged
 t0=$(date +%s.%N)
-"${RT_AGENT[@]}" "$B/bin/ripple-standin-engine" --socket "$tmp/engine.sock" --rate-gbps 1 --unit-mb 2 --units 8 \
-  --name piped --copy-in 0.3 --duration-s 2 > "$tmp/piped.log" 2>&1
+"${RT_AGENT[@]}" "$B/bin/ripple-standin-engine" "${ENGINE_ARGS[@]}" --name piped --copy-in 0.3 --duration-s 2 \
+  > "$tmp/piped.log" 2>&1
 wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
 q=$("$B/bin/ripplectl" status --json --socket "$tmp/control.sock" 2>/dev/null | python3 -c '
 import json, sys
