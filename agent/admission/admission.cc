@@ -319,14 +319,16 @@ Decision Admission::decide(Nanos now) {
     e.wait = {WaitCause::kNone, 0, 0, kNever, {}};
     d.grants.push_back(g);
   }
-  // An engine whose next grant is held for the link waits for the link, whatever else
-  // (slots full, nothing more announced) the policy said.
+  // An engine whose next grant is held (for the link, or delivered ahead for a CPU
+  // release) waits for that, whatever else (slots full, nothing more announced) the
+  // policy said.
   for (const Outstanding& o : grants_) {
-    if (!o.plan.link_held || o.started >= 0 || o.plan.not_before <= now) continue;
+    if (o.plan.not_before <= now || o.started >= 0) continue;
     EngineState& x = *slot(o.plan.engine);
     const WaitCause c = x.wait.cause;
     if (c == WaitCause::kNone || c == WaitCause::kSlotsFull || c == WaitCause::kNoWork)
-      x.wait = {WaitCause::kLink, o.plan.bytes, 0, o.plan.not_before, {}, o.link_holder};
+      x.wait = o.plan.link_held ? WaitReason{WaitCause::kLink, o.plan.bytes, 0, o.plan.not_before, {}, o.link_holder}
+                                : WaitReason{WaitCause::kRelease, o.plan.bytes, 0, o.plan.not_before, {}};
   }
   // An engine whose next host-byte unit waits for a link held past its predicted end.
   {
@@ -390,13 +392,23 @@ Status Admission::on_start(EngineId engine, GrantId grant, Nanos now) {
     g->ran_from = now;
   if (trace_) trace_({TraceKind::kStart, now, engine, grant, g->plan.bytes, g->sent, 0, 0, false});
   EngineState& e = *slot(engine);
-  // Delivery gap: from the later of sending and the previous grant's end.
-  if (g->sent >= 0) e.stats.wait_delivery += std::max<Nanos>(0, now - std::max(g->sent, e.last_done));
+  // Delivery gap: from the later of sending and the previous grant's end; for a held
+  // grant (not_before), the part before not_before is the hold the policy chose: budget
+  // wait, by its cause (the link, or the CPU release it was delivered ahead for).
+  const GrantPlan& p = g->plan;
+  if (g->sent >= 0) {
+    const Nanos from = std::max(g->sent, e.last_done);
+    const Nanos held = p.not_before > from ? std::min(now, p.not_before) - from : 0;
+    if (held > 0) {
+      e.stats.wait_budget += held;
+      e.stats.wait_by_cause[static_cast<std::size_t>(p.link_held ? WaitCause::kLink : WaitCause::kRelease)] += held;
+    }
+    e.stats.wait_delivery += std::max<Nanos>(0, now - from - std::max<Nanos>(0, held));
+  }
   // Started later than predicted: a successor decided from now on starts after its
   // later end (one decided before keeps the prediction it was admitted with).
   // (The engine's last grant: a Done that came late has already moved busy_until past
   // its predicted end, so the plan's end no longer tells which grant is the last.)
-  const GrantPlan& p = g->plan;
   const bool last = std::none_of(grants_.begin(), grants_.end(), [&](const Outstanding& o) {
     return o.plan.engine == engine && o.plan.id > grant;
   });

@@ -43,6 +43,7 @@ std::string_view to_string(WaitCause cause) {
     case WaitCause::kBoundary: return "boundary";
     case WaitCause::kLink: return "link";
     case WaitCause::kExpired: return "expired";
+    case WaitCause::kRelease: return "release";
   }
   return "?";
 }
@@ -81,6 +82,9 @@ std::string describe(const WaitReason& w, Nanos now) {
     case WaitCause::kExpired:
       return "a grant expired unstarted (start_by + expire_slack passed) and was refunded; "
              "waits for the engine to hand it back";
+    case WaitCause::kRelease:
+      return fmt::format("granted {} B ahead, held {:.3f} ms for the CPU release it was admitted against "
+                         "(it would cross that release from now)", w.need, in_ms > 0 ? in_ms : 0.0);
   }
   return "?";
 }

@@ -116,8 +116,9 @@ enum class WaitCause : std::uint8_t {
   kBoundary,       // a policy that acts at boundaries waits for the grant in flight
   kLink,           // granted, held (not_before) until another engine's host-byte grant ends
   kExpired,        // its grant expired unstarted; waits for the engine to hand it back
+  kRelease,        // granted ahead, held (not_before) until the CPU release it was admitted against
 };
-inline constexpr std::size_t kWaitCauses = static_cast<std::size_t>(WaitCause::kExpired) + 1;
+inline constexpr std::size_t kWaitCauses = static_cast<std::size_t>(WaitCause::kRelease) + 1;
 std::string_view to_string(WaitCause cause);
 
 struct WaitReason {
@@ -147,13 +148,18 @@ struct EngineStats {
   // that one's end, so overlapping grants are not counted twice.
   Nanos busy = 0;
   std::uint64_t queued = 0;  // grants that ran queued behind the one before (see on_done)
-  Nanos wait_budget = 0;     // idle with work until a grant is decided
+  // Idle with work until a grant is decided, and then, for a grant the policy held
+  // (not_before: delivered ahead for a CPU release, or held for the shared link), from its
+  // sending (or the engine's previous Done) until not_before: a wait the policy chose,
+  // not a slow delivery.
+  Nanos wait_budget = 0;
   // wait_budget split by the cause the engine waited on (WaitCause, as the policy gave it
-  // at each decision while the engine was idle with work): the parts sum to wait_budget.
-  // The time is counted when the wait ends in a grant, as wait_budget is.
+  // at each decision while the engine was idle with work; kRelease or kLink for a held
+  // grant's hold): the parts sum to wait_budget. The time is counted when the wait ends
+  // in a grant (a hold: in its Start), as wait_budget is.
   std::array<Nanos, kWaitCauses> wait_by_cause{};
   Nanos wait_decision = 0;   // decided -> sent (daemon reports it)
-  Nanos wait_delivery = 0;   // sent -> engine started it
+  Nanos wait_delivery = 0;   // sent (or not_before, if later) -> engine started it
   std::uint64_t deadline_misses = 0;  // deadline-bound works finished late
   // Grants whose end (the Done's arrival: the interposer reports a grant once the GPU has
   // passed its end) came more than kLateEndSlack after the predicted end that

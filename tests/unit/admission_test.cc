@@ -1096,6 +1096,41 @@ TEST(Admission, SuccessorAheadForCpuReleaseWaitsForIt) {
   EXPECT_EQ(f.ledger.budget(100 * kMs), 10 * kMB);
 }
 
+// Tests that a grant delivered ahead for a CPU release is a wait the policy chose, not a
+// slow delivery: `ripplectl explain` names the release it is held for while nothing else
+// is asked, and at its Start the time from its sending to not_before is budget wait (cause
+// "release") and only the rest is delivery. The ahead fixture's one-unit request at 99.5 ms.
+TEST(Admission, HoldForACpuReleaseIsBudgetWaitNotDelivery) {
+  ahead::AheadFixture f;
+  (void)f.adm->add_engine(engine("big"), 0).value();
+  const EngineId llm = f.adm->add_engine(engine("llm", EngineKind::kBestEffort, 10 * kMB, kMs), 0).value();
+  f.adm->on_release(f.t, 1, 0);
+  f.adm->on_complete(f.t, 1, 40 * kMs);
+  const Nanos now = 99 * kMs + 500 * kNsPerUs;
+  ASSERT_TRUE(f.adm->announce(llm, work(1, 1), now));
+  const Decision d = f.adm->decide(now);
+  ASSERT_EQ(d.grants.size(), 1u);
+  ASSERT_EQ(d.grants[0].not_before, 100 * kMs);
+  const WaitReason why = f.adm->explain(llm);
+  EXPECT_EQ(why.cause, WaitCause::kRelease) << to_string(why.cause);
+  EXPECT_EQ(why.until, 100 * kMs);
+  EXPECT_EQ(to_string(WaitCause::kRelease), "release");
+  EXPECT_EQ(describe(why, now), "granted 10000000 B ahead, held 0.500 ms for the CPU release it was admitted "
+                                "against (it would cross that release from now)");
+  const EngineStats before = f.adm->engine(llm)->stats;
+  ASSERT_TRUE(f.adm->on_sent(llm, d.grants[0].id, now + 10'000));
+  f.adm->on_release(f.t, 2, 100 * kMs);
+  ASSERT_TRUE(f.adm->on_start(llm, d.grants[0].id, 100 * kMs + 30'000));
+  const EngineStats& s = f.adm->engine(llm)->stats;
+  EXPECT_EQ(s.wait_delivery - before.wait_delivery, 30'000);
+  EXPECT_EQ(s.wait_budget - before.wait_budget, 490'000);
+  const auto release = static_cast<std::size_t>(WaitCause::kRelease);
+  EXPECT_EQ(s.wait_by_cause[release] - before.wait_by_cause[release], 490'000);
+  Nanos parts = 0;
+  for (Nanos c : s.wait_by_cause) parts += c;
+  EXPECT_EQ(parts, s.wait_budget);  // the parts still sum to the budget wait
+}
+
 // The ahead fixture at 99.5 ms with a second task ("kdnn") whose job, released at 95 ms, is
 // active (B(t) = its floor, 20 MB, accruing at 2.5 MB/ms), and a 10 MB-unit LLM: the two
 // tests below of a best-effort grant ahead of a waiting deadline-bound unit.
@@ -1434,6 +1469,18 @@ TEST(Admission, SharedLinkHoldsASecondEnginesHostByteGrant) {
   EXPECT_EQ(d.grants[0].predicted_start, 41 * kMs);
   EXPECT_EQ(d.grants[0].not_before, 41 * kMs);
   EXPECT_TRUE(d.grants[0].link_held);
+  // Started 20 us after the hold: the 5 ms held is budget wait for the link, not delivery.
+  ASSERT_TRUE(f.adm->on_sent(r.llm, l.id, 0));
+  ASSERT_TRUE(f.adm->on_sent(r.vlm, v.id, 0));
+  ASSERT_TRUE(f.adm->on_start(r.vlm, v.id, 0));
+  ASSERT_TRUE(f.adm->on_done(r.vlm, v.id, 5 * kMs, 5 * kMs));
+  const EngineStats before = f.adm->engine(r.llm)->stats;
+  ASSERT_TRUE(f.adm->on_start(r.llm, l.id, 5 * kMs + 20'000));
+  const EngineStats& st = f.adm->engine(r.llm)->stats;
+  const auto link = static_cast<std::size_t>(WaitCause::kLink);
+  EXPECT_EQ(st.wait_delivery - before.wait_delivery, 20'000);
+  EXPECT_EQ(st.wait_budget - before.wait_budget, 5 * kMs);
+  EXPECT_EQ(st.wait_by_cause[link] - before.wait_by_cause[link], 5 * kMs);
 }
 
 // An LLM with nothing announced yet, and a VLM whose one grant (5 units, 0-5 ms) holds the

@@ -58,7 +58,8 @@ std::vector<std::string> budget_causes_table(const json& points) {
       "",
       "The LLM's budget wait by the reason the agent gave (% of the scored time; the parts sum to the budget "
       "column): budget = B(t) below the next unit, crossing = a release the crossing bound forbids crossing, "
-      "link = held for the other engine's host-byte grant (Documentation/agent.md, `ripplectl explain`). "
+      "link = held for the other engine's host-byte grant, release = granted ahead, held for the CPU release it "
+      "was admitted against (Documentation/agent.md, `ripplectl explain`). "
       "\"B(t) bound by TASK\": every engine's wait on B(t) while that task's job bound it (the VLM's too).",
       "", head + " |", "|---|---|"};
   for (std::size_t i = 0; i < cols.size(); ++i) out.back() += "---|";

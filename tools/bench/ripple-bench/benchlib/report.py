@@ -237,7 +237,8 @@ def budget_causes_table(points: list[dict]) -> list[str]:
     cols = [f"budget:{c}" for c in causes] + [f"budget@{t}" for t in tasks]
     out = ["", "The LLM's budget wait by the reason the agent gave (% of the scored time; the parts sum to the "
            "budget column): budget = B(t) below the next unit, crossing = a release the crossing bound "
-           "forbids crossing, link = held for the other engine's host-byte grant (Documentation/agent.md, "
+           "forbids crossing, link = held for the other engine's host-byte grant, release = granted ahead, held "
+           "for the CPU release it was admitted against (Documentation/agent.md, "
            "`ripplectl explain`). \"B(t) bound by TASK\": every engine's wait on B(t) while that task's job bound "
            "it (the VLM's too).", "",
            "| policy | k | " + " | ".join(causes + [f"B(t) bound by {t}" for t in tasks]) + " |",
