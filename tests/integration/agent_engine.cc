@@ -44,7 +44,8 @@ volatile sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
 struct Opts {
-  std::string socket = "/run/ripple/engine.sock", name = "llm", kind = "best-effort", plant, plant_create;
+  std::string socket = "/run/ripple/engine.sock", name = "llm", kind = "best-effort", plant, plant_create,
+              memory = "unknown";
   double unit_mb = 2, rate_gbps = 1, period_ms = 0, deadline_ms = 0, duration_s = 10, tick_us = 200, spin_us = 0;
   double copy_in = 0, renew_s = 0;
   unsigned units = 8, rtt = 0, crash_after = 0, churn = 0, flood_works = 0;
@@ -114,6 +115,11 @@ int main(int argc, char** argv) {
                  "renew the session every S s, between passes: Bye, then a new Hello, as the interposer "
                  "does when its catalog or chunk size changes (0: never)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--memory", o.memory,
+                 "the GPU memory its hello reports, as the interposer's does from the driver: discrete (host "
+                 "bytes cross a link the engines share), integrated (unified memory, no link) or unknown "
+                 "(an older engine's: treated as discrete)")
+      ->check(CLI::IsMember({"unknown", "discrete", "integrated"}));
   app.add_flag("--quiet", o.quiet);
   CLI11_PARSE(app, argc, argv);
   if (o.copy_in > 0 && (o.rtt != 0 || o.crash_after != 0 || o.renew_s > 0)) {
@@ -153,6 +159,9 @@ int main(int argc, char** argv) {
   hello.kind = bound ? ripple::engine::Kind::kDeadlineBound : ripple::engine::Kind::kBestEffort;
   hello.period_ns = static_cast<std::uint64_t>(o.period_ms * 1e6);
   hello.deadline_ns = static_cast<std::uint64_t>((o.deadline_ms > 0 ? o.deadline_ms : o.period_ms) * 1e6);
+  hello.memory = o.memory == "integrated" ? ripple::engine::Memory::kIntegrated
+                 : o.memory == "discrete" ? ripple::engine::Memory::kDiscrete
+                                          : ripple::engine::Memory::kUnknown;
   const std::uint64_t unit_ns = static_cast<std::uint64_t>(o.unit_mb * 1e6 / o.rate_gbps);
   hello.units = {{"layer", static_cast<std::uint64_t>(o.unit_mb * 1e6), std::max<std::uint64_t>(1, unit_ns)}};
   // As the interposer does: a socket not served by root or the agent's uid is no agent.

@@ -123,6 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--vlm-unit-mb", type=float, default=4.0)
     g.add_argument("--vlm-units", type=int, default=8, help="units per frame")
     g.add_argument("--vlm-period-ms", type=float, default=1000.0, help="VLM frame period = deadline")
+    g.add_argument("--plant-memory", choices=["integrated", "discrete"], default="integrated",
+                   help="the GPU memory the stand-in engines report in their hello (default integrated: the plant's "
+                        "engines run at their own rates, sharing no host link, as on unified memory; discrete: "
+                        "the agent holds one engine's host-byte grant while the other's runs, agent.shared_link)")
     g = p.add_argument_group("gpu backend")
     g.add_argument("--llm-engine", choices=["ripple-llm", "hf"], default="ripple-llm",
                    help="the best-effort LLM: ripple-llm (NVTX units, recorded profile) or hf, the offloaded "
