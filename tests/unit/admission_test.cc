@@ -1059,6 +1059,16 @@ struct AheadFixture {
   std::unique_ptr<Admission> adm;
 };
 
+// The probe engine ("big", 100 MB units) and the 10 MB / 1 ms LLM, with job 1 released at
+// 0 and completed at 40 ms: the LLM's id.
+EngineId llm_after_job_one(AheadFixture& f) {
+  (void)f.adm->add_engine(engine("big"), 0).value();
+  const EngineId llm = f.adm->add_engine(engine("llm", EngineKind::kBestEffort, 10 * kMB, kMs), 0).value();
+  f.adm->on_release(f.t, 1, 0);
+  f.adm->on_complete(f.t, 1, 40 * kMs);
+  return llm;
+}
+
 }  // namespace ahead
 
 // Tests grant pipelining for a CPU release (§4.3). Probe unit 100 MB (engine "big"),
@@ -1070,11 +1080,7 @@ struct AheadFixture {
 // 100 + 20 ms. Job 2 (A = 50 MB, 20 MB at entry) inherits it: B = 20 - 10 = 10 MB.
 TEST(Admission, SuccessorAheadForCpuReleaseWaitsForIt) {
   ahead::AheadFixture f;
-  const EngineId big = f.adm->add_engine(engine("big"), 0).value();
-  const EngineId llm = f.adm->add_engine(engine("llm", EngineKind::kBestEffort, 10 * kMB, kMs), 0).value();
-  (void)big;
-  f.adm->on_release(f.t, 1, 0);
-  f.adm->on_complete(f.t, 1, 40 * kMs);
+  const EngineId llm = ahead::llm_after_job_one(f);
   const Nanos now = 99 * kMs + 500 * kNsPerUs;
   ASSERT_TRUE(f.adm->announce(llm, work(1, 30), now));
   const Decision d = f.adm->decide(now);
@@ -1102,10 +1108,7 @@ TEST(Admission, SuccessorAheadForCpuReleaseWaitsForIt) {
 // "release") and only the rest is delivery. The ahead fixture's one-unit request at 99.5 ms.
 TEST(Admission, HoldForACpuReleaseIsBudgetWaitNotDelivery) {
   ahead::AheadFixture f;
-  (void)f.adm->add_engine(engine("big"), 0).value();
-  const EngineId llm = f.adm->add_engine(engine("llm", EngineKind::kBestEffort, 10 * kMB, kMs), 0).value();
-  f.adm->on_release(f.t, 1, 0);
-  f.adm->on_complete(f.t, 1, 40 * kMs);
+  const EngineId llm = ahead::llm_after_job_one(f);
   const Nanos now = 99 * kMs + 500 * kNsPerUs;
   ASSERT_TRUE(f.adm->announce(llm, work(1, 1), now));
   const Decision d = f.adm->decide(now);
@@ -1234,10 +1237,7 @@ TEST(Admission, NoAheadGrantWithoutPipelining) {
   Options o;
   o.pipelining = false;
   f.adm = std::make_unique<Admission>(f.ledger, std::make_unique<RipplePolicy>(), o);
-  (void)f.adm->add_engine(engine("big"), 0).value();
-  const EngineId llm = f.adm->add_engine(engine("llm", EngineKind::kBestEffort, 10 * kMB, kMs), 0).value();
-  f.adm->on_release(f.t, 1, 0);
-  f.adm->on_complete(f.t, 1, 40 * kMs);
+  const EngineId llm = ahead::llm_after_job_one(f);
   const Nanos now = 99 * kMs + 500 * kNsPerUs;
   ASSERT_TRUE(f.adm->announce(llm, work(1, 30), now));
   EXPECT_TRUE(f.adm->decide(now).grants.empty());
