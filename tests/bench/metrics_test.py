@@ -540,8 +540,9 @@ def ratios_of_ripple_variants():
 def ratio_line_gives_the_fluid_bound():
     """Tests that the table's ratio line gives ripple's and each variant's tokens/s over the
     fluid bound at each k (issue 12's >= 0.8), and over the bound with kappa from unmanaged
-    where the results carry one (the GPU's; the sim writes none), and says nothing of a
-    bound that is missing or not a number."""
+    where the results carry one (the GPU's; the sim writes none), names a bound the measured
+    points contradict (bound_notes), and says nothing of a bound that is missing or not a
+    number."""
     a = _call([1.1, 1.5], 10.0, 0.0)
     a["points"].append({**a["points"][0], "policy": "ripple+q", "llm_tok_s": 0.9})
     a["ratios"] = report.ratios(a["points"])
@@ -555,6 +556,13 @@ def ratio_line_gives_the_fluid_bound():
     a["bound_measured_tok_s"] = {"1.1": 1.1, "1.5": None}
     lines = [ln for ln in report.markdown_table(a).splitlines() if "as a ratio" in ln]
     assert "0.88 of the fluid bound (1.00 with κ from unmanaged); k = 1.5" in lines[0], lines
+    a["bound_notes"] = {"1.1": "unmanaged missed eps at 1.25 tokens/s, which it reaches"}
+    lines = [ln for ln in report.markdown_table(a).splitlines() if "as a ratio" in ln]
+    assert ("0.88 of the fluid bound (contradicted here: unmanaged missed eps at 1.25 tokens/s, which it "
+            "reaches; 1.00 with κ from unmanaged); k = 1.5") in lines[0], ("a contradicted bound says so", lines)
+    assert lines[1].endswith(", 0.72 of the fluid bound (contradicted here: unmanaged missed eps at 1.25 "
+                             "tokens/s, which it reaches; 0.82 with κ from unmanaged)."), lines
+    a["bound_notes"] = {}
     del a["bound_tok_s"]["1.1"]
     lines = [ln for ln in report.markdown_table(a).splitlines() if "as a ratio" in ln]
     assert not any("fluid bound" in ln for ln in lines), ("no bound at k: no ratio to it", lines)

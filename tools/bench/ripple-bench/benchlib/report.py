@@ -346,10 +346,18 @@ def markdown_table(s: dict) -> str:
                 return tok / b if tok is not None and b is not None and math.isfinite(b) and b > 0 else None
             return over(s["bound_tok_s"].get(k)), over(bm.get(k))
 
+        notes = s.get("bound_notes") or {}
+
         def vs_bound(policy, k):
+            """", R of the fluid bound" with the kappa-from-unmanaged ratio beside it, and, where
+            the measured points contradict the bound at k (bound_notes), why: a ratio to a bound
+            that is none must not read as one."""
             r, rm = over_bound(policy, k)
-            return ((f", {r:.2f} of the fluid bound" if r is not None else "")
-                    + (f" ({rm:.2f} with κ from unmanaged)" if r is not None and rm is not None else ""))
+            if r is None:
+                return ""
+            extra = ([f"contradicted here: {notes[k]}"] if notes.get(k) else []) + \
+                ([f"{rm:.2f} with κ from unmanaged"] if rm is not None else [])
+            return f", {r:.2f} of the fluid bound" + (f" ({'; '.join(extra)})" if extra else "")
 
         def line(who, policy, items):
             return f"{who}'s LLM tokens/s as a ratio: " + "; ".join(
