@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools/bench/ripple-bench"))
-from benchlib import metrics, options, report  # noqa: E402
+from benchlib import metrics, options, profile_notes, report  # noqa: E402
 
 from taplib import Skip, case, run  # noqa: E402 -- beside this file
 
@@ -442,25 +442,25 @@ def closing_profile_reports_the_hosts_drift():
     than k - 1 for the smallest k (the sixteenth session's kdnn, 47 -> 56 ms, at k = 1.1)."""
     prof = lambda p99: [job(i, 0, 0, p99 if i >= 98 else 10) for i in range(100)]
     start = {"kdnn": prof(47.0), "sgm": prof(20.0)}
-    d = report.profile_drift(start, {"kdnn": prof(56.4), "sgm": prof(19.0)})
+    d = profile_notes.profile_drift(start, {"kdnn": prof(56.4), "sgm": prof(19.0)})
     assert d == {"kdnn": 0.2, "sgm": -0.05}, d
-    assert report.profile_drift(start, {}) == {}
+    assert profile_notes.profile_drift(start, {}) == {}
     s = {"points": [{"k": 1.1}, {"k": 2.0}], "profile_drift": d,
          "profile_end": {"kdnn": {"p99_ms": 56.4}, "sgm": {"p99_ms": 19.0}}}
-    line = report.drift_note(s)
+    line = profile_notes.drift_note(s)
     assert line.startswith("Closing profile p99 (ms): kdnn 56.40 (+20 %), sgm 19.00 (-5 %). DRIFT: kdnn's"), line
     assert "more than k - 1 = 10 %: at k = 1.1 the deadlines were tighter" in line, line
     s["profile_host"] = {"tasks": {"busy": 0.4, "mhz": 3100.0, "mhz_from": "cpufreq"}}
     s["profile_end_host"] = {"tasks": {"busy": 0.4, "mhz": 2800.4, "mhz_from": "cpufreq"}}
-    assert "(+20 %), sgm 19.00 (-5 %); task cores' clock 3100 -> 2800 MHz (cpufreq). DRIFT" in report.drift_note(s)
+    assert "(+20 %), sgm 19.00 (-5 %); task cores' clock 3100 -> 2800 MHz (cpufreq). DRIFT" in profile_notes.drift_note(s)
     s["profile_end_host"]["tasks"]["steal"] = 0.031
-    assert "2800 MHz (cpufreq); task cores' time stolen 0.0 -> 3.1 %. DRIFT" in report.drift_note(s), \
+    assert "2800 MHz (cpufreq); task cores' time stolen 0.0 -> 3.1 %. DRIFT" in profile_notes.drift_note(s), \
         "time stolen at either end is said; none at both, nothing"
     s["points"] = [{"k": 1.5}]
-    assert "DRIFT" not in report.drift_note(s), "a 20 % drift is inside k = 1.5's 50 %"
+    assert "DRIFT" not in profile_notes.drift_note(s), "a 20 % drift is inside k = 1.5's 50 %"
     s["profile_drift"] = {"kdnn": -0.6}
-    assert "looser than k says" in report.drift_note(s)
-    assert report.drift_note({"points": [{"k": 1.1}]}) == ""
+    assert "looser than k says" in profile_notes.drift_note(s)
+    assert profile_notes.drift_note({"points": [{"k": 1.1}]}) == ""
 
 
 @case
@@ -490,20 +490,20 @@ def profile_note_names_deadlines_inside_the_p99s_interval():
     below the open end of) its p99's 95 % interval is named, with the interval; one whose
     deadline lies above it is not; results without intervals (the simulator's) give none."""
     prof = lambda n, big: [job(i, 0, 0, big if i == n - 1 else 10.0 + (i % 10) / 10) for i in range(n)]
-    p = report._profile({"a": prof(135, 12.0), "b": prof(400, 11.0)})
+    p = profile_notes.summary({"a": prof(135, 12.0), "b": prof(400, 11.0)})
     assert p["a"]["p99_ci95_ms"][1] is None and p["a"]["max_ms"] == 12.0, p["a"]
     assert p["b"]["p99_ci95_ms"][1] == 11.0, p["b"]
     s = {"profile": p, "points": [{"k": 1.5, "deadlines_ms": {"a": 99.0, "b": 99.0}},
                                   {"k": 1.1, "deadlines_ms": {"a": 11.5, "b": 11.5}}]}
-    line = report.profile_ci_note(s)
+    line = profile_notes.profile_ci_note(s)
     assert line.startswith("PROFILE: at k = 1.1 a deadline does not lie above the 95 % interval of its task's own "
                            "p99 (ms): a 10.90 to above its largest of 135 jobs, 12.00, deadline 11.5. The host alone"), line
     assert line.endswith("368 jobs or more bound a p99 (--profile-s)"), line
     s["points"][1]["deadlines_ms"]["b"] = 10.95
-    assert "; b 10.90 to 11.00, deadline 10.9" in report.profile_ci_note(s), "b's deadline lies inside its interval"
+    assert "; b 10.90 to 11.00, deadline 10.9" in profile_notes.profile_ci_note(s), "b's deadline lies inside its interval"
     for v in p.values():
         del v["p99_ci95_ms"]
-    assert report.profile_ci_note(s) == "", "no interval, no line"
+    assert profile_notes.profile_ci_note(s) == "", "no interval, no line"
 
 
 @case

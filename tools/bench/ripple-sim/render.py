@@ -11,7 +11,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(HERE.parent / "ripple-bench"))
-from benchlib import report  # noqa: E402
+from benchlib import plots, report  # noqa: E402
 
 
 def main() -> int:
@@ -23,7 +23,7 @@ def main() -> int:
     print(report.markdown_table(s))
     if a.plots:
         s["_responses"] = []
-        report.write_plots(s, a.results.parent)
+        plots.write_plots(s, a.results.parent)
     return 0
 
 

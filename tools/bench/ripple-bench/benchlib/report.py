@@ -1,5 +1,6 @@
-"""ripple-bench's outputs: the summary (pure), results.json / results.csv / responses.csv,
-the Table-7-style markdown table and the PNG plots (matplotlib, optional)."""
+"""ripple-bench's outputs: the summary (pure), results.json / results.csv / responses.csv and
+the Table-7-style markdown table; the profiles' notes are profile_notes', the PNG plots
+plots' (matplotlib, optional)."""
 from __future__ import annotations
 
 import csv
@@ -9,7 +10,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from . import metrics
+from . import metrics, plots, profile_notes
 
 PLANT_NOTE = ("Backend: the emulated interference plant, a TEST DOUBLE (tests/plant/plant.h): "
               "stand-in engines, plant-mode tasks stretched by kappa x bytes. Not a GPU measurement.")
@@ -106,14 +107,14 @@ def summarize(b, is_plant: bool, llm_label: str = "ripple-llm") -> dict:
         "periods_ms": {t.name: t.period_ms for t in b.tasks},
         "variants": o.variants,
         "eps": o.eps, "runs": o.runs, "policy_runs": o.policy_runs, "order": getattr(o, "order", "interleaved"), "prep_s": o.prep_s, "ripple_prep_s": o.ripple_prep_s, "score_s": o.score_s, "layout": b.layout,
-        "profile": _profile(b.profile),
+        "profile": profile_notes.summary(b.profile),
         # every profile job (release, start, completion ns): with responses.csv a bound can be
         # recomputed offline (metrics.fluid_bound_gbps, unmanaged_kappas)
         "profile_jobs": {n: [[j.release_ns, j.start_ns, j.completion_ns] for j in js] for n, js in b.profile.items()},
         # the closing co-run profile after the last run (the same shape; {} when skipped) and
         # each task's p99 drift over the sweep: p99 at the end / p99 at the start - 1
-        "profile_end": _profile(getattr(b, "profile_end", {}) or {}),
-        "profile_drift": profile_drift(b.profile, getattr(b, "profile_end", {}) or {}),
+        "profile_end": profile_notes.summary(getattr(b, "profile_end", {}) or {}),
+        "profile_drift": profile_notes.profile_drift(b.profile, getattr(b, "profile_end", {}) or {}),
         # the other processes' CPU use beside the kept profile (shares of the machine's CPUs),
         # every attempt's, and whether even the kept one was loaded (its deadlines may be loose)
         "profile_load": getattr(b, "profile_load", {}),
@@ -396,11 +397,11 @@ def markdown_table(s: dict) -> str:
             f"k={p['k']:g}: " + ", ".join(f"{t} {v:.1f}" for t, v in p["deadlines_ms"].items())
             for p in pts if p["policy"] == pts[0]["policy"]),
             f"Co-run profile p99{at} (ms): " + ", ".join(f"{t} {v['p99_ms']:.2f}" for t, v in c["profile"].items())
-            + profile_load_note(c.get("profile_load") or {})]
-        if ci := profile_ci_note({**c, "points": pts}):
+            + profile_notes.profile_load_note(c.get("profile_load") or {})]
+        if ci := profile_notes.profile_ci_note({**c, "points": pts}):
             out.append(ci)
         if c.get("profile_end"):
-            out.append(drift_note({**c, "points": pts}))
+            out.append(profile_notes.drift_note({**c, "points": pts}))
     out.append("")
     return "\n".join(out)
 
@@ -469,97 +470,6 @@ def merge(parts: list[tuple[str, dict]]) -> dict:
     return out
 
 
-def _profile(prof: dict) -> dict:
-    """Per task: its jobs, p50, p99, largest response and the p99's 95 % interval
-    (metrics.quantile_ci; null for an end its jobs do not reach)."""
-    out = {}
-    for n, js in prof.items():
-        r = [j.response_ms for j in js]
-        out[n] = {"jobs": len(js), "p50_ms": metrics.percentile(r, 50), "p99_ms": metrics.percentile(r, 99),
-                  "max_ms": max(r, default=math.nan), "p99_ci95_ms": list(metrics.quantile_ci(r, 99, 0.95))}
-    return out
-
-
-def profile_ci_note(s: dict) -> str:
-    """The PROFILE line: each task whose deadline at the smallest k does not lie above the
-    95 % interval of its own p99 (the co-run profile's jobs, metrics.quantile_ci), where
-    the host alone may miss more than 1 % of that task's jobs whatever the policy; '' when
-    every deadline does, or the results carry no interval (ripple-sim's, older ones). A
-    p99 from fewer than quantile_ci_min_n(99) jobs has no upper end: their largest may lie
-    below it (a 15-s profile of a 10-Hz task: 135 jobs, its p99 is their second largest)."""
-    pts = s.get("points") or []
-    if not pts:
-        return ""
-    k = min(p["k"] for p in pts)
-    dl = next(p["deadlines_ms"] for p in pts if p["k"] == k)
-    flagged = []
-    for t, v in (s.get("profile") or {}).items():
-        ci = v.get("p99_ci95_ms")
-        if not ci or t not in dl:
-            continue
-        lo, hi = ci
-        if hi is not None and hi < dl[t]:
-            continue
-        lo_s = f"{lo:.2f}" if lo is not None else "?"
-        flagged.append(f"{t} {lo_s} to " + (f"{hi:.2f}" if hi is not None else
-                                               f"above its largest of {v['jobs']} jobs, {v['max_ms']:.2f}")
-                       + f", deadline {dl[t]:.1f}")
-    if not flagged:
-        return ""
-    return (f"PROFILE: at k = {k:g} a deadline does not lie above the 95 % interval of its task's own p99 (ms): "
-            + "; ".join(flagged) + f". The host alone may then miss more than 1 % of its jobs, whatever the "
-            f"policy; {metrics.quantile_ci_min_n(99)} jobs or more bound a p99 (--profile-s)")
-
-
-def profile_drift(start: dict, end: dict) -> dict:
-    """Task -> p99 of the closing profile / p99 of the first - 1 (tasks in both; {} without a
-    closing profile)."""
-    out = {}
-    for n, js in start.items():
-        if end.get(n) and js:
-            p0 = metrics.percentile([j.response_ms for j in js], 99)
-            out[n] = round(metrics.percentile([j.response_ms for j in end[n]], 99) / p0 - 1, 4) if p0 > 0 else math.nan
-    return out
-
-
-def drift_note(s: dict) -> str:
-    """The closing profile's line: each task's p99 and its drift, and a warning when a task's
-    p99 moved by more than k - 1 for the smallest k: its deadline k x p99 then lay below (or
-    that far above) the host's own p99 for part of the sweep, whatever the policy."""
-    end, drift = s.get("profile_end") or {}, s.get("profile_drift") or {}
-    if not end:
-        return ""
-    line = "Closing profile p99 (ms): " + ", ".join(
-        f"{t} {v['p99_ms']:.2f} ({100 * drift[t]:+.0f} %)" if t in drift else f"{t} {v['p99_ms']:.2f}"
-        for t, v in end.items())
-    ks = sorted({p["k"] for p in s.get("points", [])})
-    g0 = (s.get("profile_host") or {}).get("tasks") or {}
-    g1 = (s.get("profile_end_host") or {}).get("tasks") or {}
-    if g0.get("mhz") and g1.get("mhz"):
-        line += f"; task cores' clock {g0['mhz']:.0f} -> {g1['mhz']:.0f} MHz ({g1.get('mhz_from')})"
-    if g0.get("steal") or g1.get("steal"):
-        line += f"; task cores' time stolen {100 * (g0.get('steal') or 0):.1f} -> {100 * (g1.get('steal') or 0):.1f} %"
-    worst = max(drift.items(), key=lambda kv: abs(kv[1]) if kv[1] == kv[1] else -1, default=None)
-    if ks and worst and abs(worst[1]) > ks[0] - 1:
-        line += (f". DRIFT: {worst[0]}'s own p99 moved {100 * worst[1]:+.0f} % over the sweep, more than "
-                 f"k - 1 = {100 * (ks[0] - 1):.0f} %: at k = {ks[0]:g} the deadlines were "
-                 + ("tighter" if worst[1] > 0 else "looser") + " than k says for some runs, whatever the policy")
-    return line
-
-
-def profile_load_note(pl: dict) -> str:
-    """The sentence on the other processes' load beside the kept co-run profile ('' without one)."""
-    if not pl:
-        return ""
-    n = len(pl["attempts"])
-    note = (f"; other processes beside it: {100 * pl['share']:.0f} % of {pl['cpus']} CPUs "
-            f"({100 * pl['peak_share']:.0f} % in its busiest second; attempt {pl['kept']} of {n})")
-    if pl["loaded"]:
-        note += (f". LOADED: every attempt ran beside more than {100 * pl['limit_share']:g} % (or "
-                 f"{200 * pl['limit_share']:g} % in a second): the p99s, and the deadlines, may be too loose")
-    return note
-
-
 def check_claim(s: dict) -> tuple[bool, list[str]]:
     """At every k: ripple meets eps (every task) and unmanaged does not."""
     ok, lines = True, []
@@ -612,134 +522,4 @@ def write_all(s: dict, out: Path, plots: bool = True) -> None:
     (out / "table.md").write_text(markdown_table(s))
     s["_responses"] = responses
     if plots:
-        write_plots(s, out)
-
-
-def write_plots(s: dict, out: Path) -> None:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("ripple-bench: matplotlib not found (Debian: python3-matplotlib, run with /usr/bin/python3): "
-              "no PNG plots", file=sys.stderr)
-        return
-    ks = sorted({p["k"] for p in s["points"]})
-    pols = list(dict.fromkeys(p["policy"] for p in s["points"]))
-    title_sfx = " — emulated plant (TEST DOUBLE)" if s["backend"] == "plant" else ""
-    by = {(p["policy"], p["k"]): p for p in s["points"]}
-
-    def series(ax, key, scale=1.0, floor=None):
-        for pol in pols:
-            xs = [k for k in ks if (pol, k) in by]
-            ys = [by[(pol, k)][key] * scale for k in xs]
-            if floor is not None:
-                ys = [max(y, floor) for y in ys]
-            line, = ax.plot(xs, ys, "-", label=pol, alpha=0.8)
-            for x, y in zip(xs, ys):   # hollow marker: a target missed (paper Fig. 6)
-                f = by[(pol, x)]["feasible"]
-                ax.plot([x], [y], "o", color=line.get_color(), markerfacecolor=line.get_color() if f else "none")
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    series(ax, "worst_dmr", 100, floor=0.01)
-    ax.axhline(100 * s["eps"], color="k", ls="--", lw=1, label=f"eps {100 * s['eps']:g} %")
-    ax.set_yscale("log")
-    ax.set_xlabel("deadline factor k")
-    ax.set_ylabel("worst-task DMR (%)")
-    ax.set_title(f"{s['mix']}: DMR vs k{title_sfx}", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "dmr_vs_k.png", dpi=110)
-    plt.close(fig)
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    series(ax, "llm_tok_s")
-    ax.plot(ks, [s["bound_tok_s"].get(f"{k:g}", math.nan) for k in ks], "D", color="k", label="bound (fluid)")
-    ax.set_xlabel("deadline factor k")
-    ax.set_ylabel("stand-in tokens/s" if s["backend"] == "plant" else "LLM tokens/s")
-    ax.set_title(f"{s['mix']}: throughput vs k (hollow: target missed){title_sfx}", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "throughput_vs_k.png", dpi=110)
-    plt.close(fig)
-
-    resp: dict = {}
-    dl: dict = {}
-    for pol, k, _, task, _, r, d in s["_responses"]:
-        resp.setdefault((k, task, pol), []).append(r)
-        dl[(k, task)] = d
-    for k in ks:
-        fig, axes = plt.subplots(1, len(s["tasks"]), figsize=(4 * len(s["tasks"]), 3.5), squeeze=False)
-        for ax, task in zip(axes[0], s["tasks"]):
-            for pol in pols:
-                v = sorted(resp.get((k, task, pol), []))
-                if v:
-                    ax.plot(v, [(i + 1) / len(v) for i in range(len(v))], label=pol)
-            if (k, task) in dl:
-                ax.axvline(dl[(k, task)], color="k", ls="--", lw=1)
-            ax.axhline(1 - s["eps"], color="grey", ls=":", lw=1)
-            ax.set_title(f"{task} (k = {k:g})", fontsize=9)
-            ax.set_xlabel("response time (ms)")
-            ax.set_ylabel("CDF")
-        axes[0][0].legend(fontsize=7)
-        fig.suptitle(f"{s['mix']}: response times, dashed = deadline{title_sfx}", fontsize=9)
-        fig.tight_layout()
-        fig.savefig(out / f"cdf_k{k:g}.png", dpi=110)
-        plt.close(fig)
-
-    write_adaptivity(s, out, plt, title_sfx)
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    labels, bottoms = [], []
-    cats = ("budget", "decision", "delivery", "other")
-    pts = [p for p in s["points"] if p["gaps"].get("gap") is not None and not math.isnan(p["gaps"]["gap"])]
-    for i, p in enumerate(pts):
-        labels.append(f"{p['policy']}\nk={p['k']:g}")
-    bottom = [0.0] * len(pts)
-    for c in cats:
-        vals = [100 * (p["gaps"].get(c) or 0.0) for p in pts]
-        ax.bar(range(len(pts)), vals, bottom=bottom, label=c)
-        bottom = [b + v for b, v in zip(bottom, vals)]
-    ax.set_xticks(range(len(pts)))
-    ax.set_xticklabels(labels, fontsize=6, rotation=90)
-    ax.set_ylabel("% of scored time without a grant running")
-    ax.set_title(f"LLM gap-time breakdown (Fig. 9){title_sfx}", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "gaps.png", dpi=110)
-    plt.close(fig)
-
-
-def write_adaptivity(s: dict, out: Path, plt, title_sfx: str) -> None:
-    """adaptivity_<policy>_k<k>.png for every point whose runs had a perturbation: each task's
-    allowance over time (the agent's state, sampled) above its jobs' response / deadline,
-    the perturbations shaded."""
-    for p in s["points"]:
-        tl = [t for t in p.get("timelines", []) if t["perturbations_s"]]
-        if not tl:
-            continue
-        t = tl[0]
-        jobs = (p.get("_jobs") or [{}])[tl.index(t) if len(p.get("_jobs") or []) > tl.index(t) else 0]
-        fig, (a1, a2) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
-        base = t["scored_from_s"]
-        for task in s["tasks"]:
-            xs = [row["t_s"] - base for row in t["samples"] if task in row["tasks"]]
-            ys = [(row["tasks"][task].get("allowance_bytes") or 0) / 1e9 for row in t["samples"] if task in row["tasks"]]
-            a1.plot(xs, ys, label=task)
-        a1.set_ylabel("allowance (GB)")
-        a1.legend(fontsize=7)
-        js = [(n, rel, r) for n, v in jobs.items() for rel, r in v]
-        t0 = min((rel for _, rel, _ in js), default=0)
-        for task in s["tasks"]:
-            pts = [((rel - t0) / 1e9, r / p["deadlines_ms"][task]) for n, rel, r in js if n == task]
-            a2.plot([x for x, _ in pts], [y for _, y in pts], ".", ms=3, label=task)
-        a2.axhline(1.0, color="k", ls="--", lw=1)
-        a2.set_ylabel("response / deadline")
-        a2.set_xlabel("s from the scored window's start")
-        for on, off in t["perturbations_s"]:
-            for ax in (a1, a2):
-                ax.axvspan(on, off, color="orange", alpha=0.2)
-        fig.suptitle(f"{p['policy']} k={p['k']:g}: allowance and responses, perturbation shaded{title_sfx}", fontsize=9)
-        fig.tight_layout()
-        fig.savefig(out / f"adaptivity_{p['policy'].replace('/', '_')}_k{p['k']:g}.png", dpi=110)
-        plt.close(fig)
+        plots.write_plots(s, out)
