@@ -8,6 +8,16 @@ import sys
 from pathlib import Path
 
 
+def _save(plt, fig, path: Path, ax=None, title: str | None = None) -> None:
+    """Titles `ax` and gives it its legend (when given), then writes the figure to `path`."""
+    if ax is not None:
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def write_plots(s: dict, out: Path) -> None:
     try:
         import matplotlib
@@ -39,22 +49,14 @@ def write_plots(s: dict, out: Path) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("deadline factor k")
     ax.set_ylabel("worst-task DMR (%)")
-    ax.set_title(f"{s['mix']}: DMR vs k{title_sfx}", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "dmr_vs_k.png", dpi=110)
-    plt.close(fig)
+    _save(plt, fig, out / "dmr_vs_k.png", ax, f"{s['mix']}: DMR vs k{title_sfx}")
 
     fig, ax = plt.subplots(figsize=(6, 4))
     series(ax, "llm_tok_s")
     ax.plot(ks, [s["bound_tok_s"].get(f"{k:g}", math.nan) for k in ks], "D", color="k", label="bound (fluid)")
     ax.set_xlabel("deadline factor k")
     ax.set_ylabel("stand-in tokens/s" if s["backend"] == "plant" else "LLM tokens/s")
-    ax.set_title(f"{s['mix']}: throughput vs k (hollow: target missed){title_sfx}", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "throughput_vs_k.png", dpi=110)
-    plt.close(fig)
+    _save(plt, fig, out / "throughput_vs_k.png", ax, f"{s['mix']}: throughput vs k (hollow: target missed){title_sfx}")
 
     resp: dict = {}
     dl: dict = {}
@@ -76,9 +78,7 @@ def write_plots(s: dict, out: Path) -> None:
             ax.set_ylabel("CDF")
         axes[0][0].legend(fontsize=7)
         fig.suptitle(f"{s['mix']}: response times, dashed = deadline{title_sfx}", fontsize=9)
-        fig.tight_layout()
-        fig.savefig(out / f"cdf_k{k:g}.png", dpi=110)
-        plt.close(fig)
+        _save(plt, fig, out / f"cdf_k{k:g}.png")
 
     write_adaptivity(s, out, plt, title_sfx)
 
@@ -96,11 +96,7 @@ def write_plots(s: dict, out: Path) -> None:
     ax.set_xticks(range(len(pts)))
     ax.set_xticklabels(labels, fontsize=6, rotation=90)
     ax.set_ylabel("% of scored time without a grant running")
-    ax.set_title(f"LLM gap-time breakdown (Fig. 9){title_sfx}", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "gaps.png", dpi=110)
-    plt.close(fig)
+    _save(plt, fig, out / "gaps.png", ax, f"LLM gap-time breakdown (Fig. 9){title_sfx}")
 
 
 def write_adaptivity(s: dict, out: Path, plt, title_sfx: str) -> None:
@@ -133,6 +129,4 @@ def write_adaptivity(s: dict, out: Path, plt, title_sfx: str) -> None:
             for ax in (a1, a2):
                 ax.axvspan(on, off, color="orange", alpha=0.2)
         fig.suptitle(f"{p['policy']} k={p['k']:g}: allowance and responses, perturbation shaded{title_sfx}", fontsize=9)
-        fig.tight_layout()
-        fig.savefig(out / f"adaptivity_{p['policy'].replace('/', '_')}_k{p['k']:g}.png", dpi=110)
-        plt.close(fig)
+        _save(plt, fig, out / f"adaptivity_{p['policy'].replace('/', '_')}_k{p['k']:g}.png")
