@@ -41,7 +41,8 @@ def write_plots(s: dict, out: Path) -> None:
             line, = ax.plot(xs, ys, "-", label=pol, alpha=0.8)
             for x, y in zip(xs, ys):   # hollow marker: a target missed (paper Fig. 6)
                 f = by[(pol, x)]["feasible"]
-                ax.plot([x], [y], "o", color=line.get_color(), markerfacecolor=line.get_color() if f else "none")
+                ax.plot([x], [y], "o", color=line.get_color(), markerfacecolor=line.get_color() if f else "none",
+                        zorder=3)   # above the bound's diamonds, which may lie on the same point
 
     fig, ax = plt.subplots(figsize=(6, 4))
     series(ax, "worst_dmr", 100, floor=0.01)
@@ -53,7 +54,8 @@ def write_plots(s: dict, out: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 4))
     series(ax, "llm_tok_s")
-    ax.plot(ks, [s["bound_tok_s"].get(f"{k:g}", math.nan) for k in ks], "D", color="k", label="bound (fluid)")
+    ax.plot(ks, [s["bound_tok_s"].get(f"{k:g}", math.nan) for k in ks], "D", color="k", markersize=5, label="bound (fluid)",
+            zorder=2)
     ax.set_xlabel("deadline factor k")
     ax.set_ylabel("stand-in tokens/s" if s["backend"] == "plant" else "LLM tokens/s")
     _save(plt, fig, out / "throughput_vs_k.png", ax, f"{s['mix']}: throughput vs k (hollow: target missed){title_sfx}")
@@ -63,7 +65,7 @@ def write_plots(s: dict, out: Path) -> None:
     for pol, k, _, task, _, r, d in s["_responses"]:
         resp.setdefault((k, task, pol), []).append(r)
         dl[(k, task)] = d
-    for k in ks:
+    for k in (ks if resp else []):   # no responses (a re-rendered results.json): no empty CDFs
         fig, axes = plt.subplots(1, len(s["tasks"]), figsize=(4 * len(s["tasks"]), 3.5), squeeze=False)
         for ax, task in zip(axes[0], s["tasks"]):
             for pol in pols:
