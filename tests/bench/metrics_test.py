@@ -569,6 +569,32 @@ def ratio_line_gives_the_fluid_bound():
 
 
 @case
+def plots_write_each_figure_and_no_empty_cdfs():
+    """Tests that the plots module writes the DMR, throughput and gap figures of a sweep, a
+    CDF per k only where the summary carries the runs' responses (a results.json re-rendered
+    without them gets none, not empty axes)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise Skip("no matplotlib in this Python (Debian: python3-matplotlib, /usr/bin/python3)") from None
+    import tempfile
+    from benchlib import plots
+    a = _call([1.1, 1.5], 10.0, 0.0)
+    for p in a["points"]:
+        p["gaps"] = {"busy": 0.9, "budget": 0.1, "gap": 0.1}
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d)
+        plots.write_plots({**a, "_responses": []}, out)
+        names = sorted(f.name for f in out.iterdir())
+        assert names == ["dmr_vs_k.png", "gaps.png", "throughput_vs_k.png"], names
+        rows = [(p["policy"], p["k"], 0, "a", 0, 9.0 + i, 11.0) for i, p in enumerate(a["points"])]
+        plots.write_plots({**a, "_responses": rows}, out)
+        names = sorted(f.name for f in out.iterdir())
+        assert "cdf_k1.1.png" in names and "cdf_k1.5.png" in names, names
+        assert all((out / n).stat().st_size > 1000 for n in names), [(n, (out / n).stat().st_size) for n in names]
+
+
+@case
 def engine_delta_counts_the_window():
     """Tests one engine's counters over the scored window, late grant ends included, and that
     a missing engine counts zero."""
