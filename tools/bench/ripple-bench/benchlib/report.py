@@ -350,9 +350,9 @@ def markdown_table(s: dict) -> str:
         notes = s.get("bound_notes") or {}
 
         def vs_bound(policy, k):
-            """", R of the fluid bound" with the kappa-from-unmanaged ratio beside it, and, where
-            the measured points contradict the bound at k (bound_notes), why: a ratio to a bound
-            that is none must not read as one."""
+            """The ratio to the fluid bound (", R of the fluid bound"), with the ratio to the
+            kappa-from-unmanaged bound beside it and, where the measured points contradict the
+            bound at k (bound_notes), why: a ratio to a bound that is none must not read as one."""
             r, rm = over_bound(policy, k)
             if r is None:
                 return ""
