@@ -54,8 +54,8 @@ def write_plots(s: dict, out: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 4))
     series(ax, "llm_tok_s")
-    ax.plot(ks, [s["bound_tok_s"].get(f"{k:g}", math.nan) for k in ks], "D", color="k", markersize=5, label="bound (fluid)",
-            zorder=2)
+    ax.plot(ks, [s["bound_tok_s"].get(f"{k:g}", math.nan) for k in ks], "D", color="k", markersize=5,
+            label="bound (fluid)", zorder=2)
     ax.set_xlabel("deadline factor k")
     ax.set_ylabel("stand-in tokens/s" if s["backend"] == "plant" else "LLM tokens/s")
     _save(plt, fig, out / "throughput_vs_k.png", ax, f"{s['mix']}: throughput vs k (hollow: target missed){title_sfx}")
@@ -85,11 +85,9 @@ def write_plots(s: dict, out: Path) -> None:
     write_adaptivity(s, out, plt, title_sfx)
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    labels, bottoms = [], []
     cats = ("budget", "decision", "delivery", "other")
     pts = [p for p in s["points"] if p["gaps"].get("gap") is not None and not math.isnan(p["gaps"]["gap"])]
-    for i, p in enumerate(pts):
-        labels.append(f"{p['policy']}\nk={p['k']:g}")
+    labels = [f"{p['policy']}\nk={p['k']:g}" for p in pts]
     bottom = [0.0] * len(pts)
     for c in cats:
         vals = [100 * (p["gaps"].get(c) or 0.0) for p in pts]
